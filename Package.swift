@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "posfuse",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "Positioning", targets: ["Positioning"]),
+        .library(name: "Replay", targets: ["Replay"]),
+        .executable(name: "posfuse", targets: ["posfuse"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // GNU GSL (libgsl-dev): least squares, linear algebra, RNG, statistics.
+        .systemLibrary(
+            name: "CGSL",
+            pkgConfig: "gsl",
+            providers: [.apt(["libgsl-dev"]), .brew(["gsl"])]
+        ),
+        // Estimators, measurement models, filters. Depends on GSL only.
+        .target(name: "Positioning", dependencies: ["CGSL"]),
+        // Trace reading/writing, simulation, replay, scoring, result storage.
+        .target(name: "Replay", dependencies: [
+            "Positioning", "CGSL",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .executableTarget(name: "posfuse", dependencies: [
+            "Positioning", "Replay",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .testTarget(name: "PositioningTests", dependencies: ["Positioning", "CGSL"]),
+        .testTarget(name: "ReplayTests", dependencies: ["Replay", "Positioning"],
+                    resources: []),
+        .testTarget(name: "CLITests", dependencies: ["Replay", "Positioning"]),
+    ]
+)

@@ -1,0 +1,58 @@
+import Foundation
+
+/// GNSS pass-through: the phone's own fix, in the local ENU frame, with a covariance
+/// derived from its reported accuracy.
+///
+/// Model: Android's `Location.getAccuracy()` is the radius of 68 % confidence of a
+/// circular Gaussian. For a circular 2-D Gaussian P(‖e‖ ≤ r) = 1 − exp(−r²/2σ²), so
+/// σ = r / √(−2 ln(1 − 0.68)) = r / 1.5096 per axis. `accuracyConfidence` can be set
+/// for loggers that report another confidence (e.g. 0.5 for CEP, 0.95 for R95).
+///
+/// Degenerate cases: a non-positive or non-finite reported accuracy → typed failure
+/// (`inconsistentMeasurements`); the fix is not guessed.
+public struct GNSSEstimator: Sendable {
+    /// Confidence level of the reported accuracy radius (Android: 0.68).
+    public var accuracyConfidence: Double
+    /// Extra multiplicative inflation of σ (1 = trust the phone).
+    public var inflation: Double
+
+    public init(accuracyConfidence: Double = 0.68, inflation: Double = 1) {
+        self.accuracyConfidence = accuracyConfidence; self.inflation = inflation
+    }
+
+    /// Per-axis σ (m) for a reported accuracy radius r (m).
+    public func sigma(forAccuracy r: Double) -> Double {
+        r / sqrt(-2 * log(1 - accuracyConfidence)) * inflation
+    }
+
+    public func estimate(_ g: GNSSFix, time: Double, subject: String = Fix.defaultSubject,
+                         frame: LocalFrame) -> Result<Fix, EstimationFailure> {
+        guard g.latitude.isFinite, g.longitude.isFinite, abs(g.latitude) <= 90, abs(g.longitude) <= 180 else {
+            return .failure(.inconsistentMeasurements("latitude/longitude out of range"))
+        }
+        guard g.accuracy.isFinite, g.accuracy > 0 else {
+            return .failure(.inconsistentMeasurements("reported accuracy \(g.accuracy) m is not positive"))
+        }
+        let v = frame.enu(Geodetic(latitude: g.latitude, longitude: g.longitude, height: g.altitude ?? frame.origin.height))
+        let s = sigma(forAccuracy: g.accuracy)
+        return .success(Fix(time: time, position: SIMD2(v.x, v.y), up: g.altitude == nil ? nil : v.z,
+                            covariance: Covariance2(sigma: s), source: .gnss, subject: subject, usedCount: 1))
+    }
+}
+
+/// Pipeline stage emitting `gnss` fixes (and loose position measurements for filters).
+public final class GNSSStage: PipelineStage {
+    public let estimator: GNSSEstimator
+    public init(estimator: GNSSEstimator = GNSSEstimator()) { self.estimator = estimator }
+    public var sources: [Source] { [.gnss] }
+
+    public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+        guard case .gnss(let g) = event.payload else { return [] }
+        switch estimator.estimate(g, time: event.time, subject: event.device, frame: context.frame) {
+        case .success(let f):
+            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+        case .failure(let r):
+            return [.failure(source: .gnss, time: event.time, subject: event.device, reason: r)]
+        }
+    }
+}

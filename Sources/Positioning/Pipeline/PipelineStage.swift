@@ -1,0 +1,59 @@
+/// What a stage sees besides the event: the trace header (ENU frame) and reference data.
+public struct PipelineContext: Sendable {
+    public var header: TraceHeader
+    public var frame: LocalFrame
+    public var reference: ReferenceData
+    public init(header: TraceHeader, reference: ReferenceData = .empty) {
+        self.header = header; frame = header.frame; self.reference = reference
+    }
+}
+
+/// One output of a pipeline stage.
+public enum StageResult: Sendable {
+    /// A position estimate (scored against ground truth).
+    case fix(Fix)
+    /// An estimator had the input but could not produce a fix, and why.
+    case failure(source: Source, time: Double, subject: String, reason: EstimationFailure)
+    /// A tight-coupling measurement for downstream filters (not scored).
+    case measurement(any MeasurementModel, subject: String)
+}
+
+/// A stage of a replay pipeline: stand-alone estimators and fusion filters alike.
+///
+/// Replay flows one way: reader → pipeline → scorer. For each event in time order the
+/// pipeline calls every stage in order; a stage sees the raw event and the results of
+/// the stages before it for that event (so filters consume estimators' fixes and
+/// measurement models). At the end `finish` lets offline stages (the smoother) emit.
+public protocol PipelineStage: AnyObject {
+    /// The sources whose fixes this stage emits.
+    var sources: [Source] { get }
+    /// Handle one event; `upstream` holds what earlier stages emitted for it.
+    func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult]
+    /// End of trace.
+    func finish(context: PipelineContext) -> [StageResult]
+}
+
+extension PipelineStage {
+    public func finish(context: PipelineContext) -> [StageResult] { [] }
+}
+
+/// An ordered list of stages.
+public final class Pipeline {
+    public private(set) var stages: [any PipelineStage]
+    public init(stages: [any PipelineStage]) { self.stages = stages }
+
+    public var sources: [Source] { stages.flatMap(\.sources) }
+
+    /// Run all stages on one event; returns every stage's results in order.
+    public func process(_ event: TraceEvent, context: PipelineContext) -> [StageResult] {
+        var results: [StageResult] = []
+        for s in stages { results += s.process(event, upstream: results, context: context) }
+        return results
+    }
+
+    public func finish(context: PipelineContext) -> [StageResult] {
+        var results: [StageResult] = []
+        for s in stages { results += s.finish(context: context) }
+        return results
+    }
+}

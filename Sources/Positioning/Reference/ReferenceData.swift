@@ -1,0 +1,90 @@
+/// Reference data that estimators look up: AP map, cell database, acoustic beacons,
+/// landmarks and an optional floor plan. Positions are local ENU metres in the trace's
+/// frame (readers convert WGS84 side files at load time). Formats: `docs/trace-format.md`.
+public struct ReferenceData: Sendable {
+    public var accessPoints: [String: AccessPoint]
+    public var cells: [CellID: CellSite]
+    public var beacons: [String: AcousticBeacon]
+    public var landmarks: [String: Landmark]
+    /// Wall segments of the floor plan in ENU m (for particle-filter wall constraints).
+    public var walls: [Wall]
+
+    public init(accessPoints: [String: AccessPoint] = [:], cells: [CellID: CellSite] = [:],
+                beacons: [String: AcousticBeacon] = [:], landmarks: [String: Landmark] = [:], walls: [Wall] = []) {
+        self.accessPoints = accessPoints; self.cells = cells; self.beacons = beacons
+        self.landmarks = landmarks; self.walls = walls
+    }
+    public static let empty = ReferenceData()
+}
+
+/// A WiFi access point in the AP map.
+public struct AccessPoint: Sendable, Equatable {
+    /// MAC, lower case.
+    public var bssid: String
+    /// Position in ENU, m (up = antenna height above the origin).
+    public var position: SIMD3<Double>
+    public var floor: Int?
+    /// Log-distance model: RSS at d0 = 1 m (dBm) and path-loss exponent n.
+    public var p0: Double?
+    public var pathLossExponent: Double?
+    /// Radio group: BSSIDs of one physical radio share a group id (multi-SSID, multi-band).
+    public var radio: String?
+    public init(bssid: String, position: SIMD3<Double>, floor: Int? = nil, p0: Double? = nil,
+                pathLossExponent: Double? = nil, radio: String? = nil) {
+        self.bssid = bssid; self.position = position; self.floor = floor; self.p0 = p0
+        self.pathLossExponent = pathLossExponent; self.radio = radio
+    }
+}
+
+/// A cell site (antenna) in the cell database.
+public struct CellSite: Sendable, Equatable {
+    public var cell: CellID
+    /// Antenna position in ENU, m (up = antenna height above the origin).
+    public var position: SIMD3<Double>
+    /// Sector boresight azimuth, degrees clockwise from true north; nil = omni/unknown.
+    public var azimuth: Double?
+    /// Sector width, degrees (3GPP 3-sector: 120); nil = omni.
+    public var beamwidth: Double?
+    /// Nominal cell radius, m (Cell-ID only estimate).
+    public var range: Double?
+    /// Where the position comes from: "antenna" (surveyed), "centroid" (crowd-sourced
+    /// measurement centroid, e.g. OpenCellID), "estimated" (posfuse celldb build).
+    public var provenance: String
+    public init(cell: CellID, position: SIMD3<Double>, azimuth: Double? = nil, beamwidth: Double? = nil,
+                range: Double? = nil, provenance: String = "antenna") {
+        self.cell = cell; self.position = position; self.azimuth = azimuth; self.beamwidth = beamwidth
+        self.range = range; self.provenance = provenance
+    }
+}
+
+/// A synchronised acoustic beacon (`design/estimators.md` §4A).
+public struct AcousticBeacon: Sendable, Equatable {
+    public var id: String
+    /// Speaker position in ENU, m.
+    public var position: SIMD3<Double>
+    /// Emission offset o_i within the period, s.
+    public var offset: Double
+    /// Emission period T_p, s.
+    public var period: Double
+    public init(id: String, position: SIMD3<Double>, offset: Double, period: Double) {
+        self.id = id; self.position = position; self.offset = offset; self.period = period
+    }
+}
+
+/// A landmark that photos may show (known position and physical height).
+public struct Landmark: Sendable, Equatable {
+    public var id: String
+    public var position: SIMD3<Double>
+    /// Physical height H of the object, m, if known.
+    public var height: Double?
+    public init(id: String, position: SIMD3<Double>, height: Double? = nil) {
+        self.id = id; self.position = position; self.height = height
+    }
+}
+
+/// A wall segment of a floor plan, ENU m.
+public struct Wall: Sendable, Equatable {
+    public var a: SIMD2<Double>, b: SIMD2<Double>
+    public var floor: Int?
+    public init(a: SIMD2<Double>, b: SIMD2<Double>, floor: Int? = nil) { self.a = a; self.b = b; self.floor = floor }
+}

@@ -1,0 +1,27 @@
+import ArgumentParser
+
+@main
+struct Posfuse: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "posfuse",
+        abstract: "Refine smartphone positions by sensor fusion and measure their accuracy against ground truth.",
+        discussion: """
+        Positions are WGS84 latitude/longitude (degrees) at the edges and local ENU metres inside.
+        Exit codes: 0 success, 1 accuracy regression, 64 usage error, 65 bad data.
+        """,
+        version: "0.1.0",
+        subcommands: Subcommands.all
+    )
+}
+
+/// Every subcommand, in the order `--help` lists them. Add new commands here.
+enum Subcommands {
+    static let all: [ParsableCommand.Type] = [
+        Version.self,
+    ]
+}
+
+struct Version: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the posfuse version.")
+    func run() { print("posfuse 0.1.0") }
+}
