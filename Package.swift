@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // GNU GSL (libgsl-dev): least squares, linear algebra, RNG, statistics.
@@ -26,6 +27,7 @@ let package = Package(
         .target(name: "Replay", dependencies: [
             "Positioning", "CGSL",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Yams", package: "Yams"),
         ]),
         .executableTarget(name: "posfuse", dependencies: [
             "Positioning", "Replay",

@@ -1,0 +1,41 @@
+/// Every pipeline stage posfuse knows, in pipeline order (estimators before the
+/// filters that consume their outputs). `posfuse replay` builds its default pipeline
+/// from this list; a pipeline configuration file enables, disables and parameterises
+/// stages by `name`. To add a stage, add one entry here.
+public enum StageRegistry {
+    public struct Entry: Sendable {
+        /// Section name in the pipeline configuration (usually the source name).
+        public let name: String
+        /// Sources the stage emits.
+        public let sources: [Source]
+        /// Whether the stage runs when no configuration mentions it.
+        public let enabledByDefault: Bool
+        public let make: @Sendable (StageOptions) throws -> any PipelineStage
+        public init(name: String, sources: [Source], enabledByDefault: Bool = true,
+                    make: @escaping @Sendable (StageOptions) throws -> any PipelineStage) {
+            self.name = name; self.sources = sources; self.enabledByDefault = enabledByDefault; self.make = make
+        }
+    }
+
+    public static let entries: [Entry] = [
+        Entry(name: "gnss", sources: [.gnss]) { o in
+            GNSSStage(estimator: GNSSEstimator(accuracyConfidence: try o.double("accuracy_confidence", default: 0.68),
+                                               inflation: try o.double("inflation", default: 1)))
+        },
+        // Radio estimators (cell, cell-ta, wcl, hapel) register here.
+        // Acoustic and camera estimators (tdoa, peer, camloc) register here.
+        // Fusion filters (ekf, ukf, pf, smoother) register here, after all estimators.
+    ]
+
+    /// Build the pipeline: `options[name]` overrides defaults; a stage runs when its
+    /// options say `enabled: true`, or it is enabled by default and not disabled.
+    public static func pipeline(options: [String: StageOptions] = [:]) throws -> Pipeline {
+        var stages: [any PipelineStage] = []
+        for e in entries {
+            let o = options[e.name] ?? StageOptions(name: e.name)
+            let on = o.values["enabled"] == nil ? e.enabledByDefault : o.isEnabled
+            if on { stages.append(try e.make(o)) }
+        }
+        return Pipeline(stages: stages)
+    }
+}
