@@ -1,0 +1,162 @@
+import Foundation
+import Positioning
+
+/// A malformed record in a foreign file. Printed as `file:line: reason` (CLI exit 65).
+public struct ImportDataError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var file: String
+    public var line: Int
+    public var reason: String
+    public init(file: String, line: Int, reason: String) { self.file = file; self.line = line; self.reason = reason }
+    public var description: String { "\(file):\(line): \(reason)" }
+}
+
+/// Options shared by every importer.
+public struct ImportOptions: Sendable {
+    /// Stop at the first malformed record or unknown record type (`--strict`).
+    public var strict: Bool
+    /// ENU origin of the written trace; nil = the importer's documented default.
+    public var origin: Geodetic?
+    /// Write positions as ground truth (`gt`) instead of phone fixes (`nmea --as-truth`).
+    public var asTruth: Bool
+    /// Device id of the events (trace format `device`).
+    public var device: String
+    /// A static ground-truth position added at every fix time (`--static-truth`).
+    public var staticTruth: Geodetic?
+    /// Assumed user-equivalent range error for NMEA accuracy (acc = HDOP · uere), m.
+    public var uere: Double
+    public init(strict: Bool = false, origin: Geodetic? = nil, asTruth: Bool = false, device: String = Fix.defaultSubject,
+                staticTruth: Geodetic? = nil, uere: Double = 3.0) {
+        self.strict = strict; self.origin = origin; self.asTruth = asTruth; self.device = device
+        self.staticTruth = staticTruth; self.uere = uere
+    }
+}
+
+/// What an import kept, dropped and did not know; printed by `posfuse import`.
+public struct ImportReport: Sendable, Equatable {
+    public var files = 0
+    public var lines = 0
+    /// Written events per trace `type`.
+    public var events: [String: Int] = [:]
+    /// Records not converted, per reason.
+    public var dropped: [String: Int] = [:]
+    /// Record types the importer does not know, per type name.
+    public var unknownTypes: [String: Int] = [:]
+    /// Notes (origin choice, side files written).
+    public var notes: [String] = []
+    public init() {}
+
+    public mutating func merge(_ o: ImportReport) {
+        files += o.files; lines += o.lines
+        for (k, v) in o.events { events[k, default: 0] += v }
+        for (k, v) in o.dropped { dropped[k, default: 0] += v }
+        for (k, v) in o.unknownTypes { unknownTypes[k, default: 0] += v }
+        notes += o.notes
+    }
+
+    public var totalEvents: Int { events.values.reduce(0, +) }
+
+    /// Human-readable summary, one count per line, sorted by key.
+    public func summary() -> String {
+        var s = "files: \(files)  lines: \(lines)  events: \(totalEvents)\n"
+        for (k, v) in events.sorted(by: { $0.key < $1.key }) { s += "  event \(k): \(v)\n" }
+        for (k, v) in dropped.sorted(by: { $0.key < $1.key }) { s += "  dropped \(k): \(v)\n" }
+        for (k, v) in unknownTypes.sorted(by: { $0.key < $1.key }) { s += "  unknown type \(k): \(v)\n" }
+        for n in notes { s += "  note: \(n)\n" }
+        return s
+    }
+}
+
+/// The result of importing one or more files.
+public struct ImportedTrace: Sendable {
+    public var header: TraceHeader
+    /// Events sorted by time (stable).
+    public var events: [TraceEvent]
+    public var report: ImportReport
+    /// Lines the trace format cannot hold but the importer keeps verbatim (e.g. GnssLogger
+    /// `Raw`), written beside the trace as `<trace stem>.<suffix>`: suffix → lines.
+    public var sideFiles: [String: [String]]
+    public init(header: TraceHeader, events: [TraceEvent], report: ImportReport, sideFiles: [String: [String]] = [:]) {
+        self.header = header; self.events = events; self.report = report; self.sideFiles = sideFiles
+    }
+}
+
+/// Per-file bookkeeping an importer uses while parsing: counts and strict-mode failures.
+public struct ImportContext {
+    public let options: ImportOptions
+    public var report = ImportReport()
+    public var file: String
+    public var line = 0
+    public init(options: ImportOptions, file: String) { self.options = options; self.file = file }
+
+    /// A record that cannot be read. Strict: throws `file:line: reason`; lenient: counted.
+    public mutating func malformed(_ reason: String) throws {
+        if options.strict { throw ImportDataError(file: file, line: line, reason: reason) }
+        report.dropped["malformed (\(reason))", default: 0] += 1
+    }
+    /// A well-formed record the trace format cannot hold (never fatal).
+    public mutating func drop(_ reason: String) { report.dropped[reason, default: 0] += 1 }
+    /// A record type the importer does not know. Strict: throws; lenient: counted.
+    public mutating func unknown(_ type: String) throws {
+        report.unknownTypes[type, default: 0] += 1
+        if options.strict { throw ImportDataError(file: file, line: line, reason: "unknown record type \(type)") }
+    }
+    public mutating func emitted(_ e: TraceEvent) { report.events[e.typeName, default: 0] += 1 }
+}
+
+/// The importers `posfuse import` knows, by format name.
+public enum ImportFormat: String, CaseIterable, Sendable {
+    case msIndoor = "ms-indoor"
+    case gnsslogger
+    case nmea
+    case opencellidMeasurements = "opencellid-measurements"
+    case gpx
+    case geojson
+    case tum
+    case csv
+    case ujiindoorloc
+}
+
+/// Assembles an `ImportedTrace`: sorts events stably by time, picks the origin
+/// (`options.origin`, else the importer's default) and counts events per type.
+public func assembleTrace(events: [TraceEvent], defaultOrigin: Geodetic, options: ImportOptions, name: String?,
+                          device: String?, report: ImportReport, sideFiles: [String: [String]] = [:],
+                          extraNotes: [String] = []) -> ImportedTrace {
+    let sorted = events.enumerated().sorted { a, b in
+        a.element.time < b.element.time || (a.element.time == b.element.time && a.offset < b.offset)
+    }.map(\.element)
+    var r = report
+    r.events = [:]
+    for e in sorted { r.events[e.typeName, default: 0] += 1 }
+    r.notes += extraNotes
+    let origin = options.origin ?? defaultOrigin
+    let header = TraceHeader(origin: origin, device: device, name: name)
+    return ImportedTrace(header: header, events: sorted, report: r, sideFiles: sideFiles)
+}
+
+/// Writes an imported trace (and its side files) to `url`.
+public func writeImportedTrace(_ t: ImportedTrace, to url: URL) throws -> [URL] {
+    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    let w = try TraceWriter(url: url, header: t.header)
+    for e in t.events { w.write(e) }
+    try w.close()
+    var written: [URL] = []
+    let stem = url.deletingPathExtension()
+    for (suffix, lines) in t.sideFiles.sorted(by: { $0.key < $1.key }) where !lines.isEmpty {
+        let side = URL(fileURLWithPath: stem.path + "." + suffix)
+        var data = Data()
+        data.reserveCapacity(lines.reduce(0) { $0 + $1.utf8.count + 1 })
+        for l in lines { data.append(contentsOf: Array(l.utf8)); data.append(0x0A) }
+        try data.write(to: side)
+        written.append(side)
+    }
+    return written
+}
+
+/// Adds a `gt` event at every `gnss` fix time for a known static position (`--static-truth`).
+func addStaticTruth(_ events: inout [TraceEvent], truth: Geodetic?, device: String) {
+    guard let truth else { return }
+    let times = events.compactMap { e -> Double? in if case .gnss = e.payload { return e.time } else { return nil } }
+    for t in times {
+        events.append(TraceEvent(time: t, device: device, payload: .groundTruth(GroundTruth(position: .geodetic(truth), kind: .continuous))))
+    }
+}

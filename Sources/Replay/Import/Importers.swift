@@ -1,0 +1,51 @@
+import Foundation
+import Positioning
+
+/// Runs the importer for `format` over `urls` (already expanded) into one trace.
+public func importTrace(format: ImportFormat, urls: [URL], options: ImportOptions) throws -> ImportedTrace {
+    switch format {
+    case .msIndoor: return try MSIndoorImporter.importFiles(urls, options: options)
+    case .opencellidMeasurements: return try OpenCellIDMeasurementsImporter.importFiles(urls, options: options)
+    default:
+        throw ImportDataError(file: urls.first?.path ?? "-", line: 0, reason: "format \(format.rawValue) is not implemented yet")
+    }
+}
+
+extension ImportFormat {
+    /// File name extensions taken when a folder is given as input (files named explicitly are always taken).
+    public var extensions: Set<String> {
+        switch self {
+        case .msIndoor, .gnsslogger: return ["txt"]
+        case .nmea: return ["nmea", "txt", "log", "nma"]
+        case .opencellidMeasurements, .csv, .ujiindoorloc: return ["csv"]
+        case .gpx: return ["gpx"]
+        case .geojson: return ["geojson", "json"]
+        case .tum: return ["txt", "tum"]
+        }
+    }
+}
+
+/// Expands folders into their regular files with one of `extensions` (sorted by name,
+/// hidden files skipped); files named explicitly are always kept.
+public func expandInputs(_ paths: [String], extensions: Set<String> = []) throws -> [URL] {
+    var out: [URL] = []
+    let fm = FileManager.default
+    for p in paths {
+        var isDir: ObjCBool = false
+        guard fm.fileExists(atPath: p, isDirectory: &isDir) else {
+            throw ImportDataError(file: p, line: 0, reason: "no such file")
+        }
+        if isDir.boolValue {
+            let names = try fm.contentsOfDirectory(atPath: p).filter { !$0.hasPrefix(".") }.sorted()
+            for n in names {
+                var d: ObjCBool = false
+                let full = (p as NSString).appendingPathComponent(n)
+                if fm.fileExists(atPath: full, isDirectory: &d), !d.boolValue,
+                   extensions.isEmpty || extensions.contains((n as NSString).pathExtension.lowercased()) { out.append(URL(fileURLWithPath: full)) }
+            }
+        } else {
+            out.append(URL(fileURLWithPath: p))
+        }
+    }
+    return out
+}
