@@ -24,6 +24,8 @@ public enum StageRegistry {
         },
         // Radio estimators (cell, cell-ta, wcl, hapel) register here.
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
+        // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).
+        Entry(name: "tdoa", sources: [.tdoa]) { o in try TDoAStage(options: o) },
         // Fusion filters (ekf, ukf, pf, smoother) register here, after all estimators.
     ]
 
