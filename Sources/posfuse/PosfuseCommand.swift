@@ -19,6 +19,7 @@ enum Subcommands {
     static let all: [ParsableCommand.Type] = [
         Version.self,
         Import.self,
+        Validate.self,
     ]
 }
 

@@ -1,0 +1,239 @@
+import Foundation
+import Positioning
+
+/// Loads the reference side file `reference.json` (AP map, cell database, acoustic
+/// beacons, landmarks, floor plan) into `ReferenceData` in the trace's ENU frame.
+///
+/// Format (`docs/trace-format.md`, "Reference data side file"): every position is either
+/// `e`, `n`, `u` (m, ENU of the trace; `u` defaults to 0) or `lat`, `lon`, `h` (deg, deg,
+/// m WGS84 ellipsoidal; `h` defaults to the origin height, i.e. `u` ≈ 0), converted
+/// exactly with `LocalFrame.enu`. `floorplan` is a GeoJSON file name relative to the
+/// folder, or an inline GeoJSON object; its `LineString`, `MultiLineString`, `Polygon`
+/// and `MultiPolygon` geometries become wall segments (polygon rings are closed). GeoJSON
+/// coordinates are `[lon, lat]` degrees (RFC 7946) unless the top-level object has
+/// `"frame": "enu"`, in which case they are `[e, n]` metres. A feature's
+/// `properties.floor` (int) sets the walls' floor.
+public enum ReferenceLoader {
+    /// Reads `folder/reference.json`; a folder without one gives `ReferenceData.empty`.
+    public static func load(folder: URL, frame: LocalFrame) throws -> ReferenceData {
+        let u = folder.appendingPathComponent("reference.json")
+        guard FileManager.default.fileExists(atPath: u.path) else { return .empty }
+        return try load(url: u, frame: frame)
+    }
+
+    /// Reads one reference file. Throws `TraceDataError` (line 0; the reason names the
+    /// offending entry, e.g. `aps[3]: missing key 'bssid'`).
+    public static func load(url: URL, frame: LocalFrame) throws -> ReferenceData {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw TraceDataError(file: url.path, line: 0, reason: "cannot read: \(error.localizedDescription)", code: "io")
+        }
+        let any: Any
+        do { any = try JSONSerialization.jsonObject(with: data) } catch {
+            throw TraceDataError(file: url.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: "invalid_json")
+        }
+        var p = Parser(file: url.path, frame: frame)
+        guard let root = any as? [String: Any] else { throw p.fail("", "the top level must be an object") }
+        var ref = ReferenceData()
+        for (i, o) in try p.array(root, "aps").enumerated() {
+            let at = "aps[\(i)]"
+            let bssid = try p.string(o, "bssid", at).lowercased()
+            ref.accessPoints[bssid] = AccessPoint(bssid: bssid, position: try p.position(o, at), floor: try p.optInt(o, "floor", at),
+                                                  p0: try p.optNumber(o, "p0", at), pathLossExponent: try p.optNumber(o, "n_exp", at),
+                                                  radio: try p.optString(o, "radio", at))
+        }
+        for (i, o) in try p.array(root, "cells").enumerated() {
+            let at = "cells[\(i)]"
+            let ratName = try p.string(o, "rat", at)
+            guard let rat = RAT(rawValue: ratName) else { throw p.fail(at, "unknown rat '\(ratName)'") }
+            let id = CellID(rat: rat, mcc: try p.int(o, "mcc", at), mnc: try p.int(o, "mnc", at),
+                            area: try p.int(o, "area", at), cid: try p.int(o, "cid", at))
+            ref.cells[id] = CellSite(cell: id, position: try p.position(o, at), azimuth: try p.optNumber(o, "azimuth", at),
+                                     beamwidth: try p.optNumber(o, "beamwidth", at), range: try p.optNumber(o, "range", at),
+                                     provenance: try p.optString(o, "provenance", at) ?? "antenna")
+        }
+        for (i, o) in try p.array(root, "beacons").enumerated() {
+            let at = "beacons[\(i)]"
+            let id = try p.string(o, "id", at)
+            let period = try p.number(o, "period", at)
+            guard period > 0 else { throw p.fail(at, "period must be > 0 s, got \(period)") }
+            ref.beacons[id] = AcousticBeacon(id: id, position: try p.position(o, at),
+                                             offset: try p.optNumber(o, "offset", at) ?? 0, period: period)
+        }
+        for (i, o) in try p.array(root, "landmarks").enumerated() {
+            let at = "landmarks[\(i)]"
+            let id = try p.string(o, "id", at)
+            ref.landmarks[id] = Landmark(id: id, position: try p.position(o, at), height: try p.optNumber(o, "height", at))
+        }
+        if let fp = root["floorplan"], !(fp is NSNull) {
+            if let name = fp as? String {
+                let fu = url.deletingLastPathComponent().appendingPathComponent(name)
+                let fd: Data
+                do { fd = try Data(contentsOf: fu) } catch {
+                    throw TraceDataError(file: fu.path, line: 0, reason: "cannot read floor plan: \(error.localizedDescription)", code: "io")
+                }
+                let g: Any
+                do { g = try JSONSerialization.jsonObject(with: fd) } catch {
+                    throw TraceDataError(file: fu.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: "invalid_json")
+                }
+                var fpParser = Parser(file: fu.path, frame: frame)
+                ref.walls = try fpParser.walls(geoJSON: g)
+            } else {
+                ref.walls = try p.walls(geoJSON: fp)
+            }
+        }
+        return ref
+    }
+
+    /// Wall segments of a GeoJSON object (see the type's documentation for the frames).
+    public static func walls(geoJSON: Any, frame: LocalFrame, file: String = "floorplan") throws -> [Wall] {
+        var p = Parser(file: file, frame: frame)
+        return try p.walls(geoJSON: geoJSON)
+    }
+}
+
+/// JSONSerialization value accessors with located error messages.
+private struct Parser {
+    let file: String
+    let frame: LocalFrame
+    var enuFloorplan = false
+
+    init(file: String, frame: LocalFrame) { self.file = file; self.frame = frame }
+
+    func fail(_ at: String, _ reason: String, code: String = "invalid_value") -> TraceDataError {
+        TraceDataError(file: file, line: 0, reason: at.isEmpty ? reason : "\(at): \(reason)", code: code)
+    }
+
+    func array(_ o: [String: Any], _ key: String) throws -> [[String: Any]] {
+        guard let v = o[key], !(v is NSNull) else { return [] }
+        guard let a = v as? [Any] else { throw fail(key, "must be an array", code: "wrong_type") }
+        return try a.enumerated().map { i, e in
+            guard let d = e as? [String: Any] else { throw fail("\(key)[\(i)]", "must be an object", code: "wrong_type") }
+            return d
+        }
+    }
+
+    /// A JSON number (JSONSerialization gives NSNumber; booleans are rejected).
+    func optNumber(_ o: [String: Any], _ key: String, _ at: String) throws -> Double? {
+        guard let v = o[key], !(v is NSNull) else { return nil }
+        guard let n = v as? NSNumber, !isBool(n) else { throw fail(at, "key '\(key)' must be a number", code: "wrong_type") }
+        let d = n.doubleValue
+        guard d.isFinite else { throw fail(at, "key '\(key)' is not finite") }
+        return d
+    }
+
+    func number(_ o: [String: Any], _ key: String, _ at: String) throws -> Double {
+        guard let v = try optNumber(o, key, at) else { throw fail(at, "missing key '\(key)'", code: "missing_key") }
+        return v
+    }
+
+    func optInt(_ o: [String: Any], _ key: String, _ at: String) throws -> Int? {
+        guard let d = try optNumber(o, key, at) else { return nil }
+        guard d == d.rounded(), abs(d) <= 9_007_199_254_740_992 else {
+            throw fail(at, "key '\(key)' must be an integer, got \(d)", code: "wrong_type")
+        }
+        return Int(d)
+    }
+
+    func int(_ o: [String: Any], _ key: String, _ at: String) throws -> Int {
+        guard let v = try optInt(o, key, at) else { throw fail(at, "missing key '\(key)'", code: "missing_key") }
+        return v
+    }
+
+    func optString(_ o: [String: Any], _ key: String, _ at: String) throws -> String? {
+        guard let v = o[key], !(v is NSNull) else { return nil }
+        guard let s = v as? String else { throw fail(at, "key '\(key)' must be a string", code: "wrong_type") }
+        return s
+    }
+
+    func string(_ o: [String: Any], _ key: String, _ at: String) throws -> String {
+        guard let v = try optString(o, key, at) else { throw fail(at, "missing key '\(key)'", code: "missing_key") }
+        return v
+    }
+
+    /// `e`,`n`,`u` (m) or `lat`,`lon`,`h` (deg, deg, m) → ENU m.
+    func position(_ o: [String: Any], _ at: String) throws -> SIMD3<Double> {
+        if o["lat"] != nil || o["lon"] != nil {
+            let lat = try number(o, "lat", at), lon = try number(o, "lon", at)
+            guard (-90...90).contains(lat), (-180...180).contains(lon) else { throw fail(at, "lat/lon out of range") }
+            let h = try optNumber(o, "h", at) ?? frame.origin.height
+            return frame.enu(Geodetic(latitude: lat, longitude: lon, height: h))
+        }
+        if o["e"] != nil || o["n"] != nil {
+            return SIMD3(try number(o, "e", at), try number(o, "n", at), try optNumber(o, "u", at) ?? 0)
+        }
+        throw fail(at, "missing position: give e, n (, u) or lat, lon (, h)", code: "missing_key")
+    }
+
+    /// JSONSerialization boxes `true`/`false` as NSNumber with objCType "c"; numbers are "q" or "d".
+    private func isBool(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
+
+    // MARK: GeoJSON floor plan
+
+    mutating func walls(geoJSON g: Any) throws -> [Wall] {
+        guard let root = g as? [String: Any] else { throw fail("floorplan", "must be a GeoJSON object") }
+        if let f = root["frame"] as? String {
+            guard f == "enu" || f == "wgs84" else { throw fail("floorplan", "frame must be 'enu' or 'wgs84', got '\(f)'") }
+            enuFloorplan = f == "enu"
+        }
+        var out: [Wall] = []
+        try collect(root, floor: nil, at: "floorplan", into: &out)
+        return out
+    }
+
+    private func collect(_ o: [String: Any], floor: Int?, at: String, into out: inout [Wall]) throws {
+        guard let type = o["type"] as? String else { throw fail(at, "missing GeoJSON 'type'", code: "missing_key") }
+        switch type {
+        case "FeatureCollection":
+            guard let fs = o["features"] as? [Any] else { throw fail(at, "missing 'features'", code: "missing_key") }
+            for (i, f) in fs.enumerated() {
+                guard let d = f as? [String: Any] else { throw fail("\(at).features[\(i)]", "must be an object") }
+                try collect(d, floor: floor, at: "\(at).features[\(i)]", into: &out)
+            }
+        case "Feature":
+            let props = o["properties"] as? [String: Any] ?? [:]
+            let fl = try optInt(props, "floor", at) ?? floor
+            if let geom = o["geometry"] as? [String: Any] { try collect(geom, floor: fl, at: at + ".geometry", into: &out) }
+        case "GeometryCollection":
+            for (i, g) in (o["geometries"] as? [Any] ?? []).enumerated() {
+                if let d = g as? [String: Any] { try collect(d, floor: floor, at: "\(at).geometries[\(i)]", into: &out) }
+            }
+        case "LineString":
+            try polyline(o["coordinates"], closed: false, floor: floor, at: at, into: &out)
+        case "MultiLineString", "Polygon":
+            guard let lines = o["coordinates"] as? [Any] else { throw fail(at, "missing 'coordinates'", code: "missing_key") }
+            for l in lines { try polyline(l, closed: type == "Polygon", floor: floor, at: at, into: &out) }
+        case "MultiPolygon":
+            guard let polys = o["coordinates"] as? [Any] else { throw fail(at, "missing 'coordinates'", code: "missing_key") }
+            for p in polys {
+                for ring in p as? [Any] ?? [] { try polyline(ring, closed: true, floor: floor, at: at, into: &out) }
+            }
+        case "Point", "MultiPoint":
+            break  // not walls
+        default:
+            throw fail(at, "unsupported GeoJSON type '\(type)'")
+        }
+    }
+
+    private func polyline(_ c: Any?, closed: Bool, floor: Int?, at: String, into out: inout [Wall]) throws {
+        guard let pts = c as? [Any] else { throw fail(at, "missing 'coordinates'", code: "missing_key") }
+        var xy: [SIMD2<Double>] = []
+        for p in pts {
+            guard let a = p as? [Any], a.count >= 2, let x = (a[0] as? NSNumber)?.doubleValue, let y = (a[1] as? NSNumber)?.doubleValue,
+                  x.isFinite, y.isFinite else {
+                throw fail(at, "a coordinate must be [x, y] numbers")
+            }
+            if enuFloorplan {
+                xy.append(SIMD2(x, y))
+            } else {
+                guard (-90...90).contains(y), (-180...180).contains(x) else {
+                    throw fail(at, "coordinate [\(x), \(y)] is not [lon, lat] degrees (set \"frame\": \"enu\" for metres)")
+                }
+                xy.append(frame.en(latitude: y, longitude: x, height: frame.origin.height))
+            }
+        }
+        guard xy.count >= 2 else { return }
+        for k in 1..<xy.count where xy[k] != xy[k - 1] { out.append(Wall(a: xy[k - 1], b: xy[k], floor: floor)) }
+        if closed, let f = xy.first, let l = xy.last, f != l { out.append(Wall(a: l, b: f, floor: floor)) }
+    }
+}

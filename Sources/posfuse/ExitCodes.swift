@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import Replay
+
+/// posfuse exit codes, the contract documented in `docs/cli.md`:
+/// 0 success, 1 accuracy regression, 64 usage error, 65 bad data.
+enum ExitStatus {
+    static let success: Int32 = 0
+    static let regression: Int32 = 1
+    /// Usage errors: bad flags or arguments, an input path that does not exist or cannot be opened.
+    static let usage: Int32 = 64
+    /// Data errors: a malformed trace line (strict mode), header or side file.
+    static let dataError: Int32 = 65
+}
+
+/// Writes one line to standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+/// Runs a subcommand body and turns library errors into the documented exit codes:
+/// a `TraceDataError` prints `file:line: reason` on stderr and exits 65 (64 when the
+/// input could not be opened at all, code `io` on line 0); argument-parser's own errors
+/// (`ValidationError` → 64, `ExitCode`, `CleanExit`) pass through unchanged.
+///
+/// ```swift
+/// func run() throws { try withExitCodes { … } }
+/// ```
+func withExitCodes<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let e as TraceDataError {
+        printError(e.description)
+        throw ExitCode(exitStatus(for: e))
+    }
+}
+
+/// The exit status for a data error (see `withExitCodes`).
+func exitStatus(for e: TraceDataError) -> Int32 {
+    e.code == "io" && e.line == 0 ? ExitStatus.usage : ExitStatus.dataError
+}

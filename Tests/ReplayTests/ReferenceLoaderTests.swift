@@ -1,0 +1,83 @@
+import Testing
+import Foundation
+@testable import Replay
+import Positioning
+
+@Suite struct ReferenceLoaderTests {
+    let frame = LocalFrame(origin: Geodetic(latitude: 48.1, longitude: 11.5, height: 500))
+
+    private func folder(_ files: [String: String]) throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-ref-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        for (name, text) in files { try Data(text.utf8).write(to: d.appendingPathComponent(name)) }
+        return d
+    }
+
+    @Test func loadsEveryKindInBothPositionForms() throws {
+        let d = try folder(["reference.json": """
+        {"aps": [{"bssid": "02:00:00:00:00:0A", "e": 1.0, "n": 2.0, "u": 2.5, "floor": 0, "p0": -40, "n_exp": 2.5, "radio": "r1"},
+                 {"bssid": "02:00:00:00:00:0b", "lat": 48.1, "lon": 11.5}],
+         "cells": [{"rat": "lte", "mcc": 262, "mnc": 1, "area": 100, "cid": 5, "e": 10, "n": 20, "u": 30,
+                    "azimuth": 120, "beamwidth": 120, "range": 2000}],
+         "beacons": [{"id": "B1", "e": 0, "n": 0, "u": 3, "offset": 0.1, "period": 0.35}],
+         "landmarks": [{"id": "L1", "lat": 48.1009, "lon": 11.5, "h": 502, "height": 2.0}],
+         "floorplan": "floorplan.geojson"}
+        """, "floorplan.geojson": """
+        {"type": "FeatureCollection", "frame": "enu", "features": [
+          {"type": "Feature", "properties": {"floor": 1}, "geometry": {"type": "Polygon", "coordinates": [[[0,0],[10,0],[10,5],[0,5],[0,0]]]}},
+          {"type": "Feature", "properties": {}, "geometry": {"type": "LineString", "coordinates": [[2,0],[2,5]]}}]}
+        """])
+        defer { try? FileManager.default.removeItem(at: d) }
+        let r = try ReferenceLoader.load(folder: d, frame: frame)
+        #expect(r.accessPoints["02:00:00:00:00:0a"]?.position == SIMD3(1, 2, 2.5))
+        #expect(r.accessPoints["02:00:00:00:00:0a"]?.pathLossExponent == 2.5)
+        let b = try #require(r.accessPoints["02:00:00:00:00:0b"]).position
+        #expect(abs(b.x) < 1e-6 && abs(b.y) < 1e-6 && abs(b.z) < 1e-6)   // the origin itself
+        let cell = CellID(rat: .lte, mcc: 262, mnc: 1, area: 100, cid: 5)
+        #expect(r.cells[cell]?.azimuth == 120 && r.cells[cell]?.provenance == "antenna")
+        #expect(r.beacons["B1"]?.period == 0.35 && r.beacons["B1"]?.offset == 0.1)
+        // 0.0009° of latitude north at 48.1° ≈ 100.04 m (meridian arc), 2 m up (minus curvature drop ~0.8 mm).
+        let l = try #require(r.landmarks["L1"]).position
+        #expect(abs(l.y - 100.04) < 0.05 && abs(l.x) < 1e-6 && abs(l.z - 2) < 0.01)
+        #expect(r.walls.count == 5)
+        #expect(r.walls.filter { $0.floor == 1 }.count == 4)
+        #expect(r.walls.contains(Wall(a: SIMD2(10, 5), b: SIMD2(0, 5), floor: 1)))
+    }
+
+    @Test func geoJSONInDegreesIsProjectedToENU() throws {
+        let g: [String: Any] = ["type": "LineString", "coordinates": [[11.5, 48.1], [11.501, 48.1]]]
+        let w = try ReferenceLoader.walls(geoJSON: g, frame: frame)
+        #expect(w.count == 1)
+        // 0.001° of longitude at 48.1°: (π/180)·N·cos φ / 1000 ≈ 74.4 m.
+        #expect(abs(w[0].b.x - 74.44) < 0.05 && abs(w[0].b.y) < 0.01)
+    }
+
+    @Test func errorsNameTheEntry() throws {
+        let d = try folder(["reference.json": #"{"aps": [{"e": 1, "n": 2}]}"#])
+        defer { try? FileManager.default.removeItem(at: d) }
+        do { _ = try ReferenceLoader.load(folder: d, frame: frame); Issue.record("accepted") } catch let e as TraceDataError {
+            #expect(e.reason == "aps[0]: missing key 'bssid'")
+            #expect(e.description.hasSuffix("reference.json: aps[0]: missing key 'bssid'"))
+        }
+        let none = try folder([:])
+        defer { try? FileManager.default.removeItem(at: none) }
+        #expect(try ReferenceLoader.load(folder: none, frame: frame).accessPoints.isEmpty)
+    }
+
+    @Test func traceLocationResolvesFilesAndFolders() throws {
+        let d = try folder(["trace.jsonl": "", "reference.json": "{}"])
+        defer { try? FileManager.default.removeItem(at: d) }
+        let a = try TraceLocation.resolve(d.path)
+        #expect(a.trace.lastPathComponent == "trace.jsonl" && a.reference?.lastPathComponent == "reference.json")
+        #expect(a.name == d.lastPathComponent)
+        let b = try TraceLocation.resolve(d.appendingPathComponent("trace.jsonl").path)
+        #expect(b.reference != nil && b.name == d.lastPathComponent)
+        let all = try TraceLocation.resolveAll(d.deletingLastPathComponent().path + "/" + d.lastPathComponent)
+        #expect(all.count == 1)
+        #expect(throws: TraceDataError.self) { _ = try TraceLocation.resolve(d.appendingPathComponent("missing").path) }
+        let lone = try folder(["x.jsonl": "", "y.jsonl": ""])
+        defer { try? FileManager.default.removeItem(at: lone) }
+        #expect(try TraceLocation.resolveAll(lone.path).map(\.name) == ["x", "y"])
+        #expect(try TraceLocation.resolve(lone.appendingPathComponent("x.jsonl").path).reference == nil)
+    }
+}
