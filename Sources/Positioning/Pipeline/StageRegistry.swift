@@ -22,7 +22,9 @@ public enum StageRegistry {
             GNSSStage(estimator: GNSSEstimator(accuracyConfidence: try o.double("accuracy_confidence", default: 0.68),
                                                inflation: try o.double("inflation", default: 1)))
         },
-        // Radio estimators (cell, cell-ta, wcl, hapel) register here.
+        // Radio estimators (docs/radio.md): options and defaults in each stage's `make`.
+        Entry(name: "cell", sources: [.cell]) { try CellIDStage.make($0) },
+        Entry(name: "cell-ta", sources: [.cellTA]) { try CellTAStage.make($0) },
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
         // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).
         Entry(name: "tdoa", sources: [.tdoa]) { o in try TDoAStage(options: o) },

@@ -1,0 +1,114 @@
+/// Looks a cell up in the reference data. Falls back, for LTE/NR, to a database entry of
+/// the same site (eNB/gNB id = ECI >> 8, same RAT/MCC/MNC) when the exact sector is missing,
+/// because a site-level database (e.g. `posfuse celldb build` pooling sectors) keys only
+/// one of them. The fallback drops the sector geometry (it belongs to another sector).
+public struct CellLookup: Sendable {
+    struct SiteKey: Hashable { var rat: RAT; var mcc: Int; var mnc: Int; var site: Int }
+    let cells: [CellID: CellSite]
+    let bySite: [SiteKey: CellSite]
+
+    public init(_ cells: [CellID: CellSite]) {
+        self.cells = cells
+        var m: [SiteKey: CellSite] = [:]
+        for (id, s) in cells where id.rat == .lte || id.rat == .nr {
+            let k = SiteKey(rat: id.rat, mcc: id.mcc, mnc: id.mnc, site: id.cid >> 8)
+            if let old = m[k], old.cell.cid <= id.cid { continue }
+            m[k] = s
+        }
+        bySite = m
+    }
+
+    public func site(for cell: CellID) -> CellSite? {
+        if let s = cells[cell] { return s }
+        guard cell.rat == .lte || cell.rat == .nr,
+              var m = bySite[SiteKey(rat: cell.rat, mcc: cell.mcc, mnc: cell.mnc, site: cell.cid >> 8)] else { return nil }
+        m.azimuth = nil; m.beamwidth = nil
+        return m
+    }
+}
+
+/// Caches a `CellLookup` for the reference data of the trace being replayed.
+final class CellLookupCache {
+    private var lookup: CellLookup?
+    private var count = -1
+    func get(_ r: ReferenceData) -> CellLookup {
+        if let l = lookup, count == r.cells.count { return l }
+        let l = CellLookup(r.cells); lookup = l; count = r.cells.count
+        return l
+    }
+}
+
+/// Pipeline stage `cell`: a Cell-ID fix for every serving-cell record.
+public final class CellIDStage: PipelineStage {
+    public let estimator: CellIDEstimator
+    private let cache = CellLookupCache()
+    public init(estimator: CellIDEstimator = CellIDEstimator()) { self.estimator = estimator }
+    public var sources: [Source] { [.cell] }
+
+    public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+        guard case .cell(let obs) = event.payload, obs.serving else { return [] }
+        let site = cache.get(context.reference).site(for: obs.cell)
+        switch estimator.estimate(obs, site: site, time: event.time, subject: event.device) {
+        case .success(let f): return [.fix(f)]
+        case .failure(let r): return [.failure(source: .cell, time: event.time, subject: event.device, reason: r)]
+        }
+    }
+
+    /// Options: `default_range_m` (number, m; overrides the per-RAT fallbacks gsm 5000,
+    /// umts 2000, lte 2000, nr 1000), `use_sector` (bool, true).
+    public static func make(_ o: StageOptions) throws -> CellIDStage {
+        var ranges = CellIDEstimator.standardRanges
+        if o.values["default_range_m"] != nil {
+            let r = try o.double("default_range_m", default: 2000)
+            guard r > 0 else { throw ConfigurationError(path: "\(o.name).default_range_m", reason: "must be positive") }
+            for k in ranges.keys { ranges[k] = r }
+        }
+        return CellIDStage(estimator: CellIDEstimator(defaultRange: ranges, useSector: try o.bool("use_sector", default: true)))
+    }
+}
+
+/// Pipeline stage `cell-ta`: a ring-sector fix for every serving-cell record with a TA, plus
+/// the tight-coupling TA measurement (annulus range or saturated lower bound) for filters.
+public final class CellTAStage: PipelineStage {
+    public let estimator: CellTAEstimator
+    private let cache = CellLookupCache()
+    public init(estimator: CellTAEstimator = CellTAEstimator()) { self.estimator = estimator }
+    public var sources: [Source] { [.cellTA] }
+
+    public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+        guard case .cell(let obs) = event.payload, obs.serving else { return [] }
+        let site = cache.get(context.reference).site(for: obs.cell)
+        var out: [StageResult] = []
+        switch estimator.estimate(obs, site: site, time: event.time, subject: event.device) {
+        case .success(let f): out.append(.fix(f))
+        case .failure(let r): out.append(.failure(source: .cellTA, time: event.time, subject: event.device, reason: r))
+        }
+        if let site, let m = estimator.measurement(obs, site: site, time: event.time) {
+            out.append(.measurement(m, subject: event.device))
+        }
+        return out
+    }
+
+    /// Options (defaults): `speed_of_light` (299792458 m/s; 3e8 for literature tables),
+    /// `quantizer` (`rounding` | `truncation`), `offset` (β in steps; overrides `quantizer`,
+    /// e.g. a calibrated β̂), `sigma_fraction` (0.15: σ_m = 0.15·Δ), `gsm_max_ta` (63; 219 for
+    /// extended cells), `nr_unit` (`nr_mu0`), `phone_up_m` (0), `use_sector` (true).
+    public static func make(_ o: StageOptions) throws -> CellTAStage {
+        let q = try o.string("quantizer", default: "rounding")
+        guard let quant = TimingAdvanceModel.Quantizer(rawValue: q) else {
+            throw ConfigurationError(path: "\(o.name).quantizer", reason: "expected rounding or truncation")
+        }
+        let nrs = try o.string("nr_unit", default: TimingAdvanceUnit.nrMu0.rawValue)
+        guard let nr = TimingAdvanceUnit(rawValue: nrs) else {
+            throw ConfigurationError(path: "\(o.name).nr_unit", reason: "unknown TA unit \(nrs)")
+        }
+        let c = try o.double("speed_of_light", default: TimingAdvanceModel.exactSpeedOfLight)
+        guard c > 0 else { throw ConfigurationError(path: "\(o.name).speed_of_light", reason: "must be positive") }
+        let sf = try o.double("sigma_fraction", default: 0.15)
+        guard sf >= 0 else { throw ConfigurationError(path: "\(o.name).sigma_fraction", reason: "must be ≥ 0") }
+        return CellTAStage(estimator: CellTAEstimator(
+            speedOfLight: c, offset: try o.double("offset", default: quant.offset), sigmaFraction: sf,
+            gsmMaxIndex: try o.int("gsm_max_ta", default: 63), nrDefaultUnit: nr,
+            phoneUp: try o.double("phone_up_m", default: 0), useSector: try o.bool("use_sector", default: true)))
+    }
+}
