@@ -25,6 +25,8 @@ public enum StageRegistry {
         // Radio estimators (docs/radio.md): options and defaults in each stage's `make`.
         Entry(name: "cell", sources: [.cell]) { try CellIDStage.make($0) },
         Entry(name: "cell-ta", sources: [.cellTA]) { try CellTAStage.make($0) },
+        Entry(name: "wcl", sources: [.wcl]) { try WCLStage.make($0) },
+        Entry(name: "hapel", sources: [.hapel]) { try HAPELStage.make($0) },
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
         // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).
         Entry(name: "tdoa", sources: [.tdoa]) { o in try TDoAStage(options: o) },

@@ -1,0 +1,221 @@
+import Foundation
+
+/// HAPEL — hidden-AP-estimation-based localisation with heading (Yoo, Kim, Kim 2014;
+/// `design/estimators.md` §3.2, a reconstruction [R]: the paper's full text was not read).
+///
+/// Per scan epoch t, with visible anchors V_t (the WCL selection), heading ψ_t and PDR
+/// displacement Δp_t since the previous epoch:
+/// 1. Prediction p̃_t = p̂_{t−1} + Δp_t (the first epoch is plain WCL).
+/// 2. Hidden candidates H_t = map radios not heard in the scan with ‖a_j − p̃_t‖ ≤ R_sel.
+/// 3. Heading selection (only when moving): S_t = { j ∈ H_t : (a_j − p̃_t)·u(ψ_t) ≥
+///    ‖a_j − p̃_t‖ cos θ_sel }, θ_sel = 45° (APs ahead).
+/// 4. Virtual RSS: V1 r̃_j = r_th − 1 dB; V2 r̃_j = min(r_th − 1, P0_j − 10 n log10‖a_j − p̃_t‖).
+/// 5. WCL over V_t ∪ S_t with the WCL weight law.
+/// Degenerate cases: not moving / no heading → plain WCL (flag none); no visible AP but a
+/// previous estimate → the DR prediction p̃ with the `.extrapolated` flag and a covariance
+/// grown by (0.1·distance walked)²; nothing at all → `.tooFewAnchors`.
+/// Correlation caveat (§3.3): HAPEL reuses heading/PDR — filters should consume the WCL fix
+/// and `HiddenAPMeasurement`, not HAPEL fixes, to avoid double counting.
+public struct HAPELEstimator: Sendable {
+    public enum Variant: String, Sendable, CaseIterable { case v1, v2 }
+
+    public var wcl: WCLEstimator
+    public var variant: Variant
+    /// Device detection threshold r_th, dBm.
+    public var rssThreshold: Double
+    /// Selection radius R_sel, m; nil = 1.5 × median nearest-neighbour AP spacing of the map.
+    public var selectionRadius: Double?
+    /// Half-angle θ_sel of the heading cone, radians.
+    public var selectionHalfAngle: Double
+    /// Shadowing σ for the hidden-AP likelihood, dB.
+    public var shadowingSigma: Double
+
+    public init(wcl: WCLEstimator = WCLEstimator(), variant: Variant = .v2, rssThreshold: Double = -90,
+                selectionRadius: Double? = nil, selectionHalfAngle: Double = Angle.radians(45), shadowingSigma: Double = 6) {
+        self.wcl = wcl; self.variant = variant; self.rssThreshold = rssThreshold; self.selectionRadius = selectionRadius
+        self.selectionHalfAngle = selectionHalfAngle; self.shadowingSigma = shadowingSigma
+    }
+
+    /// A radio of the map (BSSIDs merged by the WCL grouping rule).
+    public struct MapRadio: Sendable {
+        public var id: String
+        public var bssid: String
+        public var position: SIMD3<Double>
+        public var p0: Double?
+        public var pathLossExponent: Double?
+        public var floor: Int?
+    }
+
+    /// Radios of the map, grouped like WCL groups BSSIDs.
+    public func radios(_ map: [String: AccessPoint]) -> [MapRadio] {
+        var g: [String: (sum: SIMD3<Double>, n: Int, ap: AccessPoint, bssid: String)] = [:]
+        for (k, ap) in map.sorted(by: { $0.key < $1.key }) {
+            let mac = MACAddress.normalize(k)
+            if wcl.excludeLocallyAdministered, MACAddress.isLocallyAdministered(mac), (ap.radio ?? "").isEmpty { continue }
+            let id = wcl.groupID(mac, ap: ap)
+            if var e = g[id] { e.sum += ap.position; e.n += 1; g[id] = e } else { g[id] = (ap.position, 1, ap, mac) }
+        }
+        return g.map { MapRadio(id: $0.key, bssid: $0.value.bssid, position: $0.value.sum / Double($0.value.n),
+                                p0: $0.value.ap.p0, pathLossExponent: $0.value.ap.pathLossExponent, floor: $0.value.ap.floor) }
+            .sorted { $0.id < $1.id }
+    }
+
+    /// 1.5 × median nearest-neighbour spacing of the radios (10 m if fewer than two).
+    public static func typicalSelectionRadius(_ radios: [MapRadio]) -> Double {
+        guard radios.count >= 2 else { return 10 }
+        var nn: [Double] = []
+        for (i, a) in radios.enumerated() {
+            var best = Double.infinity
+            for (j, b) in radios.enumerated() where i != j {
+                let d = SIMD2(a.position.x - b.position.x, a.position.y - b.position.y)
+                best = min(best, (d * d).sum().squareRoot())
+            }
+            nn.append(best)
+        }
+        return 1.5 * (RadioStats.median(nn) ?? 10)
+    }
+
+    /// The path-loss model of a radio (map values or the WCL defaults).
+    public func pathLoss(_ r: MapRadio, phoneUp: Double = 0) -> PathLossModel {
+        PathLossModel(anchor: r.position, p0: r.p0 ?? wcl.defaultP0,
+                      exponent: r.pathLossExponent ?? wcl.defaultPathLossExponent, phoneUp: phoneUp)
+    }
+
+    /// Steps 2–4: hidden candidates near the prediction and the heading-selected virtual anchors.
+    public func hiddenAnchors(prediction p: SIMD2<Double>, heading: Double?, heard: Set<String>,
+                              radios: [MapRadio], radius: Double) -> (candidates: [MapRadio], selected: [WCLAnchor]) {
+        let cands = radios.filter { r in
+            guard !heard.contains(r.id) else { return false }
+            let d = SIMD2(r.position.x, r.position.y) - p
+            return (d * d).sum() <= radius * radius
+        }
+        guard let psi = heading else { return (cands, []) }
+        let u = Angle.unit(psi), c = cos(selectionHalfAngle)
+        var sel: [WCLAnchor] = []
+        for r in cands {
+            let a = SIMD2(r.position.x, r.position.y), d = a - p
+            let dist = (d * d).sum().squareRoot()
+            guard (d * u).sum() >= dist * c else { continue }
+            var rss = rssThreshold - 1
+            if variant == .v2 { rss = min(rss, pathLoss(r).mean(p)) }
+            sel.append(WCLAnchor(id: r.id, position: a, rss: rss, p0: r.p0, pathLossExponent: r.pathLossExponent,
+                                 floor: r.floor, isVirtual: true))
+        }
+        return (cands, sel)
+    }
+}
+
+/// Pipeline stage `hapel`: tracks heading and steps from the IMU, and at each WiFi scan emits
+/// a HAPEL fix plus the hidden-AP "not heard" measurement for the particle filter.
+public final class HAPELStage: PipelineStage {
+    public let estimator: HAPELEstimator
+    /// r_th from the stage options overrides the trace header's.
+    let thresholdOverride: Double?
+    private struct State {
+        var tracker: HeadingStepTracker
+        var last: Fix?
+    }
+    private var states: [String: State] = [:]
+    private var radiosCache: (count: Int, radios: [HAPELEstimator.MapRadio], radius: Double)?
+
+    public init(estimator: HAPELEstimator = HAPELEstimator(), thresholdOverride: Double? = nil) {
+        self.estimator = estimator; self.thresholdOverride = thresholdOverride
+    }
+    public var sources: [Source] { [.hapel] }
+
+    private func state(_ device: String, _ ctx: PipelineContext) -> State {
+        states[device] ?? State(tracker: HeadingStepTracker(declinationDegrees: ctx.header.declination), last: nil)
+    }
+
+    public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+        switch event.payload {
+        case .imu(let s):
+            var st = state(event.device, context); st.tracker.update(s, time: event.time); states[event.device] = st
+            return []
+        case .step(let s):
+            var st = state(event.device, context); st.tracker.step(s, time: event.time); states[event.device] = st
+            return []
+        case .wifi(let scan):
+            var st = state(event.device, context)
+            let out = estimate(scan, time: event.time, device: event.device, state: &st, context: context)
+            states[event.device] = st
+            return out
+        default:
+            return []
+        }
+    }
+
+    private func radios(_ ctx: PipelineContext) -> (radios: [HAPELEstimator.MapRadio], radius: Double) {
+        if let c = radiosCache, c.count == ctx.reference.accessPoints.count { return (c.radios, c.radius) }
+        let r = estimator.radios(ctx.reference.accessPoints)
+        let rad = estimator.selectionRadius ?? HAPELEstimator.typicalSelectionRadius(r)
+        radiosCache = (ctx.reference.accessPoints.count, r, rad)
+        return (r, rad)
+    }
+
+    private func estimate(_ scan: WiFiScan, time: Double, device: String, state st: inout State,
+                          context: PipelineContext) -> [StageResult] {
+        var est = estimator
+        est.rssThreshold = thresholdOverride ?? context.header.rssThreshold ?? estimator.rssThreshold
+        let map = context.reference.accessPoints
+        let visible = est.wcl.selectAnchors(scan, time: time, map: map)
+        let heard = Set(est.wcl.mergedAnchors(scan, time: time, map: map).map(\.id))
+        let dp = st.tracker.takeDisplacement()
+        let (radios, radius) = self.radios(context)
+        var out: [StageResult] = []
+        guard let prev = st.last else {
+            // First epoch: plain WCL.
+            switch est.wcl.fix(anchors: visible, time: time, source: .hapel, subject: device) {
+            case .success(let f): st.last = f; out.append(.fix(f))
+            case .failure(let r): out.append(.failure(source: .hapel, time: time, subject: device, reason: r))
+            }
+            return out
+        }
+        let pred = prev.position + dp
+        let moving = st.tracker.isMoving(at: time)
+        let heading = moving ? st.tracker.heading : nil
+        let hidden = est.hiddenAnchors(prediction: pred, heading: heading, heard: heard, radios: radios, radius: radius)
+        if !hidden.candidates.isEmpty {
+            out.append(.measurement(HiddenAPMeasurement(time: time, bssids: hidden.candidates.map(\.bssid),
+                                                        models: hidden.candidates.map { est.pathLoss($0) },
+                                                        threshold: est.rssThreshold, sigma: est.shadowingSigma),
+                                    subject: device))
+        }
+        if visible.isEmpty {
+            // Dead reckoning only.
+            let walked = (dp * dp).sum().squareRoot()
+            let f = Fix(time: time, position: pred, covariance: prev.covariance + Covariance2(sigma: max(0.1 * walked, 0.5)),
+                        source: .hapel, subject: device, usedCount: 0, flags: [.extrapolated])
+            st.last = f
+            out.insert(.fix(f), at: 0)
+            return out
+        }
+        switch est.wcl.fix(anchors: visible + hidden.selected, time: time, source: .hapel, subject: device) {
+        case .success(var f):
+            f.usedCount = visible.count + hidden.selected.count
+            st.last = f
+            out.insert(.fix(f), at: 0)
+        case .failure(let r):
+            out.insert(.failure(source: .hapel, time: time, subject: device, reason: r), at: 0)
+        }
+        return out
+    }
+
+    /// Options: all `wcl` options (same defaults; the weight law is shared), plus `variant`
+    /// (`v1` | `v2`, v2), `rss_threshold` (dBm; default the trace header's, else −90),
+    /// `selection_radius_m` (default 1.5 × median AP spacing), `selection_half_angle_deg` (45),
+    /// `shadowing_sigma_db` (6, hidden-AP likelihood).
+    public static func make(_ o: StageOptions) throws -> HAPELStage {
+        let w = try WCLStage.estimator(o)
+        let vs = try o.string("variant", default: "v2")
+        guard let v = HAPELEstimator.Variant(rawValue: vs) else {
+            throw ConfigurationError(path: "\(o.name).variant", reason: "expected v1 or v2")
+        }
+        let rsel: Double? = o.values["selection_radius_m"] == nil ? nil : try o.double("selection_radius_m", default: 10)
+        let th: Double? = o.values["rss_threshold"] == nil ? nil : try o.double("rss_threshold", default: -90)
+        let e = HAPELEstimator(wcl: w, variant: v, rssThreshold: th ?? -90, selectionRadius: rsel,
+                               selectionHalfAngle: Angle.radians(try o.double("selection_half_angle_deg", default: 45)),
+                               shadowingSigma: try o.double("shadowing_sigma_db", default: 6))
+        return HAPELStage(estimator: e, thresholdOverride: th)
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+
+/// One anchor of a weighted centroid: a (merged) radio with its map position and RSS.
+public struct WCLAnchor: Sendable, Equatable {
+    /// Group id (radio group, MAC or nibble group).
+    public var id: String
+    public var position: SIMD2<Double>
+    /// RSS, dBm (strongest BSSID of the group; virtual for HAPEL hidden APs).
+    public var rss: Double
+    public var p0: Double?
+    public var pathLossExponent: Double?
+    public var floor: Int?
+    /// True for HAPEL's hidden APs with a virtual RSS.
+    public var isVirtual: Bool
+    public init(id: String, position: SIMD2<Double>, rss: Double, p0: Double? = nil, pathLossExponent: Double? = nil,
+                floor: Int? = nil, isVirtual: Bool = false) {
+        self.id = id; self.position = position; self.rss = rss; self.p0 = p0
+        self.pathLossExponent = pathLossExponent; self.floor = floor; self.isVirtual = isVirtual
+    }
+}
+
+/// WLAN RSS weighted-centroid localisation (`design/estimators.md` §2).
+///
+/// Algorithm:
+/// 1. Scan hygiene: drop stale entries (last seen before the scan start, or older than
+///    `maxAge` before the scan end), APs missing from the map, and locally administered MACs
+///    (mobile hotspots) unless the map lists them in a radio group (secondary BSSIDs of a
+///    multi-BSSID radio are locally administered by design).
+/// 2. Merge BSSIDs of one physical radio (same `radio` group in the AP map; optionally MACs
+///    that differ only in the last hex digit): one anchor at the mean member position with
+///    the strongest RSS, so a multi-SSID radio is not counted several times.
+/// 3. Keep the K strongest anchors with RSS ≥ r_min.
+/// 4. p̂ = Σ w̄_i a_i with w̄ the normalised weights of `weightLaw` (log domain).
+/// 5. Σ̂ = κ·Σ w̄_i (a_i − p̂)(a_i − p̂)ᵀ + σ0²·I; a single anchor gives p̂ = a_1 with
+///    Σ = (σ0² + (R₁/2)²)·I (uniform disc of radius R₁). κ and σ0 are calibrated on ground
+///    truth so that NIS is χ²₂-consistent (`WCLCalibration`).
+///
+/// Degenerate cases: 0 anchors → `.tooFewAnchors(1, 0)`; 1–2 anchors or collinear anchors →
+/// `.degenerate` flag (Σ regularised by σ0²I). WCL cannot extrapolate outside the anchors'
+/// hull (inward bias).
+public struct WCLEstimator: Sendable {
+    public var weightLaw: WeightLaw
+    /// Exponent g of the weight law.
+    public var exponent: Double
+    /// K, the number of strongest anchors used.
+    public var maxAnchors: Int
+    /// r_min, dBm: weaker APs are ignored.
+    public var rssMin: Double
+    /// Reference level of the `db` law, dBm (must be below every weighted RSS, incl. HAPEL's virtual RSS).
+    public var dbReference: Double
+    public var mergeRadios: Bool
+    public var mergeNibble: Bool
+    public var excludeLocallyAdministered: Bool
+    /// Maximum age of a scan entry (scan end − last seen), s; nil = no limit.
+    public var maxAge: Double?
+    /// Covariance scale κ and floor σ0 (m).
+    public var kappa: Double
+    public var sigma0: Double
+    /// Disc radius R₁ for a single-anchor fix, m.
+    public var singleAnchorRadius: Double
+    /// Path-loss model for the `distance` law when the map has none.
+    public var defaultP0: Double
+    public var defaultPathLossExponent: Double
+
+    /// Defaults: see `docs/radio.md` (κ, σ0 from the calibration recorded there).
+    public init(weightLaw: WeightLaw = .power, exponent: Double = 1, maxAnchors: Int = 4, rssMin: Double = -90,
+                dbReference: Double = -100, mergeRadios: Bool = true, mergeNibble: Bool = false,
+                excludeLocallyAdministered: Bool = true, maxAge: Double? = nil, kappa: Double = 1, sigma0: Double = 3,
+                singleAnchorRadius: Double = 10, defaultP0: Double = -40, defaultPathLossExponent: Double = 3) {
+        self.weightLaw = weightLaw; self.exponent = exponent; self.maxAnchors = maxAnchors; self.rssMin = rssMin
+        self.dbReference = dbReference; self.mergeRadios = mergeRadios; self.mergeNibble = mergeNibble
+        self.excludeLocallyAdministered = excludeLocallyAdministered; self.maxAge = maxAge
+        self.kappa = kappa; self.sigma0 = sigma0; self.singleAnchorRadius = singleAnchorRadius
+        self.defaultP0 = defaultP0; self.defaultPathLossExponent = defaultPathLossExponent
+    }
+
+    /// The group id under which a BSSID is merged.
+    public func groupID(_ bssid: String, ap: AccessPoint) -> String {
+        if mergeRadios, let r = ap.radio, !r.isEmpty { return "radio:" + r }
+        if mergeNibble { return "mac:" + MACAddress.nibbleGroup(bssid) }
+        return "mac:" + MACAddress.normalize(bssid)
+    }
+
+    /// Steps 1–2: usable, merged anchors of a scan, strongest first (no r_min / K cut).
+    public func mergedAnchors(_ scan: WiFiScan, time: Double, map: [String: AccessPoint]) -> [WCLAnchor] {
+        var groups: [String: (sum: SIMD2<Double>, count: Int, best: Double, ap: AccessPoint)] = [:]
+        for o in scan.accessPoints {
+            guard o.rss.isFinite else { continue }
+            if let seen = o.lastSeen {
+                if let s = scan.start, seen < s { continue }
+                if let a = maxAge, time - seen > a { continue }
+            }
+            let mac = MACAddress.normalize(o.bssid)
+            guard let ap = map[mac] ?? map[o.bssid] else { continue }
+            if excludeLocallyAdministered, MACAddress.isLocallyAdministered(mac), (ap.radio ?? "").isEmpty { continue }
+            let g = groupID(mac, ap: ap)
+            let p = SIMD2(ap.position.x, ap.position.y)
+            if var e = groups[g] {
+                e.sum += p; e.count += 1
+                if o.rss > e.best { e.best = o.rss; e.ap = ap }
+                groups[g] = e
+            } else {
+                groups[g] = (p, 1, o.rss, ap)
+            }
+        }
+        return groups.map { k, v in
+            WCLAnchor(id: k, position: v.sum / Double(v.count), rss: v.best, p0: v.ap.p0,
+                      pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor)
+        }.sorted { $0.rss != $1.rss ? $0.rss > $1.rss : $0.id < $1.id }
+    }
+
+    /// Step 3: the K strongest anchors above r_min.
+    public func selectAnchors(_ scan: WiFiScan, time: Double, map: [String: AccessPoint]) -> [WCLAnchor] {
+        Array(mergedAnchors(scan, time: time, map: map).filter { $0.rss >= rssMin }.prefix(max(1, maxAnchors)))
+    }
+
+    /// Normalised weights w̄ of anchors (log domain, max subtracted). Falls back to equal
+    /// weights when every weight is zero (all W4 weights at the reference level).
+    public func normalizedWeights(_ anchors: [WCLAnchor]) -> [Double] {
+        let lw = anchors.map {
+            weightLaw.logWeight(rss: $0.rss, exponent: exponent, p0: $0.p0 ?? defaultP0,
+                                n: $0.pathLossExponent ?? defaultPathLossExponent, dbReference: dbReference)
+        }
+        let finite = lw.compactMap { $0 }
+        guard let mx = finite.max() else { return anchors.map { _ in 1 / Double(anchors.count) } }
+        let w = lw.map { $0.map { exp($0 - mx) } ?? 0 }
+        let s = w.reduce(0, +)
+        return w.map { $0 / s }
+    }
+
+    /// Step 4: weighted centroid p̂ and the weighted spread S = Σ w̄ (a − p̂)(a − p̂)ᵀ.
+    public func centroid(_ anchors: [WCLAnchor]) -> (position: SIMD2<Double>, spread: Covariance2)? {
+        guard !anchors.isEmpty else { return nil }
+        let w = normalizedWeights(anchors)
+        var p = SIMD2<Double>(0, 0)
+        for (a, wi) in zip(anchors, w) { p += wi * a.position }
+        var s = Covariance2.zero
+        for (a, wi) in zip(anchors, w) {
+            let d = a.position - p
+            s = s + Covariance2(ee: wi * d.x * d.x, en: wi * d.x * d.y, nn: wi * d.y * d.y)
+        }
+        return (p, s)
+    }
+
+    /// Step 5: the covariance for a spread and anchor count.
+    public func covariance(spread: Covariance2, anchorCount: Int) -> Covariance2 {
+        if anchorCount <= 1 {
+            let r = singleAnchorRadius / 2
+            return Covariance2(sigma: (sigma0 * sigma0 + r * r).squareRoot())
+        }
+        return spread.scaled(kappa) + Covariance2(sigma: sigma0)
+    }
+
+    /// A fix from given anchors (also used by HAPEL with virtual anchors).
+    public func fix(anchors: [WCLAnchor], time: Double, source: Source = .wcl,
+                    subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
+        guard let c = centroid(anchors) else { return .failure(.tooFewAnchors(needed: 1, got: 0)) }
+        var flags: FixFlags = []
+        let ax = c.spread.principalAxes
+        if anchors.count <= 2 || ax.minor < 1e-6 * max(ax.major, 1e-9) { flags.insert(.degenerate) }
+        // Floor: weighted majority of the anchors' floors.
+        var floorVotes: [Int: Double] = [:]
+        for (a, w) in zip(anchors, normalizedWeights(anchors)) { if let f = a.floor { floorVotes[f, default: 0] += w } }
+        let floor = floorVotes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
+        return .success(Fix(time: time, position: c.position, covariance: covariance(spread: c.spread, anchorCount: anchors.count),
+                            source: source, subject: subject, usedCount: anchors.count, flags: flags, floor: floor))
+    }
+
+    public func estimate(_ scan: WiFiScan, time: Double, map: [String: AccessPoint],
+                         subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
+        fix(anchors: selectAnchors(scan, time: time, map: map), time: time, subject: subject)
+    }
+}

@@ -1,0 +1,121 @@
+import Testing
+import Foundation
+@testable import Positioning
+
+@Suite struct WCLEstimatorTests {
+    func ap(_ mac: String, _ e: Double, _ n: Double, radio: String? = nil) -> AccessPoint {
+        AccessPoint(bssid: mac, position: SIMD3(e, n, 0), p0: -40, pathLossExponent: 3, radio: radio)
+    }
+
+    /// Equal RSS → plain centroid; the stronger AP pulls the estimate (hand-derived weights).
+    @Test func centroidAndWeights() throws {
+        let map = ["00:00:00:00:00:01": ap("00:00:00:00:00:01", 0, 0), "00:00:00:00:00:02": ap("00:00:00:00:00:02", 10, 0)]
+        let e = WCLEstimator(weightLaw: .power, exponent: 1)
+        let eq = WiFiScan(accessPoints: [WiFiObservation(bssid: "00:00:00:00:00:01", rss: -60),
+                                         WiFiObservation(bssid: "00:00:00:00:00:02", rss: -60)])
+        #expect(try e.estimate(eq, time: 0, map: map).get().position == SIMD2(5, 0))
+        // −60 vs −70 dBm with the power law: weights 1 : 0.1 → x = 10·0.1/1.1 = 0.909 m.
+        let s = WiFiScan(accessPoints: [WiFiObservation(bssid: "00:00:00:00:00:01", rss: -60),
+                                        WiFiObservation(bssid: "00:00:00:00:00:02", rss: -70)])
+        let px = try e.estimate(s, time: 0, map: map).get().position.x
+        #expect(abs(px - 10 * 0.1 / 1.1) < 1e-9)
+        // dB law with reference −100: weights 40 : 30 → x = 10·30/70.
+        let d = WCLEstimator(weightLaw: .db)
+        #expect(abs(try d.estimate(s, time: 0, map: map).get().position.x - 300.0 / 70) < 1e-9)
+    }
+
+    /// §2.2 equivalences: W2(g) ≡ W1(n·g), W3(g) ≡ W2(g/2) after normalisation.
+    @Test func weightLawEquivalences() {
+        let anchors = [WCLAnchor(id: "a", position: SIMD2(0, 0), rss: -55, p0: -40, pathLossExponent: 3),
+                       WCLAnchor(id: "b", position: SIMD2(9, 1), rss: -67, p0: -40, pathLossExponent: 3),
+                       WCLAnchor(id: "c", position: SIMD2(3, 8), rss: -80, p0: -40, pathLossExponent: 3)]
+        let w2 = WCLEstimator(weightLaw: .power, exponent: 0.7).normalizedWeights(anchors)
+        let w1 = WCLEstimator(weightLaw: .distance, exponent: 2.1).normalizedWeights(anchors)
+        let w3 = WCLEstimator(weightLaw: .amplitude, exponent: 1.4).normalizedWeights(anchors)
+        for i in 0..<3 { #expect(abs(w2[i] - w1[i]) < 1e-12 && abs(w2[i] - w3[i]) < 1e-12) }
+        // Log-domain weights survive extreme RSS values.
+        let far = [WCLAnchor(id: "x", position: .zero, rss: -3000), WCLAnchor(id: "y", position: SIMD2(1, 0), rss: -3010)]
+        let wf = WCLEstimator().normalizedWeights(far)
+        #expect(wf.allSatisfy { $0.isFinite })
+    }
+
+    @Test func hygieneMergeAndDegenerate() throws {
+        var map = ["00:11:22:33:44:50": ap("00:11:22:33:44:50", 0, 0, radio: "r1"),
+                   "02:11:22:33:44:51": ap("02:11:22:33:44:51", 0, 0, radio: "r1"),   // secondary BSSID (local bit)
+                   "00:aa:bb:cc:dd:e0": ap("00:aa:bb:cc:dd:e0", 20, 0),
+                   "06:aa:bb:cc:dd:ee": ap("06:aa:bb:cc:dd:ee", 100, 100)]           // hotspot, no radio group
+        let scan = WiFiScan(start: 10, accessPoints: [
+            WiFiObservation(bssid: "00:11:22:33:44:50", rss: -60, lastSeen: 10.5),
+            WiFiObservation(bssid: "02:11:22:33:44:51", rss: -58, lastSeen: 10.5),
+            WiFiObservation(bssid: "00:AA:BB:CC:DD:E0", rss: -58, lastSeen: 10.2),
+            WiFiObservation(bssid: "06:aa:bb:cc:dd:ee", rss: -40, lastSeen: 10.4),
+            WiFiObservation(bssid: "00:00:00:00:00:99", rss: -30, lastSeen: 10.4),      // not in map
+        ])
+        let e = WCLEstimator(weightLaw: .power)
+        let a = e.mergedAnchors(scan, time: 11, map: map)
+        #expect(a.count == 2)                                  // r1 merged, hotspot + unknown dropped
+        #expect(a.first { $0.id == "radio:r1" }?.rss == -58)   // strongest member
+        let f = try e.estimate(scan, time: 11, map: map).get()
+        #expect(abs(f.position.x - 10) < 1e-9 && f.flags.contains(.degenerate))
+        // Stale: last seen before the scan start.
+        let stale = WiFiScan(start: 10, accessPoints: [WiFiObservation(bssid: "00:aa:bb:cc:dd:e0", rss: -50, lastSeen: 3)])
+        #expect(e.estimate(stale, time: 11, map: map) == .failure(.tooFewAnchors(needed: 1, got: 0)))
+        // Nibble merge (off by default).
+        map["00:aa:bb:cc:dd:e1"] = ap("00:aa:bb:cc:dd:e1", 22, 0)
+        let two = WiFiScan(accessPoints: [WiFiObservation(bssid: "00:aa:bb:cc:dd:e0", rss: -50),
+                                          WiFiObservation(bssid: "00:aa:bb:cc:dd:e1", rss: -52)])
+        #expect(e.mergedAnchors(two, time: 0, map: map).count == 2)
+        var n = e; n.mergeNibble = true
+        let m = n.mergedAnchors(two, time: 0, map: map)
+        #expect(m.count == 1 && m[0].position == SIMD2(21, 0))
+        // Single anchor: Σ = (σ0² + (R/2)²) I.
+        let one = try e.estimate(WiFiScan(accessPoints: [WiFiObservation(bssid: "00:aa:bb:cc:dd:e1", rss: -50)]), time: 0, map: map).get()
+        #expect(abs(one.covariance.ee - (e.sigma0 * e.sigma0 + 25)) < 1e-9)
+    }
+
+    /// Calibration recovers a consistent scale: errors drawn from κ·S + σ0²I give back κ, σ0
+    /// approximately, and the fitted NIS median is ≈ 1.386.
+    @Test func covarianceCalibration() {
+        var rng = TestRNG(seed: 99)
+        var samples: [WCLCalibration.Sample] = []
+        for _ in 0..<3000 {
+            let sx = 4 + 20 * rng.uniform(), sy = 4 + 20 * rng.uniform()
+            let spread = Covariance2(ee: sx * sx, en: 0, nn: sy * sy)
+            // true κ = 0.5, σ0 = 3.
+            let ex = rng.gaussian() * (0.5 * sx * sx + 9).squareRoot(), ey = rng.gaussian() * (0.5 * sy * sy + 9).squareRoot()
+            samples.append(.init(estimate: SIMD2(ex, ey), spread: spread, anchorCount: 3, truth: .zero))
+        }
+        let r = WCLCalibration.calibrate(samples, estimator: WCLEstimator())!
+        #expect(abs(r.kappa - 0.5) < 0.1)
+        #expect(abs(r.medianNIS - 2 * log(2.0)) < 0.1 && abs(r.inside95 - 0.95) < 0.02)
+        #expect(WCLCalibration.calibrate(Array(samples.prefix(5)), estimator: WCLEstimator()) == nil)
+    }
+}
+
+@Suite struct RSSModelTests {
+    @Test func pathLossJacobianMatchesFiniteDifferences() {
+        let m = RSSMeasurement(time: 0, bssid: "x", rss: -70, model: PathLossModel(anchor: SIMD3(3, -2, 2.5), p0: -38, exponent: 2.7))
+        for p in [SIMD2(10.0, 5.0), SIMD2(-20.0, 1.0), SIMD2(3.5, -1.0)] {
+            let a = m.jacobian(p), n = m.numericalJacobian(p)
+            for c in 0..<2 { #expect(abs(a[0, c] - n[0, c]) < 1e-6 * max(1, abs(a[0, c]))) }
+        }
+        // μ at 10 m (no height): P0 − 10n = −38 − 27 = −65 dBm; inverse range.
+        let flat = PathLossModel(anchor: .zero, p0: -38, exponent: 2.7)
+        #expect(abs(flat.mean(SIMD2(10, 0)) + 65) < 1e-9 && abs(flat.range(forRSS: -65) - 10) < 1e-9)
+    }
+
+    @Test func hiddenAPLikelihood() {
+        let models = [PathLossModel(anchor: .zero, p0: -40, exponent: 3), PathLossModel(anchor: SIMD3(50, 0, 0), p0: -40, exponent: 3)]
+        let h = HiddenAPMeasurement(time: 0, bssids: ["a", "b"], models: models, threshold: -90, sigma: 4)
+        // Exclusion radius ρ = 10^(50/30) = 46.4 m: close to an AP is unlikely, far is likely.
+        let near = h.logLikelihood(SIMD2(2, 0)), far = h.logLikelihood(SIMD2(25, 200))
+        #expect(near < -20 && abs(far) < 1e-3 && near.isFinite)
+        #expect(h.isViolated(SIMD2(10, 0)) && !h.isViolated(SIMD2(25, 200)))
+        // Σ log Φ((r_th − μ)/σ) by hand at one point.
+        let p = SIMD2(20.0, 30.0)
+        let hand = models.reduce(0.0) { $0 + log(NormalCDF.phi((-90 - $1.mean(p)) / 4)) }
+        #expect(abs(h.logLikelihood(p) - hand) < 1e-9)
+        let a = h.jacobian(p), n = h.numericalJacobian(p)
+        for r in 0..<2 { for c in 0..<2 { #expect(abs(a[r, c] - n[r, c]) < 1e-6) } }
+    }
+}
