@@ -29,6 +29,8 @@ struct Import: ParsableCommand {
     @Option(name: .customLong("static-truth"), help: "Known static position 'lat,lon,h': a gt event at every fix.")
     var staticTruth: String?
     @Option(help: "NMEA: user-equivalent range error in m; acc = HDOP * uere.") var uere: Double = 3
+    @Option(parsing: .upToNextOption, help: "Reference files in the same format, added as ground truth (e.g. a SPAN NMEA track).")
+    var truth: [String] = []
 
     func validate() throws {
         if ImportFormat(rawValue: format) == nil {
@@ -62,7 +64,12 @@ struct Import: ParsableCommand {
                 print("imported \(urls.count) file(s) into \(output) (one trace each)")
                 print(total.summary(), terminator: "")
             } else {
-                let t = try importTrace(format: fmt, urls: urls, options: options)
+                var t = try importTrace(format: fmt, urls: urls, options: options)
+                if !truth.isEmpty {
+                    var to = options; to.asTruth = true
+                    if to.origin == nil { to.origin = t.header.origin }
+                    t = mergeTruth(t, try importTrace(format: fmt, urls: try expandInputs(truth, extensions: fmt.extensions), options: to))
+                }
                 var r = t.report
                 let side = try writeImportedTrace(t, to: URL(fileURLWithPath: output))
                 for s in side { r.notes.append("side file \(s.path)") }

@@ -6,7 +6,19 @@ public func importTrace(format: ImportFormat, urls: [URL], options: ImportOption
     switch format {
     case .msIndoor: return try MSIndoorImporter.importFiles(urls, options: options)
     case .opencellidMeasurements: return try OpenCellIDMeasurementsImporter.importFiles(urls, options: options)
-    default:
+    case .nmea: return try NMEAImporter.importFiles(urls, options: options)
+    case .gpx: return try GPXImporter.importFiles(urls, options: options)
+    case .gnsslogger: return try GnssLoggerImporter.importFiles(urls, options: options)
+    case .geojson: return try ImportFormat.importWhole(urls, options: options) { try GeoJSONImporter.parse($0, file: $1, options: options) }
+    case .csv:
+        return try ImportFormat.importWhole(urls, options: options) {
+            try PositionCSVImporter.parse(String(decoding: $0, as: UTF8.self), file: $1, options: options)
+        }
+    case .tum:
+        return try ImportFormat.importWhole(urls, options: options) {
+            try TUMImporter.parse(String(decoding: $0, as: UTF8.self), file: $1, options: options)
+        }
+    case .ujiindoorloc:
         throw ImportDataError(file: urls.first?.path ?? "-", line: 0, reason: "format \(format.rawValue) is not implemented yet")
     }
 }
@@ -48,4 +60,12 @@ public func expandInputs(_ paths: [String], extensions: Set<String> = []) throws
         }
     }
     return out
+}
+
+/// Adds the events of `truth` (imported as ground truth) to `trace` (its header is kept).
+public func mergeTruth(_ trace: ImportedTrace, _ truth: ImportedTrace) -> ImportedTrace {
+    var r = trace.report
+    r.merge(truth.report)
+    return assembleTrace(events: trace.events + truth.events, defaultOrigin: trace.header.origin, options: ImportOptions(),
+                         name: trace.header.name, device: trace.header.device, report: r, sideFiles: trace.sideFiles)
 }

@@ -1,0 +1,92 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import Positioning
+
+/// Importer for GPX 1.0/1.1 (`trk/trkseg/trkpt`, `rte/rtept`, `wpt`) as ground truth.
+///
+/// Parsed with Foundation's `XMLParser` (libxml2 SAX). Every point with a `time` becomes a
+/// `gt` event at `lat`, `lon` (deg) and `h` = `ele` (m; GPX calls it elevation — posfuse
+/// writes and reads the WGS84 height there), `kind` = `continuous` for track and route points
+/// and `checkpoint` for waypoints. Points without `time` are dropped and counted. The `<name>`
+/// of a track (`<source>` written by `posfuse export gpx` as `source/subject`) is not used;
+/// `--device` names the subject. Extensions are ignored.
+public enum GPXImporter {
+    final class Handler: NSObject, XMLParserDelegate {
+        struct Point { var lat: Double; var lon: Double; var ele: Double?; var time: Double?; var kind: GroundTruth.Kind; var line: Int }
+        var points: [Point] = []
+        var current: Point? = nil
+        var text = ""
+        var badPoints: [(Int, String)] = []
+        weak var parser: XMLParser?
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            let local = name.split(separator: ":").last.map(String.init) ?? name
+            text = ""
+            if local == "trkpt" || local == "rtept" || local == "wpt" {
+                guard let la = attributes["lat"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }),
+                      let lo = attributes["lon"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }),
+                      abs(la) <= 90, abs(lo) <= 180 else {
+                    badPoints.append((parser.lineNumber, "\(local) without valid lat/lon")); current = nil; return
+                }
+                current = Point(lat: la, lon: lo, ele: nil, time: nil, kind: local == "wpt" ? .checkpoint : .continuous,
+                                line: parser.lineNumber)
+            }
+        }
+        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            let local = name.split(separator: ":").last.map(String.init) ?? name
+            switch local {
+            case "ele": if current != nil { current!.ele = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            case "time":
+                if current != nil {
+                    if let t = UTCTime.parseISO8601(text) { current!.time = t } else { badPoints.append((parser.lineNumber, "bad time '\(text)'")) }
+                }
+            case "trkpt", "rtept", "wpt": if let c = current { points.append(c) }; current = nil
+            default: break
+            }
+            text = ""
+        }
+    }
+
+    public static func parse(_ data: Data, file: String, options: ImportOptions) throws
+        -> (events: [TraceEvent], report: ImportReport, first: Geodetic?) {
+        var ctx = ImportContext(options: options, file: file)
+        let p = XMLParser(data: data)
+        let h = Handler()
+        p.delegate = h
+        if !p.parse() {
+            ctx.line = p.lineNumber
+            throw ImportDataError(file: file, line: p.lineNumber, reason: "XML: \(p.parserError.map { "\($0)" } ?? "parse error")")
+        }
+        for (line, reason) in h.badPoints { ctx.line = line; try ctx.malformed(reason) }
+        var events: [TraceEvent] = []
+        var first: Geodetic? = nil
+        for pt in h.points {
+            guard let t = pt.time else { ctx.drop("point without time"); continue }
+            let g = Geodetic(latitude: pt.lat, longitude: pt.lon, height: pt.ele ?? 0)
+            if first == nil { first = g }
+            events.append(TraceEvent(time: t, device: options.device, payload: .groundTruth(GroundTruth(position: .geodetic(g), kind: pt.kind))))
+        }
+        ctx.report.lines = data.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } + 1
+        ctx.report.files = 1
+        return (events, ctx.report, first)
+    }
+
+    public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
+        var events: [TraceEvent] = []
+        var report = ImportReport()
+        var first: Geodetic? = nil
+        for u in urls {
+            let r = try parse(try Data(contentsOf: u), file: u.path, options: options)
+            events += r.events; report.merge(r.report)
+            if first == nil { first = r.first }
+        }
+        let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : nil
+        return assembleTrace(events: events, defaultOrigin: first ?? Geodetic(latitude: 0, longitude: 0), options: options,
+                             name: name, device: nil, report: report,
+                             extraNotes: options.origin == nil ? ["origin = first point"] : [])
+    }
+}

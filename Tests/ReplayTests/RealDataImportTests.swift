@@ -1,0 +1,71 @@
+import Testing
+import Foundation
+@testable import Replay
+import Positioning
+
+/// The real recordings in `<package root>/../shared/data` (or `$POSFUSE_SHARED_DATA`) import
+/// in strict mode; skipped when the folder is absent.
+enum SharedData {
+    static var folder: URL? {
+        if let e = ProcessInfo.processInfo.environment["POSFUSE_SHARED_DATA"], !e.isEmpty {
+            return URL(fileURLWithPath: e)
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let u = root.deletingLastPathComponent().appendingPathComponent("shared/data")
+        return FileManager.default.fileExists(atPath: u.path) ? u : nil
+    }
+    static func path(_ p: String) -> String? {
+        guard let f = folder?.appendingPathComponent(p), FileManager.default.fileExists(atPath: f.path) else { return nil }
+        return f.path
+    }
+}
+
+@Suite struct RealDataImportTests {
+    func run(_ format: ImportFormat, _ rel: String, options: ImportOptions = ImportOptions(strict: true)) throws -> ImportedTrace? {
+        guard let p = SharedData.path(rel) else { return nil }
+        let t = try importTrace(format: format, urls: try expandInputs([p], extensions: format.extensions), options: options)
+        print("[\(format.rawValue)] \(rel)\n" + t.report.summary())
+        return t
+    }
+
+    @Test(.enabled(if: SharedData.path("ms-indoor") != nil)) func msIndoorWalks() throws {
+        let t = try #require(try run(.msIndoor, "ms-indoor/site2/F3/path_data_files"))
+        #expect(t.report.files == 22)
+        #expect(t.report.events["gt"] == 143)
+        #expect(t.report.events["wifi"] == 272)
+        #expect(t.report.events["acc"] == 33820)
+        #expect(t.report.unknownTypes.isEmpty)
+        // Waypoints lie inside the floor plan (236.7 x 219.7 m).
+        for e in t.events { if case .groundTruth(let g) = e.payload, case .local(let v) = g.position {
+            #expect(v.x > 0 && v.x < 236.72 && v.y > 0 && v.y < 219.75); #expect(g.floor == 2)
+        } }
+    }
+
+    @Test(.enabled(if: SharedData.path("lte-ta-walks") != nil)) func lteWalks() throws {
+        let t = try #require(try run(.opencellidMeasurements, "lte-ta-walks/lacolyoc"))
+        #expect(t.report.events["cell"] == 1900)
+        #expect(t.report.events["gt"] == 1900)
+        let withTA = t.events.filter { if case .cell(let c) = $0.payload { return c.timingAdvance != nil } else { return false } }.count
+        #expect(withTA == 1781)
+    }
+
+    @Test(.enabled(if: SharedData.path("gnsslogger-static") != nil)) func gnssLogger() throws {
+        let t = try #require(try run(.gnsslogger, "gnsslogger-static",
+                                     options: ImportOptions(strict: true, staticTruth: Geodetic(latitude: 37.422578, longitude: -122.081678, height: -28))))
+        #expect(t.report.events["gnss"] == 423)
+        #expect(t.report.events["gt"] == 423)
+        #expect(t.sideFiles["gnsslogger-raw.csv"]?.count == 6420 + 1)
+    }
+
+    @Test(.enabled(if: SharedData.path("gsdc2020") != nil)) func gsdcNMEA() throws {
+        let phone = try #require(try run(.nmea, "gsdc2020/2020-05-14-US-MTV-1/Pixel4_chipset.nmea"))
+        var o = ImportOptions(strict: true, asTruth: true); o.origin = phone.header.origin
+        let truth = try #require(try run(.nmea, "gsdc2020/2020-05-14-US-MTV-1/SPAN_Pixel4_1Hz.nmea", options: o))
+        #expect(phone.report.events["gnss"] == 1737)
+        #expect(truth.report.events["gt"] ?? 0 > 2000)
+        // Phone and truth epochs share UTC seconds: most phone times have a truth sample.
+        let truthTimes = Set(truth.events.map(\.time))
+        let matched = phone.events.filter { truthTimes.contains($0.time) }.count
+        #expect(matched > 1600)
+    }
+}
