@@ -20,6 +20,7 @@ enum Subcommands {
         Version.self,
         Import.self,
         Validate.self,
+        Export.self,
     ]
 }
 

@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import Positioning
+import Replay
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export ground truth and estimates of a trace as GeoJSON, KML, GPX, TUM, CSV or NMEA.",
+        discussion: """
+        Reads TRACE (a trace.jsonl or a Traces/NAME/ folder), runs the default pipeline over it and
+        writes ground truth (source `gt`) and the estimates of the chosen sources. TUM and NMEA hold
+        one trajectory per file: with several tracks, -o out.txt writes out.<track>.txt per track.
+        Units and frames: docs/formats.md.
+        """
+    )
+
+    @Argument(help: "Output format: \(ExportFormat.allCases.map(\.rawValue).joined(separator: ", ")).") var format: String
+    @Argument(help: "Trace file or Traces/NAME/ folder.") var trace: String
+    @Option(name: .shortAndLong, help: "Output file (default: standard output).") var output: String?
+    @Option(name: .customLong("source"), parsing: .singleValue,
+            help: "Sources to export (repeatable or comma-separated): gt, gnss, ekf, … (default: all).")
+    var sources: [String] = []
+    @Flag(help: "Read the trace strictly (exit 65 on the first bad line).") var strict = false
+    @Flag(name: .customLong("no-pipeline"), help: "Export only what the trace holds (gt and gnss events).") var noPipeline = false
+
+    func validate() throws {
+        guard ExportFormat(rawValue: format) != nil else {
+            throw ValidationError("unknown format '\(format)'; known: \(ExportFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let known = Set(Source.allCases.map(\.rawValue) + ["gt"])
+        for s in wanted ?? [] where !known.contains(s) { throw ValidationError("unknown source '\(s)'") }
+    }
+
+    var wanted: Set<String>? {
+        let s = sources.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
+        return s.isEmpty ? nil : Set(s)
+    }
+
+    func run() throws {
+        let fmt = ExportFormat(rawValue: format)!
+        var url = URL(fileURLWithPath: trace)
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), isDir.boolValue {
+            url = url.appendingPathComponent("trace.jsonl")
+        }
+        do {
+            let reader = try TraceReader(url: url, mode: strict ? .strict : .lenient)
+            let events = try reader.readAll()
+            let header = reader.header
+            let pipeline = noPipeline ? nil : try StageRegistry.pipeline()
+            let points = ExportInput.points(events: events, header: header, sources: wanted, pipeline: pipeline)
+            let tracks = ExportBuilder.tracks(points)
+            guard let out = output else {
+                print(Exporter.render(fmt, tracks: tracks, header: header), terminator: "")
+                return
+            }
+            let outURL = URL(fileURLWithPath: out)
+            if fmt.singleTrack && tracks.count > 1 {
+                for tr in tracks {
+                    let safe = tr.name.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
+                    let u = outURL.deletingPathExtension().appendingPathExtension(String(safe)).appendingPathExtension(outURL.pathExtension)
+                    try Data(Exporter.render(fmt, tracks: [tr], header: header).utf8).write(to: u)
+                    FileHandle.standardError.write(Data("wrote \(u.path): \(tr.points.count) positions\n".utf8))
+                }
+            } else {
+                try Data(Exporter.render(fmt, tracks: tracks, header: header).utf8).write(to: outURL)
+                let counts = tracks.map { "\($0.name) \($0.points.count)" }.joined(separator: ", ")
+                FileHandle.standardError.write(Data("wrote \(out): \(counts.isEmpty ? "no positions" : counts)\n".utf8))
+            }
+        } catch let e as TraceDataError {
+            FileHandle.standardError.write(Data("error: \(e.description)\n".utf8))
+            throw ExitCode(65)
+        }
+    }
+}
