@@ -39,17 +39,14 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let fmt = ExportFormat(rawValue: format)!
-        var url = URL(fileURLWithPath: trace)
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), isDir.boolValue {
-            url = url.appendingPathComponent("trace.jsonl")
-        }
-        do {
-            let reader = try TraceReader(url: url, mode: strict ? .strict : .lenient)
+        try withExitCodes {
+            let loc = try TraceLocation.resolve(trace)
+            let reader = try TraceReader(url: loc.trace, mode: strict ? .strict : .lenient)
             let events = try reader.readAll()
             let header = reader.header
+            let reference = try loc.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
             let pipeline = noPipeline ? nil : try StageRegistry.pipeline()
-            let points = ExportInput.points(events: events, header: header, sources: wanted, pipeline: pipeline)
+            let points = ExportInput.points(events: events, header: header, sources: wanted, reference: reference, pipeline: pipeline)
             let tracks = ExportBuilder.tracks(points)
             guard let out = output else {
                 print(Exporter.render(fmt, tracks: tracks, header: header), terminator: "")
@@ -68,9 +65,6 @@ struct Export: ParsableCommand {
                 let counts = tracks.map { "\($0.name) \($0.points.count)" }.joined(separator: ", ")
                 FileHandle.standardError.write(Data("wrote \(out): \(counts.isEmpty ? "no positions" : counts)\n".utf8))
             }
-        } catch let e as TraceDataError {
-            FileHandle.standardError.write(Data("error: \(e.description)\n".utf8))
-            throw ExitCode(65)
         }
     }
 }

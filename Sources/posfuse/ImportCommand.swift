@@ -45,7 +45,7 @@ struct Import: ParsableCommand {
         let fmt = ImportFormat(rawValue: format)!
         let options = ImportOptions(strict: strict, origin: origin.flatMap(parseGeodetic), asTruth: asTruth, device: device,
                                     staticTruth: staticTruth.flatMap(parseGeodetic), uere: uere)
-        do {
+        try withExitCodes {
             let urls = try expandInputs(files, extensions: fmt.extensions)
             guard !urls.isEmpty else { throw ValidationError("no input files") }
             var isDir: ObjCBool = false
@@ -76,9 +76,6 @@ struct Import: ParsableCommand {
                 print("imported \(urls.count) file(s) into \(output)")
                 print(r.summary(), terminator: "")
             }
-        } catch let e as ImportDataError {
-            FileHandle.standardError.write(Data("error: \(e.description)\n".utf8))
-            throw ExitCode(65)
         }
     }
 }

@@ -1,14 +1,9 @@
 import Foundation
 import Positioning
 
-/// A malformed record in a foreign file. Printed as `file:line: reason` (CLI exit 65).
-public struct ImportDataError: Error, CustomStringConvertible, Sendable, Equatable {
-    public var file: String
-    public var line: Int
-    public var reason: String
-    public init(file: String, line: Int, reason: String) { self.file = file; self.line = line; self.reason = reason }
-    public var description: String { "\(file):\(line): \(reason)" }
-}
+/// A malformed record in a foreign file: the project's data error, printed as
+/// `file:line: reason` (CLI exit 65; code `io` on line 0 → exit 64).
+public typealias ImportDataError = TraceDataError
 
 /// Options shared by every importer.
 public struct ImportOptions: Sendable {

@@ -45,7 +45,7 @@ public func expandInputs(_ paths: [String], extensions: Set<String> = []) throws
     for p in paths {
         var isDir: ObjCBool = false
         guard fm.fileExists(atPath: p, isDirectory: &isDir) else {
-            throw ImportDataError(file: p, line: 0, reason: "no such file")
+            throw TraceDataError(file: p, line: 0, reason: "no such file or folder", code: "io")
         }
         if isDir.boolValue {
             let names = try fm.contentsOfDirectory(atPath: p).filter { !$0.hasPrefix(".") }.sorted()
