@@ -21,6 +21,7 @@ enum Subcommands {
         Import.self,
         Validate.self,
         Export.self,
+        Compare.self,
     ]
 }
 

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import Replay
+
+struct Compare: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compare",
+        abstract: "Compare two runs side by side per trace, source and metric, with bootstrap intervals of the change.",
+        discussion: """
+        A and B are runs: `posfuse replay --json --epochs` outputs (JSON) or results databases
+        (--db of replay). For every trace × source × metric it prints A, B, the difference B − A
+        and, when both runs carry per-epoch errors, a moving-block bootstrap confidence interval
+        of the difference (block length from the errors' autocorrelation; seeded). An interval
+        that excludes 0 marks a change larger than the noise of the run. See docs/regress.md.
+        Exit codes: 0 ok, 64 usage, 65 unreadable run.
+        """
+    )
+
+    @Argument(help: "Run A (the reference): replay --json output or results database.") var a: String
+    @Argument(help: "Run B (the candidate).") var b: String
+    @Flag(help: "Machine-readable JSON output.") var json = false
+    @Option(help: "Bootstrap resamples.") var resamples: Int = 2000
+    @Option(help: "Seed of the bootstrap's random numbers.") var seed: UInt64 = 1
+    @Option(help: "Confidence level of the intervals.") var confidence: Double = 0.95
+
+    func validate() throws {
+        if resamples < 10 { throw ValidationError("--resamples must be at least 10") }
+        if !(confidence > 0.5 && confidence < 1) { throw ValidationError("--confidence must be in (0.5, 1)") }
+    }
+
+    func run() throws {
+        do {
+            let ra = try loadRun(a), rb = try loadRun(b)
+            let c = RunComparison.compare(ra, rb, bootstrap: BlockBootstrap(resamples: resamples, seed: seed, confidence: confidence))
+            if json {
+                FileHandle.standardOutput.write(c.json())
+                print("")
+            } else {
+                print(c.table(), terminator: "")
+            }
+        } catch let e as ResultsDataError {
+            FileHandle.standardError.write(Data("error: \(e.description)\n".utf8))
+            throw ExitCode(65)
+        }
+    }
+}
+
+/// Load a run for compare/report: a replay JSON output, or a results database.
+func loadRun(_ path: String) throws -> RunResults {
+    let url = URL(fileURLWithPath: path)
+    guard FileManager.default.fileExists(atPath: url.path) else {
+        throw ResultsDataError(file: path, reason: "no such file")
+    }
+    return try RunResults.load(url: url)
+}
