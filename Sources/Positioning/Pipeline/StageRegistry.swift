@@ -30,6 +30,8 @@ public enum StageRegistry {
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
         // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).
         Entry(name: "tdoa", sources: [.tdoa]) { o in try TDoAStage(options: o) },
+        // peer: cooperative positioning from anchor fixes + BeepBeep ranges (PeerStage.init(options:)).
+        Entry(name: "peer", sources: [.peer]) { o in try PeerStage(options: o) },
         // Fusion filters (ekf, ukf, pf, smoother) register here, after all estimators.
     ]
 
