@@ -9,6 +9,8 @@ struct Import: ParsableCommand {
         abstract: "Convert foreign recordings and reference data into trace format v1.",
         discussion: """
         Trace formats: ms-indoor, gnsslogger, nmea, opencellid-measurements, gpx, geojson, tum, csv, ujiindoorloc.
+        Reference data: opencellid (-o cells.sqlite for the cell database, or -o reference.json),
+        wigle (-o reference.json: the `aps` member is replaced, other members kept).
         Folders are expanded to their files. With -o ending in '/' (or an existing folder) every
         input file becomes its own <folder>/<name>/trace.jsonl; otherwise all inputs merge into one trace.
         Lenient by default: malformed records and unknown record types are counted and reported.
@@ -48,6 +50,12 @@ struct Import: ParsableCommand {
         try withExitCodes {
             let urls = try expandInputs(files, extensions: fmt.extensions)
             guard !urls.isEmpty else { throw ValidationError("no input files") }
+            if fmt.isReference {
+                let r = try importReference(format: fmt, urls: urls, output: URL(fileURLWithPath: output), options: options)
+                print("imported \(urls.count) file(s) into \(output)")
+                print(r.summary(), terminator: "")
+                return
+            }
             var isDir: ObjCBool = false
             let perFile = output.hasSuffix("/") || (FileManager.default.fileExists(atPath: output, isDirectory: &isDir) && isDir.boolValue)
             if perFile {

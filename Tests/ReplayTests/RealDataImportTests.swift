@@ -68,4 +68,25 @@ enum SharedData {
         let matched = phone.events.filter { truthTimes.contains($0.time) }.count
         #expect(matched > 1600)
     }
+
+    @Test(.enabled(if: SharedData.path("opencellid-sample") != nil)) func openCellIDTowers() throws {
+        let p = try #require(SharedData.path("opencellid-sample"))
+        let dbURL = FileManager.default.temporaryDirectory.appendingPathComponent("cells-\(UUID().uuidString).sqlite")
+        defer { try? FileManager.default.removeItem(at: dbURL) }
+        let r = try importReference(format: .opencellid, urls: try expandInputs([p], extensions: ["csv"]), output: dbURL,
+                                    options: ImportOptions(strict: true))
+        print("[opencellid]\n" + r.summary())
+        #expect(r.events["tower"] == 45729)
+        #expect(try CellDatabase(path: dbURL.path).count() == 45729)
+    }
+
+    @Test(.enabled(if: SharedData.path("ujiindoorloc") != nil)) func ujiIndoorLoc() throws {
+        let t = try #require(try run(.ujiindoorloc, "ujiindoorloc/trainingData.csv"))
+        #expect(t.report.events["gt"] == 19937)
+        #expect(t.report.events["wifi"] ?? 0 > 19800)
+        // Campus of Universitat Jaume I, Castelló: about 39.99 N, 0.07 W.
+        for e in t.events.prefix(200) { if case .groundTruth(let g) = e.payload, case .geodetic(let p) = g.position {
+            #expect(abs(p.latitude - 39.993) < 0.01 && abs(p.longitude + 0.067) < 0.01)
+        } }
+    }
 }

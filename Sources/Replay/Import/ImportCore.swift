@@ -109,6 +109,13 @@ public enum ImportFormat: String, CaseIterable, Sendable {
     case tum
     case csv
     case ujiindoorloc
+    /// Reference data: OpenCellID tower CSV → cell database (SQLite) or reference.json `cells`.
+    case opencellid
+    /// Reference data: WiGLE CSV → reference.json `aps`.
+    case wigle
+
+    /// Reference-data formats write a database or reference.json, not a trace.
+    public var isReference: Bool { self == .opencellid || self == .wigle }
 }
 
 /// Assembles an `ImportedTrace`: sorts events stably by time, picks the origin

@@ -18,8 +18,9 @@ public func importTrace(format: ImportFormat, urls: [URL], options: ImportOption
         return try ImportFormat.importWhole(urls, options: options) {
             try TUMImporter.parse(String(decoding: $0, as: UTF8.self), file: $1, options: options)
         }
-    case .ujiindoorloc:
-        throw ImportDataError(file: urls.first?.path ?? "-", line: 0, reason: "format \(format.rawValue) is not implemented yet")
+    case .ujiindoorloc: return try UJIIndoorLocImporter.importFiles(urls, options: options)
+    case .opencellid, .wigle:
+        throw TraceDataError(file: urls.first?.path ?? "-", line: 0, reason: "\(format.rawValue) is reference data: use importReference", code: "usage")
     }
 }
 
@@ -29,7 +30,7 @@ extension ImportFormat {
         switch self {
         case .msIndoor, .gnsslogger: return ["txt"]
         case .nmea: return ["nmea", "txt", "log", "nma"]
-        case .opencellidMeasurements, .csv, .ujiindoorloc: return ["csv"]
+        case .opencellidMeasurements, .csv, .ujiindoorloc, .opencellid, .wigle: return ["csv"]
         case .gpx: return ["gpx"]
         case .geojson: return ["geojson", "json"]
         case .tum: return ["txt", "tum"]
@@ -68,4 +69,38 @@ public func mergeTruth(_ trace: ImportedTrace, _ truth: ImportedTrace) -> Import
     r.merge(truth.report)
     return assembleTrace(events: trace.events + truth.events, defaultOrigin: trace.header.origin, options: ImportOptions(),
                          name: trace.header.name, device: trace.header.device, report: r, sideFiles: trace.sideFiles)
+}
+
+/// Imports reference data (`opencellid`, `wigle`) into `output`: a `.json` file is a
+/// reference.json whose `cells`/`aps` member is replaced (other members kept); any other
+/// name is the SQLite cell database (`opencellid` only).
+public func importReference(format: ImportFormat, urls: [URL], output: URL, options: ImportOptions) throws -> ImportReport {
+    var report = ImportReport()
+    let json = output.pathExtension.lowercased() == "json"
+    switch format {
+    case .opencellid:
+        var towers: [CellTower] = []
+        for u in urls {
+            let r = try OpenCellIDTowerImporter.parse(ByteBuffer(url: u), file: u.path, options: options)
+            towers += r.towers; report.merge(r.report)
+        }
+        if json {
+            try ReferenceJSONWriter.update(url: output, towers: towers)
+        } else {
+            let db = try CellDatabase(path: output.path)
+            try db.insert(towers)
+            report.notes.append("cell database now holds \(try db.count()) towers")
+        }
+    case .wigle:
+        guard json else { throw TraceDataError(file: output.path, line: 0, reason: "wigle writes a reference.json (-o NAME.json)", code: "io") }
+        var aps: [APEstimate] = []
+        for u in urls {
+            let r = try WiGLEImporter.parse(String(decoding: try Data(contentsOf: u), as: UTF8.self), file: u.path, options: options)
+            aps += r.aps; report.merge(r.report)
+        }
+        try ReferenceJSONWriter.update(url: output, aps: aps)
+    default:
+        throw TraceDataError(file: output.path, line: 0, reason: "\(format.rawValue) is not reference data", code: "io")
+    }
+    return report
 }

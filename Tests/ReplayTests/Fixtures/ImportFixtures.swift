@@ -34,3 +34,32 @@ enum ImportFixtures {
     302,720,29100,9751831,,,-99,1598796862000,,,,LTE,2,,29101,270,,,
     """
 }
+
+extension ImportFixtures {
+    /// OpenCellID tower export: GSM, LTE (exact position), UMTS, CDMA.
+    static let opencellidTowers = """
+    radio,mcc,net,area,cell,unit,lon,lat,range,samples,changeable,created,updated,averageSignal
+    GSM,262,2,852,2521,0,10.948628,50.170324,15762,200,1,1294561074,1662692508,0
+    LTE,262,1,40100,26683137,212,11.5,48.1,1000,12,0,1294561074,1662692509,-95
+    UMTS,262,3,1234,56789,301,11.6,48.2,2000,5,1,1294561074,1662692510,0
+    CDMA,310,4,1,2,0,-100.0,40.0,1000,3,1,1294561074,1662692511,0
+    """
+
+    /// WiGLE app export: one AP seen twice (weighted centroid), a BLE row, a second AP.
+    static let wigle = """
+    WigleWifi-1.4,appRelease=2.26,model=Pixel,release=10,device=x,display=y,board=z,brand=g
+    MAC,SSID,AuthMode,FirstSeen,Channel,RSSI,CurrentLatitude,CurrentLongitude,AltitudeMeters,AccuracyMeters,Type
+    AA:BB:CC:DD:EE:01,"Cafe, Free",[WPA2-PSK-CCMP][ESS],2020-01-01 10:00:00,6,-40,48.0,11.0,500,5,WIFI
+    AA:BB:CC:DD:EE:01,"Cafe, Free",[WPA2-PSK-CCMP][ESS],2020-01-01 10:00:05,6,-40,48.0002,11.0002,502,5,WIFI
+    11:22:33:44:55:66,Tag,Misc,2020-01-01 10:00:06,0,-70,48.0,11.0,500,5,BLE
+    AA:BB:CC:DD:EE:02,,[ESS],2020-01-01 10:00:07,1,-80,48.1,11.1,0,5,WIFI
+    """
+
+    /// UJIIndoorLoc layout with three WAP columns; two rows of one phone share a time stamp.
+    static let uji = """
+    WAP001,WAP002,WAP003,LONGITUDE,LATITUDE,FLOOR,BUILDINGID,SPACEID,RELATIVEPOSITION,USERID,PHONEID,TIMESTAMP
+    100,-70,100,-7541.2643,4864920.7782,2,1,106,2,2,23,1371713733
+    -50,100,-99,-7541.2643,4864920.7782,2,1,106,2,2,23,1371713733
+    100,100,100,-7600.0,4864900.0,0,0,1,1,1,13,1371713800
+    """
+}

@@ -1,0 +1,127 @@
+import Foundation
+import GRDB
+import Positioning
+
+/// A cell tower (site) record of the cell database, in WGS84.
+public struct CellTower: Sendable, Equatable {
+    public var cell: CellID
+    /// Antenna (or crowd-sourced centroid) position: deg, deg, m (h = 0 when unknown).
+    public var position: Geodetic
+    /// Nominal coverage radius, m (OpenCellID `range`: spread of the measurements).
+    public var range: Double?
+    /// Number of measurements behind a crowd-sourced position.
+    public var samples: Int?
+    /// PCI / PSC / BSIC (OpenCellID `unit`).
+    public var pci: Int?
+    /// Sector boresight azimuth and width, degrees (nil = unknown/omni).
+    public var azimuth: Double?
+    public var beamwidth: Double?
+    /// "antenna" (surveyed), "centroid" (crowd-sourced), "estimated" (posfuse celldb build).
+    public var provenance: String
+    /// Last update, Unix s.
+    public var updated: Int?
+
+    public init(cell: CellID, position: Geodetic, range: Double? = nil, samples: Int? = nil, pci: Int? = nil,
+                azimuth: Double? = nil, beamwidth: Double? = nil, provenance: String = "centroid", updated: Int? = nil) {
+        self.cell = cell; self.position = position; self.range = range; self.samples = samples; self.pci = pci
+        self.azimuth = azimuth; self.beamwidth = beamwidth; self.provenance = provenance; self.updated = updated
+    }
+
+    /// The site in a trace's local frame (`ReferenceData.cells`).
+    public func site(frame: LocalFrame) -> CellSite {
+        CellSite(cell: cell, position: frame.enu(position), azimuth: azimuth, beamwidth: beamwidth, range: range,
+                 provenance: provenance)
+    }
+}
+
+/// The cell database: an SQLite file (GRDB) of cell towers keyed by (rat, mcc, mnc, area, cid).
+///
+/// Schema `cells(rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci, azimuth_deg,
+/// beamwidth_deg, provenance, updated)` with the primary key on the cell identity and an
+/// index on (lat, lon) for area queries. Inserts replace rows with the same identity.
+public final class CellDatabase {
+    public let queue: DatabaseQueue
+
+    /// Opens (creating if needed) the database at `path` (":memory:" for an in-memory one).
+    public init(path: String) throws {
+        queue = path == ":memory:" ? try DatabaseQueue() : try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS cells (
+                    rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL,
+                    area INTEGER NOT NULL, cid INTEGER NOT NULL,
+                    lat REAL NOT NULL, lon REAL NOT NULL, h REAL NOT NULL DEFAULT 0,
+                    range_m REAL, samples INTEGER, pci INTEGER, azimuth_deg REAL, beamwidth_deg REAL,
+                    provenance TEXT NOT NULL, updated INTEGER,
+                    PRIMARY KEY (rat, mcc, mnc, area, cid)
+                ) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS cells_latlon ON cells(lat, lon);
+                """)
+        }
+    }
+
+    /// Inserts or replaces `towers` in one transaction; returns the number written.
+    @discardableResult
+    public func insert(_ towers: [CellTower]) throws -> Int {
+        try queue.write { db in
+            let st = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO cells (rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci,
+                    azimuth_deg, beamwidth_deg, provenance, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                """)
+            for t in towers {
+                try st.execute(arguments: [t.cell.rat.rawValue, t.cell.mcc, t.cell.mnc, t.cell.area, t.cell.cid,
+                                           t.position.latitude, t.position.longitude, t.position.height, t.range, t.samples,
+                                           t.pci, t.azimuth, t.beamwidth, t.provenance, t.updated])
+            }
+            return towers.count
+        }
+    }
+
+    public func count() throws -> Int { try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM cells") ?? 0 } }
+
+    public func tower(_ id: CellID) throws -> CellTower? {
+        try queue.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM cells WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?",
+                             arguments: [id.rat.rawValue, id.mcc, id.mnc, id.area, id.cid]).flatMap(Self.tower)
+        }
+    }
+
+    /// Towers within `radius` m of `center` (bounding-box query, then exact distance on the sphere).
+    public func towers(near center: Geodetic, radius: Double) throws -> [CellTower] {
+        let dLat = radius / 110_574.0   // degrees of latitude (shortest degree, at the equator)
+        let dLon = dLat / max(0.01, cos(center.latitude * .pi / 180))
+        let rows = try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM cells WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?",
+                             arguments: [center.latitude - dLat, center.latitude + dLat, center.longitude - dLon, center.longitude + dLon])
+        }
+        return rows.compactMap(Self.tower).filter { Self.distance($0.position, center) <= radius }
+    }
+
+    public func all() throws -> [CellTower] {
+        try queue.read { db in try Row.fetchAll(db, sql: "SELECT * FROM cells ORDER BY rat, mcc, mnc, area, cid").compactMap(Self.tower) }
+    }
+
+    /// The towers as `ReferenceData.cells` in `frame` (optionally only those within `radius` m of the origin).
+    public func cellSites(frame: LocalFrame, radius: Double? = nil) throws -> [CellID: CellSite] {
+        let list = try radius.map { try towers(near: frame.origin, radius: $0) } ?? all()
+        var out: [CellID: CellSite] = [:]
+        for t in list { out[t.cell] = t.site(frame: frame) }
+        return out
+    }
+
+    static func tower(_ r: Row) -> CellTower? {
+        guard let rat = RAT(rawValue: r["rat"]) else { return nil }
+        return CellTower(cell: CellID(rat: rat, mcc: r["mcc"], mnc: r["mnc"], area: r["area"], cid: r["cid"]),
+                         position: Geodetic(latitude: r["lat"], longitude: r["lon"], height: r["h"]),
+                         range: r["range_m"], samples: r["samples"], pci: r["pci"], azimuth: r["azimuth_deg"],
+                         beamwidth: r["beamwidth_deg"], provenance: r["provenance"], updated: r["updated"])
+    }
+
+    /// Great-circle distance (haversine, mean radius 6 371 008.8 m), m.
+    static func distance(_ a: Geodetic, _ b: Geodetic) -> Double {
+        let p1 = a.latitude * .pi / 180, p2 = b.latitude * .pi / 180
+        let dp = p2 - p1, dl = (b.longitude - a.longitude) * .pi / 180
+        let h = sin(dp / 2) * sin(dp / 2) + cos(p1) * cos(p2) * sin(dl / 2) * sin(dl / 2)
+        return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
+    }
+}
