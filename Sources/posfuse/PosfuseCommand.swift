@@ -22,6 +22,7 @@ enum Subcommands {
         Validate.self,
         Export.self,
         Compare.self,
+        Simulate.self,
     ]
 }
 
