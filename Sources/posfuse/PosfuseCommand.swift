@@ -23,6 +23,8 @@ enum Subcommands {
         Export.self,
         Compare.self,
         Simulate.self,
+        Regress.self,
+        Report.self,
     ]
 }
 

@@ -26,10 +26,10 @@ public struct RegressionFinding: Sendable, Equatable {
     public var message: String {
         switch status {
         case .missing where new == nil && old != nil:
-            return "\(trace) \(source) \(metric): missing from the run (baseline \(fmt(old)))"
+            return "\(trace) \(source) \(metric): missing from the run (baseline \(fmt4(old)))"
         default:
-            let d = (old != nil && new != nil) ? " (Δ \(fmt(new! - old!)), allowed \(fmt(allowance)))" : ""
-            return "\(trace) \(source) \(metric): \(status.rawValue) \(fmt(old)) → \(fmt(new))\(d)"
+            let d = (old != nil && new != nil) ? " (Δ \(fmt4(new! - old!)), allowed \(fmt4(allowance)))" : ""
+            return "\(trace) \(source) \(metric): \(status.rawValue) \(fmt4(old)) → \(fmt4(new))\(d)"
         }
     }
 }
@@ -145,4 +145,18 @@ func xml(_ s: String) -> String {
         }
     }
     return o
+}
+
+extension RegressionReport {
+    /// JSON: {"passed": Bool, "failures": N, "findings": [{trace, source, metric, old, new, allowance, status}],
+    /// "traces_not_in_baseline": [...]}.
+    public func json() -> Data {
+        let rows: [[String: Any]] = findings.map { f in
+            ["trace": f.trace, "source": f.source, "metric": f.metric, "old": f.old ?? NSNull(), "new": f.new ?? NSNull(),
+             "allowance": f.allowance ?? NSNull(), "status": f.status.rawValue]
+        }
+        let o: [String: Any] = ["passed": passed, "failures": failures.count, "findings": rows,
+                                "traces_not_in_baseline": tracesNotInBaseline]
+        return (try? JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+    }
 }

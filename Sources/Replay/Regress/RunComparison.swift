@@ -74,10 +74,10 @@ public struct RunComparison: Sendable {
             }
             var ci = ""
             if let i = r.interval {
-                ci = "[\(fmt(i.low)), \(fmt(i.high))] ℓ=\(i.blockLength)\(i.paired ? " paired" : "")"
+                ci = "[\(fmt4(i.low)), \(fmt4(i.high))] ℓ=\(i.blockLength)\(i.paired ? " paired" : "")"
                 ci += i.includesZero ? "" : "  *"
             }
-            out += pad(r.metric, 14) + pad(fmt(r.a), 12) + pad(fmt(r.b), 12) + pad(fmt(r.difference), 12) + ci + "\n"
+            out += pad(r.metric, 14) + pad(fmt4(r.a), 12) + pad(fmt4(r.b), 12) + pad(fmt4(r.difference), 12) + ci + "\n"
         }
         out += "\n* the interval excludes 0: the change is larger than the run-to-run noise.\n"
         return out
@@ -102,7 +102,7 @@ public struct RunComparison: Sendable {
 func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s + " " : s + String(repeating: " ", count: w - s.count) }
 
 /// Compact number formatting for tables: 4 significant digits, "–" for a missing value.
-func fmt(_ x: Double?) -> String {
+func fmt4(_ x: Double?) -> String {
     guard let x else { return "–" }
     if x == x.rounded(), abs(x) < 1e9 { return String(Int(x)) }
     return String(format: "%.4g", x)

@@ -140,9 +140,9 @@ public struct HTMLReport: Sendable {
                     if k == "inside95", v < 0.9 { cls = " class=\"warn\" title=\"fewer than 90 % of errors inside the reported 95 % radius\"" }
                     if k == "anees", let n = s.metrics["count"], n >= 1 {
                         let lo = Self.chi2Quantile(0.025, dof: 2 * n) / n, hi = Self.chi2Quantile(0.975, dof: 2 * n) / n
-                        if v < lo || v > hi { cls = " class=\"warn\" title=\"outside the 95 % χ² bounds [\(fmt(lo)), \(fmt(hi))] for independent epochs\"" }
+                        if v < lo || v > hi { cls = " class=\"warn\" title=\"outside the 95 % χ² bounds [\(fmt4(lo)), \(fmt4(hi))] for independent epochs\"" }
                     }
-                    h += "<td\(cls)>\(fmt(v))</td>"
+                    h += "<td\(cls)>\(fmt4(v))</td>"
                 } else {
                     h += "<td class=\"na\">–</td>"
                 }
@@ -249,7 +249,7 @@ public struct HTMLReport: Sendable {
             p.raw("<g class=\"north\"><path d=\"M\(SVGPlot.r(nx)) \(SVGPlot.r(ny - 22))l5 12h-10z\"/><text x=\"\(SVGPlot.r(nx))\" y=\"\(SVGPlot.r(ny + 4))\" text-anchor=\"middle\">N</text></g>")
         }
         if outside > 0 {
-            p.raw("<text class=\"note\" x=\"\(SVGPlot.r(p.left + p.plotW - 6))\" y=\"\(SVGPlot.r(p.top + 12))\" text-anchor=\"end\">\(outside) estimates outside the view</text>")
+            p.raw("<text class=\"note\" x=\"\(SVGPlot.r(p.left + p.plotW - 6))\" y=\"\(SVGPlot.r(p.top + p.plotH - 6))\" text-anchor=\"end\">\(outside) estimates outside the view</text>")
         }
         return p.render(xTicks: !hasPlan, yTicks: !hasPlan)
     }
@@ -282,7 +282,7 @@ public struct HTMLReport: Sendable {
         p.line(Self.thin(e).map { ($0.time, $0.error) }, color: c, width: 1.2, label: "error")
         if !radii.isEmpty {
             let n = e.filter { $0.radius95 != nil }.count
-            p.raw("<text class=\"note\" x=\"\(SVGPlot.r(p.left + p.plotW - 6))\" y=\"\(SVGPlot.r(p.top + 12))\" text-anchor=\"end\">\(outside) of \(n) outside r95 (\(String(format: "%.1f", 100 * Double(outside) / Double(max(n, 1)))) %)</text>")
+            p.raw("<text class=\"note\" x=\"\(SVGPlot.r(p.left + p.plotW - 6))\" y=\"\(SVGPlot.r(p.top + p.plotH - 5))\" text-anchor=\"end\">\(outside) of \(n) outside r95 (\(String(format: "%.1f", 100 * Double(outside) / Double(max(n, 1)))) %)</text>")
         }
         return p.render()
     }
@@ -341,7 +341,7 @@ public struct HTMLReport: Sendable {
     .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
     .row { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; }
     figure { margin: 0; flex: 1 1 540px; max-width: 560px; }
-    .row.small figure { flex: 1 1 400px; max-width: 430px; }
+    .row.small figure { flex: 1 1 360px; max-width: 380px; }
     figcaption { font-size: 12px; font-weight: 600; color: var(--muted); margin-bottom: 2px; }
     svg.plot { width: 100%; height: auto; display: block; font-size: 11px; font-family: inherit; }
     svg .frame { fill: #fff; stroke: #888; stroke-width: 1; }

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import Replay
+
+struct Regress: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "regress",
+        abstract: "Replay a trace suite and fail when accuracy regressed against a committed baseline.",
+        discussion: """
+        Replays every trace (default: the folders of Traces/) with the pipeline configuration and
+        checks each trace × source × metric against the baseline file, under the per-metric
+        tolerances written in it. Regressions are named (trace, source, metric, old → new).
+        --update-baseline rewrites the baseline from this run (tolerances are kept).
+        --junit FILE writes JUnit XML, one test case per trace × source.
+        Baseline format, tolerances and CI use: docs/regress.md.
+        Exit codes: 0 within tolerance, 1 regression, 64 usage, 65 bad data.
+        """
+    )
+
+    @Option(help: "Baseline file (YAML).") var baseline: String
+    @Option(help: "Pipeline configuration (YAML).") var pipeline: String?
+    @Flag(name: .customLong("update-baseline"), help: "Rewrite the baseline from this run instead of checking.")
+    var updateBaseline = false
+    @Option(help: "Write JUnit XML here.") var junit: String?
+    @Option(help: "Check an existing `posfuse replay --json` output instead of replaying.") var results: String?
+    @Flag(help: "Stop at the first malformed trace line (exit 65).") var strict = false
+    @Flag(help: "Print the findings as JSON.") var json = false
+    @Argument(help: "Traces or scenario folders (default: Traces/).") var traces: [String] = []
+
+    func validate() throws {
+        if results != nil && (!traces.isEmpty || pipeline != nil) {
+            throw ValidationError("--results checks a finished run: give no traces and no --pipeline")
+        }
+    }
+
+    func run() throws {
+        try withExitCodes {
+            do {
+                let url = URL(fileURLWithPath: baseline)
+                let exists = FileManager.default.fileExists(atPath: url.path)
+                if !exists && !updateBaseline {
+                    throw ResultsDataError(file: baseline, reason: "no such baseline (create it with --update-baseline)")
+                }
+                let base = exists ? try Baseline.load(url: url) : Baseline()
+                let run: RunResults
+                if let results {
+                    run = try RunResults.load(url: URL(fileURLWithPath: results))
+                } else {
+                    run = try replaySuite(traces.isEmpty ? ["Traces"] : traces, pipeline: pipeline, strict: strict,
+                                          epochs: false, progress: Progress.shouldShow(json: json))
+                }
+                if updateBaseline {
+                    let b = base.updated(with: run)
+                    try b.yaml().write(to: url, atomically: true, encoding: .utf8)
+                    if !json { print("baseline \(baseline): \(run.traces.count) trace(s) updated") }
+                    return
+                }
+                let report = RegressionReport.check(run, against: base)
+                if let junit { try report.junit().write(to: URL(fileURLWithPath: junit), atomically: true, encoding: .utf8) }
+                if json {
+                    FileHandle.standardOutput.write(report.json())
+                    print("")
+                } else {
+                    print(report.summary(), terminator: "")
+                }
+                if !report.passed { throw ExitCode(ExitStatus.regression) }
+            } catch let e as ResultsDataError {
+                printError("error: \(e.description)")
+                throw ExitCode(ExitStatus.dataError)
+            }
+        }
+    }
+}
