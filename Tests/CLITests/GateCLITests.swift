@@ -1,0 +1,160 @@
+import Testing
+import Foundation
+import Replay
+
+/// End-to-end tests of `posfuse regress`, `compare` and `report` on synthetic runs
+/// (replay JSON with per-epoch columns, seeded noise), plus the headless-Chromium check
+/// of the report (skipped when chromium is absent).
+enum GateFixtures {
+    struct Noise {
+        var state: UInt64
+        init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
+        mutating func uniform() -> Double {
+            state ^= state >> 12; state ^= state << 25; state ^= state >> 27
+            return Double((state &* 0x2545_F491_4F6C_DD1D) >> 11) / Double(1 << 53)
+        }
+        mutating func gaussian() -> Double {
+            (-2 * log(max(uniform(), 1e-300))).squareRoot() * cos(2 * .pi * uniform())
+        }
+    }
+
+    /// A run of one trace "loop" with sources gnss (σ = 3 m, honest covariance) and ekf
+    /// (σ = 1.5 m); `gnssReportedSigma` lets a test make gnss overconfident.
+    static func run(seed: UInt64, gnssReportedSigma: Double = 3, n: Int = 300) -> RunResults {
+        var g = Noise(seed: seed)
+        func source(_ name: String, sigma: Double, reported: Double) -> SourceResult {
+            var ex = 0.0, ey = 0.0
+            let phi = 0.8, k = (1 - phi * phi).squareRoot()
+            let r95 = reported * (-2 * log(0.05)).squareRoot()
+            var epochs: [EpochSample] = []
+            for i in 0..<n {
+                ex = phi * ex + k * g.gaussian(); ey = phi * ey + k * g.gaussian()
+                let e = SIMD2(sigma * ex, sigma * ey)
+                let s = Double(i) * 0.5
+                let truth = SIMD2(20 * cos(s / 20), 12 * sin(s / 20))
+                epochs.append(EpochSample(time: Double(i), error: (e.x * e.x + e.y * e.y).squareRoot(), radius95: r95,
+                                          nees: (e.x * e.x + e.y * e.y) / (reported * reported), estimate: truth + e, truth: truth))
+            }
+            var m = EpochMetrics.compute(epochs)
+            m["count"] = Double(n); m["availability"] = 1
+            return SourceResult(source: name, metrics: m, epochs: epochs)
+        }
+        let sources = [source("gnss", sigma: 3, reported: gnssReportedSigma), source("ekf", sigma: 1.5, reported: 1.5)]
+        return RunResults(label: "seed \(seed)", traces: [TraceResult(trace: "loop", sources: sources)])
+    }
+
+    static func write(_ r: RunResults, to url: URL) throws {
+        let traces: [[String: Any]] = r.traces.map { t in
+            ["trace": t.trace, "skipped": t.skipped, "scores": t.sources.map { s -> [String: Any] in
+                var o: [String: Any] = ["source": s.source]
+                for (k, v) in s.metrics { o[k] = v }
+                if let e = s.epochs { o["epochs"] = EpochSample.jsonColumns(e) }
+                return o
+            }]
+        }
+        try JSONSerialization.data(withJSONObject: ["traces": traces]).write(to: url)
+    }
+
+    static func tempDir() throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-gate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+}
+
+@Suite struct GateCLITests {
+    @Test func regressPassesUnchangedFailsDegradedAndWritesJUnit() throws {
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = dir.appendingPathComponent("good.json"), bad = dir.appendingPathComponent("bad.json")
+        try GateFixtures.write(GateFixtures.run(seed: 1), to: good)
+        try GateFixtures.write(GateFixtures.run(seed: 1, gnssReportedSigma: 1), to: bad)
+        let base = dir.appendingPathComponent("baseline.yaml").path
+        let u = try CLI.run(["regress", "--baseline", base, "--update-baseline", "--results", good.path])
+        #expect(u.status == 0, "\(u.stderr)")
+        let text = try String(contentsOfFile: base, encoding: .utf8)
+        #expect(text.contains("format: posfuse-baseline") && text.contains("loop:") && text.contains("inside95"))
+
+        let ok = try CLI.run(["regress", "--baseline", base, "--results", good.path, "--junit", dir.appendingPathComponent("ok.xml").path])
+        #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
+        #expect(ok.stdout.contains("ok:"))
+        let okXML = try String(contentsOf: dir.appendingPathComponent("ok.xml"), encoding: .utf8)
+        #expect(okXML.contains("tests=\"2\" failures=\"0\""))
+
+        let junit = dir.appendingPathComponent("bad.xml")
+        let r = try CLI.run(["regress", "--baseline", base, "--results", bad.path, "--junit", junit.path])
+        #expect(r.status == 1)
+        #expect(r.stdout.contains("REGRESSION loop gnss inside95"))
+        #expect(r.stdout.contains("REGRESSION loop gnss anees"))
+        #expect(!r.stdout.contains("loop ekf"))
+        let xml = try String(contentsOf: junit, encoding: .utf8)
+        #expect(xml.components(separatedBy: "<testcase ").count - 1 == 2)
+        #expect(xml.components(separatedBy: "<failure ").count - 1 == 1)
+        #expect(xml.contains("gnss regressed on loop: inside95, anees"))
+    }
+
+    @Test func regressBadDataExits65() throws {
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = dir.appendingPathComponent("good.json")
+        try GateFixtures.write(GateFixtures.run(seed: 1), to: good)
+        let base = dir.appendingPathComponent("b.yaml")
+        try "format: posfuse-baseline\ntraces: [1, 2]\n".write(to: base, atomically: true, encoding: .utf8)
+        #expect(try CLI.run(["regress", "--baseline", base.path, "--results", good.path]).status == 65)
+        #expect(try CLI.run(["regress", "--baseline", dir.appendingPathComponent("none.yaml").path, "--results", good.path]).status == 65)
+        try "{\"traces\": 3}".write(to: good, atomically: true, encoding: .utf8)
+        #expect(try CLI.run(["regress", "--baseline", base.path, "--update-baseline", "--results", good.path]).status == 65)
+        #expect(try CLI.run(["regress", "--baseline", base.path, "--results", good.path, "Traces"]).status == 64)
+    }
+
+    @Test func compareSeedsIncludeZeroDegradedExcludesIt() throws {
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = dir.appendingPathComponent("a.json"), b = dir.appendingPathComponent("b.json"), c = dir.appendingPathComponent("c.json")
+        try GateFixtures.write(GateFixtures.run(seed: 1), to: a)
+        try GateFixtures.write(GateFixtures.run(seed: 2), to: b)
+        try GateFixtures.write(GateFixtures.run(seed: 2, gnssReportedSigma: 1), to: c)
+        func rows(_ x: URL, _ y: URL) throws -> [[String: Any]] {
+            let r = try CLI.run(["compare", x.path, y.path, "--json", "--resamples", "400", "--seed", "7"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+            return o?["rows"] as? [[String: Any]] ?? []
+        }
+        let seeds = try rows(a, b)
+        let mean = try #require(seeds.first { $0["source"] as? String == "gnss" && $0["metric"] as? String == "mean_m" })
+        #expect(mean["ci_includes_zero"] as? Bool == true, "\(mean)")
+        #expect((mean["block_length"] as? Int ?? 0) >= 2)
+        let degraded = try rows(a, c)
+        let anees = try #require(degraded.first { $0["source"] as? String == "gnss" && $0["metric"] as? String == "anees" })
+        #expect(anees["ci_includes_zero"] as? Bool == false, "\(anees)")
+        #expect((anees["ci_low"] as? Double ?? 0) > 0)
+        let text = try CLI.run(["compare", a.path, c.path, "--resamples", "100"])
+        #expect(text.status == 0 && text.stdout.contains("loop / gnss") && text.stdout.contains("anees"))
+        #expect(try CLI.run(["compare", a.path, dir.appendingPathComponent("nope.json").path]).status == 65)
+    }
+
+    @Test func reportIsSelfContainedAndRendersInChromium() throws {
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = dir.appendingPathComponent("run.json"), html = dir.appendingPathComponent("report.html")
+        try GateFixtures.write(GateFixtures.run(seed: 3, gnssReportedSigma: 2), to: run)
+        let r = try CLI.run(["report", run.path, "-o", html.path, "--traces", dir.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let text = try String(contentsOf: html, encoding: .utf8)
+        for id in ["t0-cdf", "t0-traj", "t0-err-gnss", "t0-err-ekf", "t0-nees-gnss", "class=\"metrics\""] { #expect(text.contains(id), "\(id)") }
+        #expect(text.range(of: #"(src|href)\s*=\s*["']?(https?:)?//"#, options: .regularExpression) == nil)
+        #expect(!text.contains("<script"))
+        let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard chromium != nil else { return }  // no headless browser on this machine: the static checks above still ran
+        let p = Process()
+        p.executableURL = CLI.root.appendingPathComponent("scripts/render-report.sh")
+        p.arguments = [html.path]
+        let out = Pipe()
+        p.standardOutput = out; p.standardError = out
+        try p.run()
+        let log = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(log)")
+        #expect(log.contains("PROBE errors=0") && log.contains("network requests: 0") && log.contains("plots present"))
+    }
+}
