@@ -28,6 +28,10 @@ public protocol MeasurementModel: Sendable {
     func logLikelihood(_ p: SIMD2<Double>) -> Double
     /// χ² gate probability for Mahalanobis gating (e.g. 0.99), or nil for no gate.
     var gateProbability: Double? { get }
+    /// Whether component `i` of z is an angle (wrapped). A requirement (not only an
+    /// extension method) so that models' overrides are seen by generic code such as
+    /// `numericalJacobian`.
+    func isAngleComponent(_ i: Int) -> Bool
 }
 
 extension MeasurementModel {

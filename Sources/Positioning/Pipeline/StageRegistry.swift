@@ -32,6 +32,8 @@ public enum StageRegistry {
         Entry(name: "tdoa", sources: [.tdoa]) { o in try TDoAStage(options: o) },
         // peer: cooperative positioning from anchor fixes + BeepBeep ranges (PeerStage.init(options:)).
         Entry(name: "peer", sources: [.peer]) { o in try PeerStage(options: o) },
+        // camloc: two-photo object localisation (CamLocStage.init(options:)).
+        Entry(name: "camloc", sources: [.camloc]) { o in try CamLocStage(options: o) },
         // Fusion filters (ekf, ukf, pf, smoother) register here, after all estimators.
     ]
 

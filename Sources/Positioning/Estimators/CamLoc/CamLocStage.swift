@@ -1,0 +1,175 @@
+import Foundation
+
+/// Pipeline stage `camloc`: pairs each phone's photos (`pair` id, else the object id),
+/// measures the displacement between the shots, takes the user's position from upstream
+/// fixes, and emits the object's position (`CamLocEstimator`).
+///
+/// * Displacement: IMU integration with the zero-velocity correction (`IMUDisplacement`)
+///   when `acc` and `rotvec` samples cover the interval, σ_d = √((rel·|d|)² + abs²);
+///   otherwise steps × step length (event `len`, else `step_length_m`) along the camera
+///   axis, σ_d = 10 %; otherwise `.failure(missingInput)`.
+/// * User position at shot 2: the upstream fix (source in `userSources`) nearest in time to
+///   the second shot, within `user_max_age_s`; if it is nearer the first shot, the
+///   displacement is added.
+/// * Camera azimuth: the photo's magnetic azimuth + header declination; else from the
+///   attitude quaternion at exposure (back camera looks along −z_device).
+/// * Output: `.fix` with subject "object:<id>"; when the object is a landmark of the
+///   reference data, a `RangeBearingMeasurement` for the phone (and, with
+///   `emit_user_fix`, a `camloc` fix of the phone located from the landmark).
+public final class CamLocStage: PipelineStage {
+    public var estimator: CamLocEstimator
+    public var userSources: Set<Source>
+    public var userMaxAge: Double
+    public var stepLength: Double
+    public var displacementSigmaRelative: Double
+    public var displacementSigmaAbsolute: Double
+    public var emitUserFix: Bool
+
+    private var acc: [String: [(Double, SIMD3<Double>)]] = [:]
+    private var att: [String: [(Double, SIMD4<Double>)]] = [:]
+    private var steps: [String: [(Double, Double?)]] = [:]
+    private var userFixes: [String: [Fix]] = [:]
+    private var pending: [String: [(Double, PhotoObservation)]] = [:]
+    /// Solutions so far (range, bearing, relative σ) for reports and tests.
+    public private(set) var solutions: [CamLocSolution] = []
+    /// Buffer horizon, s.
+    private let horizon = 60.0
+
+    public init(estimator: CamLocEstimator = CamLocEstimator(), userSources: Set<Source> = [.gnss],
+                userMaxAge: Double = 10, stepLength: Double = 0.7, displacementSigmaRelative: Double = 0.05,
+                displacementSigmaAbsolute: Double = 0.02, emitUserFix: Bool = false) {
+        self.estimator = estimator; self.userSources = userSources; self.userMaxAge = userMaxAge
+        self.stepLength = stepLength; self.displacementSigmaRelative = displacementSigmaRelative
+        self.displacementSigmaAbsolute = displacementSigmaAbsolute; self.emitUserFix = emitUserFix
+    }
+
+    /// Options: `user_sources` ([gnss]), `user_max_age_s` (10), `step_length_m` (0.7),
+    /// `displacement_sigma_rel` (0.05), `displacement_sigma_m` (0.02), `pixel_sigma` (1),
+    /// `heading_sigma_deg` (5), `min_ratio_excess` (0.01), `min_pixel_change` (2),
+    /// `min_displacement_m` (0.1), `min_axial_fraction` (0.5), `lens_focal_mm` (0 = pinhole),
+    /// `emit_user_fix` (false).
+    public convenience init(options o: StageOptions) throws {
+        var sources: Set<Source> = [.gnss]
+        if let v = o.values["user_sources"] {
+            guard case .list(let l) = v else { throw ConfigurationError(path: "\(o.name).user_sources", reason: "expected a list of source names") }
+            sources = try Set(l.map { item -> Source in
+                guard case .string(let s) = item, let src = Source(rawValue: s) else {
+                    throw ConfigurationError(path: "\(o.name).user_sources", reason: "unknown source \(item)")
+                }
+                return src
+            })
+        }
+        let est = CamLocEstimator(sigmaPixels: try o.double("pixel_sigma", default: 1),
+                                  sigmaHeadingDegrees: try o.double("heading_sigma_deg", default: 5),
+                                  minRatioExcess: try o.double("min_ratio_excess", default: 0.01),
+                                  minPixelChange: try o.double("min_pixel_change", default: 2),
+                                  minDisplacement: try o.double("min_displacement_m", default: 0.1),
+                                  minAxialFraction: try o.double("min_axial_fraction", default: 0.5),
+                                  lensFocalMeters: try o.double("lens_focal_mm", default: 0) / 1000)
+        self.init(estimator: est, userSources: sources, userMaxAge: try o.double("user_max_age_s", default: 10),
+                  stepLength: try o.double("step_length_m", default: 0.7),
+                  displacementSigmaRelative: try o.double("displacement_sigma_rel", default: 0.05),
+                  displacementSigmaAbsolute: try o.double("displacement_sigma_m", default: 0.02),
+                  emitUserFix: try o.bool("emit_user_fix", default: false))
+    }
+
+    public var sources: [Source] { [.camloc] }
+
+    public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+        let dev = event.device
+        for r in upstream {
+            if case .fix(let f) = r, userSources.contains(f.source), !f.subject.hasPrefix("object:") {
+                userFixes[f.subject, default: []].append(f)
+                userFixes[f.subject]!.removeAll { $0.time < f.time - horizon }
+            }
+        }
+        switch event.payload {
+        case .imu(let s) where s.kind == .accelerometer:
+            acc[dev, default: []].append((event.time, s.vector))
+            if acc[dev]!.count > 20_000 { acc[dev]!.removeAll { $0.0 < event.time - horizon } }
+        case .imu(let s) where s.kind == .rotationVector:
+            att[dev, default: []].append((event.time, SIMD4(s.x, s.y, s.z, s.w)))
+            if att[dev]!.count > 20_000 { att[dev]!.removeAll { $0.0 < event.time - horizon } }
+        case .step(let s):
+            steps[dev, default: []].append((event.time, s.length))
+            steps[dev]!.removeAll { $0.0 < event.time - horizon }
+        case .photo(let p):
+            let key = dev + "|" + (p.pair ?? p.object)
+            pending[key, default: []].append((p.exposureTime ?? event.time, p))
+            if pending[key]!.count >= 2 {
+                let shots = pending.removeValue(forKey: key)!.sorted { $0.0 < $1.0 }
+                return solve(shots[0], shots[shots.count - 1], device: dev, context: context)
+            }
+        default: break
+        }
+        return []
+    }
+
+    /// Camera optical-axis azimuth (true, rad) from the attitude at t: R·(0, 0, −1).
+    private func attitudeAzimuth(_ dev: String, at t: Double) -> Double? {
+        guard let a = att[dev], !a.isEmpty else { return nil }
+        let q = (a.last { $0.0 <= t } ?? a[0]).1
+        let v = IMUDisplacement.rotate(SIMD3(0, 0, -1), by: q)
+        guard v.x * v.x + v.y * v.y > 1e-6 else { return nil }
+        return atan2(v.x, v.y)
+    }
+
+    private func solve(_ s1: (Double, PhotoObservation), _ s2: (Double, PhotoObservation), device dev: String,
+                       context: PipelineContext) -> [StageResult] {
+        let (t1, p1) = s1, (t2, p2) = s2
+        let subject = "object:\(p2.object)"
+        func fail(_ f: EstimationFailure) -> [StageResult] { [.failure(source: .camloc, time: t2, subject: subject, reason: f)] }
+        var azimuths: (Double, Double)?
+        if p1.cameraAzimuthMagnetic == nil || p2.cameraAzimuthMagnetic == nil,
+           let a1 = attitudeAzimuth(dev, at: t1), let a2 = attitudeAzimuth(dev, at: t2) { azimuths = (a1, a2) }
+        // Displacement.
+        let disp: SIMD3<Double>, sigmaD: Double
+        if let a = acc[dev], let q = att[dev],
+           a.contains(where: { $0.0 <= t1 + 0.05 }), a.contains(where: { $0.0 >= t2 - 0.05 }),
+           let d = IMUDisplacement.displacement(accelerometer: a, attitude: q, from: t1, to: t2) {
+            disp = d
+            let n = (d.x * d.x + d.y * d.y).squareRoot()
+            sigmaD = ((displacementSigmaRelative * n) * (displacementSigmaRelative * n)
+                      + displacementSigmaAbsolute * displacementSigmaAbsolute).squareRoot()
+        } else if let st = steps[dev]?.filter({ $0.0 > t1 && $0.0 <= t2 }), !st.isEmpty {
+            let len = st.reduce(0) { $0 + ($1.1 ?? stepLength) }
+            let psi: Double
+            if let a1 = p1.cameraAzimuthMagnetic { psi = Angle.radians(a1 + context.header.declination) }
+            else if let az = azimuths { psi = az.0 } else { return fail(.noHeading) }
+            let u = Angle.unit(psi)
+            disp = SIMD3(len * u.x, len * u.y, 0); sigmaD = 0.1 * len
+        } else {
+            return fail(.missingInput("displacement between photos (acc + rotvec, or steps)"))
+        }
+        // User position at shot 2.
+        guard let fixes = userFixes[dev], let nearest = fixes.min(by: { abs($0.time - t2) < abs($1.time - t2) }),
+              abs(nearest.time - t2) <= userMaxAge else {
+            return fail(.missingInput("user position near the photos (\(userSources.map(\.rawValue).sorted().joined(separator: ",")))"))
+        }
+        var user = nearest
+        if abs(nearest.time - t1) < abs(nearest.time - t2) { user.position += SIMD2(disp.x, disp.y) }
+        switch estimator.estimate(first: p1, second: p2, displacement: disp, displacementSigma: sigmaD, user: user,
+                                  declination: context.header.declination, cameraAzimuths: azimuths, time: t2) {
+        case .failure(let f): return fail(f)
+        case .success(let s):
+            solutions.append(s)
+            var out: [StageResult] = [.fix(s.fix)]
+            if let lm = context.reference.landmarks[p2.object] {
+                let l = SIMD2(lm.position.x, lm.position.y)
+                let sigPsi = (Angle.radians(estimator.sigmaHeadingDegrees) * Angle.radians(estimator.sigmaHeadingDegrees)
+                              + (estimator.sigmaPixels / p2.focalLength) * (estimator.sigmaPixels / p2.focalLength)).squareRoot()
+                let m = RangeBearingMeasurement(time: t2, landmark: l, range: s.range, bearing: s.bearing,
+                                                sigmaRange: s.relativeRangeSigma * s.range, sigmaBearing: sigPsi)
+                out.append(.measurement(m, subject: dev))
+                if emitUserFix {
+                    let off = s.geometry.offsetCovariance(sigmaH: estimator.sigmaPixels, sigmaD: sigmaD,
+                                                          sigmaAzimuth: Angle.radians(estimator.sigmaHeadingDegrees),
+                                                          sigmaX: estimator.sigmaPixels)
+                    out.append(.fix(Fix(time: t2, position: l - s.geometry.offset, covariance: off, source: .camloc,
+                                        subject: dev, usedCount: 2)))
+                }
+            }
+            return out
+        }
+    }
+}
