@@ -13,6 +13,7 @@ import Positioning
 /// bearing of the locally disturbed horizontal field (the same disturbance field as the
 /// magnetometer), i.e. true magnetic azimuth ψ_c − D plus the local compass deviation.
 /// Ground truth of the object (`device = object:<landmark>`) is logged with the second shot.
+/// A shot whose object does not fit in the frame (level camera) is not taken.
 struct PhotoSimulator {
     let camera: CameraSpec
     let landmarks: [LandmarkSpec]
@@ -38,6 +39,9 @@ struct PhotoSimulator {
             let x = cx + f * tan(alpha) + nx
             let y = cy - f * (lm.u + lm.height / 2 - s.u) / Z + ny
             let h = f * lm.height / Z + nh
+            // The user only takes the shot if the whole object is in the frame.
+            let top = cy - f * (lm.u + lm.height - s.u) / Z, bottom = cy - f * (lm.u - s.u) / Z
+            guard top >= 0, bottom <= Double(camera.height), x >= 0, x <= Double(camera.width) else { continue }
             let dev = magnetic.compassError(s.e, s.n)
             var az = (psiC - declination * .pi / 180 - dev) * 180 / .pi + nc
             az = az.truncatingRemainder(dividingBy: 360); if az < 0 { az += 360 }
