@@ -5,8 +5,9 @@
 /// of the reference data has arrived, or before adding an arrival that (b) carries a
 /// different emission index `k`, (c) repeats a beacon already buffered, or (d) comes more
 /// than one period T_p after the first buffered arrival; and at the end of the trace.
-/// The fix time is the mean arrival time of the epoch (the phone may move between the
-/// first and last arrival; the mean minimises the resulting bias).
+/// The fix time is the mean **trace time** of the epoch's arrival events (the `toa` values
+/// carry the unknown phone clock offset; the phone may move between the first and last
+/// arrival and the mean minimises the resulting bias).
 ///
 /// Emits `.fix` (source `tdoa`), `.measurement(TDoAMeasurement)` for filters, or
 /// `.failure` with the typed reason.
@@ -20,7 +21,7 @@ public final class TDoAStage: PipelineStage {
     public let temperature: Double?
     public let emitMeasurements: Bool
 
-    private var buffers: [String: [AcousticArrival]] = [:]
+    private var buffers: [String: [(time: Double, arrival: AcousticArrival)]] = [:]
     private var lastFix: [String: SIMD2<Double>] = [:]
     private let workspace = TDoALMWorkspace()
     /// The solutions of the run so far, in emission order (GDOP, CRLB, residuals for reports).
@@ -65,19 +66,19 @@ public final class TDoAStage: PipelineStage {
         let dev = event.device
         var out: [StageResult] = []
         var buf = buffers[dev] ?? []
-        if let first = buf.first {
+        if let first = buf.first?.arrival {
             let period = context.reference.beacons[a.beacon]?.period ?? context.reference.beacons[first.beacon]?.period ?? 0
             let newEpoch = (a.emission != nil && first.emission != nil && a.emission != first.emission)
-                || buf.contains { $0.beacon == a.beacon }
+                || buf.contains { $0.arrival.beacon == a.beacon }
                 || (period > 0 && a.arrivalTime - first.arrivalTime > period)
             if newEpoch {
                 out += solve(buf, device: dev, context: context)
                 buf = []
             }
         }
-        buf.append(a)
+        buf.append((event.time, a))
         let known = Set(context.reference.beacons.keys)
-        if !known.isEmpty, Set(buf.map(\.beacon)).isSuperset(of: known) {
+        if !known.isEmpty, Set(buf.map(\.arrival.beacon)).isSuperset(of: known) {
             out += solve(buf, device: dev, context: context)
             buf = []
         }
@@ -94,8 +95,9 @@ public final class TDoAStage: PipelineStage {
         return out
     }
 
-    private func solve(_ arrivals: [AcousticArrival], device: String, context: PipelineContext) -> [StageResult] {
-        let t = arrivals.map(\.arrivalTime).reduce(0, +) / Double(arrivals.count)
+    private func solve(_ epoch: [(time: Double, arrival: AcousticArrival)], device: String, context: PipelineContext) -> [StageResult] {
+        let t = epoch.map(\.time).reduce(0, +) / Double(epoch.count)
+        let arrivals = epoch.map(\.arrival)
         let floorHeight = context.header.floorHeights.indices.contains(floor) ? context.header.floorHeights[floor] : 0
         let h = floorHeight + (phoneHeight ?? context.header.phoneHeight ?? 1.2)
         let temp = temperature ?? context.header.temperature ?? SpeedOfSound.defaultTemperature
