@@ -1,0 +1,211 @@
+import Foundation
+import Positioning
+
+/// A recorded walk as the radio builders and evaluators see it: header + events in time order.
+public struct RecordedWalk: Sendable {
+    public var name: String
+    public var header: TraceHeader
+    public var events: [TraceEvent]
+    public init(name: String, header: TraceHeader, events: [TraceEvent]) {
+        self.name = name; self.header = header; self.events = events
+    }
+
+    /// Reads a trace file (trace format v1) leniently.
+    public static func read(_ url: URL) throws -> RecordedWalk {
+        let r = try TraceReader(url: url, mode: .lenient)
+        var ev: [TraceEvent] = []
+        while let e = try r.next() { ev.append(e) }
+        return RecordedWalk(name: url.deletingPathExtension().lastPathComponent, header: r.header, events: ev)
+    }
+}
+
+/// Ground-truth track of one subject in a given ENU frame, with linear interpolation in time.
+///
+/// Truth comes from `gt` events (geodetic positions are converted to `frame`; `local`
+/// positions are taken as already in the frame, as for floor-plan data) or, when a walk has
+/// no `gt` for the subject and `gnssFallback` is set, from the phone's `gnss` fixes.
+/// Interpolation is linear between neighbouring samples no more than `maxGap` s apart, and
+/// never extrapolates.
+public struct TruthTrack: Sendable {
+    public var times: [Double]
+    public var positions: [SIMD2<Double>]
+    public var floors: [Int?]
+    public var maxGap: Double
+
+    public init(walk: RecordedWalk, frame: LocalFrame, subject: String = Fix.defaultSubject,
+                gnssFallback: Bool = false, maxGap: Double = 30) {
+        self.maxGap = maxGap
+        var s: [(Double, SIMD2<Double>, Int?)] = []
+        for e in walk.events where e.device == subject {
+            if case .groundTruth(let g) = e.payload {
+                switch g.position {
+                case .geodetic(let q): let v = frame.enu(q); s.append((e.time, SIMD2(v.x, v.y), g.floor))
+                case .local(let v): s.append((e.time, SIMD2(v.x, v.y), g.floor))
+                }
+            }
+        }
+        if s.isEmpty && gnssFallback {
+            for e in walk.events where e.device == subject {
+                if case .gnss(let g) = e.payload {
+                    s.append((e.time, frame.en(latitude: g.latitude, longitude: g.longitude), nil))
+                }
+            }
+        }
+        s.sort { $0.0 < $1.0 }
+        times = s.map(\.0); positions = s.map(\.1); floors = s.map(\.2)
+    }
+
+    public var isEmpty: Bool { times.isEmpty }
+
+    /// Position at time t, or nil outside the track or across a gap longer than `maxGap`.
+    public func position(at t: Double) -> SIMD2<Double>? {
+        guard let first = times.first, let last = times.last, t >= first - 1e-9, t <= last + 1e-9 else { return nil }
+        var lo = 0, hi = times.count - 1
+        while hi - lo > 1 { let m = (lo + hi) / 2; if times[m] <= t { lo = m } else { hi = m } }
+        if abs(times[lo] - t) < 1e-9 { return positions[lo] }
+        if abs(times[hi] - t) < 1e-9 { return positions[hi] }
+        guard times[hi] - times[lo] <= maxGap else { return nil }
+        let a = (t - times[lo]) / (times[hi] - times[lo])
+        return positions[lo] + a * (positions[hi] - positions[lo])
+    }
+
+    public func floor(at t: Double) -> Int? {
+        guard !times.isEmpty else { return nil }
+        var best = 0
+        for i in times.indices where abs(times[i] - t) < abs(times[best] - t) { best = i }
+        return floors[best]
+    }
+}
+
+/// `posfuse celldb build`: cell-site positions from walks that carry TA and ground truth (or
+/// GNSS), by robust least squares on TA ranges (`RangeTrilateration`).
+///
+/// 1. Every serving-cell record with a valid, unsaturated TA at a time with truth gives a
+///    sample (truth position in the build frame, horizontal range (TA + β)Δ).
+/// 2. Samples are pooled per site: LTE/NR cells of one eNB/gNB (ECI >> 8) share an antenna
+///    mast (`groupBySite`); other RATs per cell.
+/// 3. Huber-IRLS LM fit per site with σ_k = √(Δ²/12 + σ_m² + σ_truth²).
+/// 4. Each cell of the site gets a record (provenance "estimated", range = P95 of its sample
+///    ranges + Δ). With `estimateSectors`, a cell of a multi-cell site whose sample bearings
+///    are concentrated (mean resultant length ≥ 0.7, ≥ 10 samples) gets azimuth = their
+///    circular mean and beamwidth 120° — a data-driven sector, biased towards the walked area.
+public struct CellSiteBuilder: Sendable {
+    public var offset: Double
+    public var sigmaFraction: Double
+    public var truthSigma: Double
+    public var groupBySite: Bool
+    public var estimateSectors: Bool
+    public var minSamples: Int
+
+    public init(offset: Double = 0, sigmaFraction: Double = 0.15, truthSigma: Double = 10, groupBySite: Bool = true,
+                estimateSectors: Bool = false, minSamples: Int = 5) {
+        self.offset = offset; self.sigmaFraction = sigmaFraction; self.truthSigma = truthSigma
+        self.groupBySite = groupBySite; self.estimateSectors = estimateSectors; self.minSamples = minSamples
+    }
+
+    public struct Sample: Sendable {
+        public var cell: CellID
+        public var position: SIMD2<Double>
+        public var ta: Int
+        public var range: Double
+        public var sigma: Double
+    }
+
+    public struct SiteResult: Sendable {
+        public var key: String
+        public var cells: [CellID]
+        public var samples: Int
+        public var result: Result<RangeTrilateration.Result, EstimationFailure>
+    }
+
+    /// Step 1: TA samples of walks in `frame`.
+    public func samples(_ walks: [RecordedWalk], frame: LocalFrame) -> [Sample] {
+        var out: [Sample] = []
+        let est = CellTAEstimator(offset: offset, sigmaFraction: sigmaFraction)
+        for w in walks {
+            let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
+            for e in w.events {
+                guard case .cell(let o) = e.payload, o.serving, let ta = o.timingAdvance,
+                      case .success(let m) = est.model(for: o), m.validate(ta) == nil, !m.isSaturated(ta),
+                      let p = truth.position(at: e.time) else { continue }
+                let sm = sigmaFraction * m.stepLength
+                out.append(Sample(cell: o.cell, position: p, ta: ta, range: m.range(ta),
+                                  sigma: (m.stepLength * m.stepLength / 12 + sm * sm + truthSigma * truthSigma).squareRoot()))
+            }
+        }
+        return out
+    }
+
+    func key(_ c: CellID) -> String {
+        if groupBySite && (c.rat == .lte || c.rat == .nr) { return "\(c.rat.rawValue):\(c.mcc)-\(c.mnc)-site\(c.cid >> 8)" }
+        return c.description
+    }
+
+    /// Steps 2–4.
+    public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> (records: [CellRecord], sites: [SiteResult]) {
+        let all = samples(walks, frame: frame)
+        var groups: [String: [Sample]] = [:]
+        for s in all { groups[key(s.cell), default: []].append(s) }
+        var records: [CellRecord] = []
+        var sites: [SiteResult] = []
+        for (k, ss) in groups.sorted(by: { $0.key < $1.key }) {
+            let cells = Array(Set(ss.map(\.cell))).sorted { $0.description < $1.description }
+            guard ss.count >= minSamples else {
+                sites.append(SiteResult(key: k, cells: cells, samples: ss.count, result: .failure(.tooFewAnchors(needed: minSamples, got: ss.count))))
+                continue
+            }
+            let r = RangeTrilateration.fit(points: ss.map(\.position), ranges: ss.map(\.range), sigmas: ss.map(\.sigma))
+            sites.append(SiteResult(key: k, cells: cells, samples: ss.count, result: r))
+            guard case .success(let fit) = r else { continue }
+            let g = frame.geodetic(east: fit.position.x, north: fit.position.y, up: 0)
+            for c in cells {
+                let mine = ss.filter { $0.cell == c }
+                let step = mine.first.map { $0.range / max(Double($0.ta) + offset, 0.5) } ?? 0
+                let rng = (RadioStats.quantile(mine.map { d in ((d.position - fit.position) * (d.position - fit.position)).sum().squareRoot() }, 0.95) ?? 0) + step
+                var az: Double? = nil, bw: Double? = nil
+                if estimateSectors, cells.count >= 2, mine.count >= 10 {
+                    var sx = 0.0, sy = 0.0
+                    for d in mine { let v = d.position - fit.position; let a = atan2(v.x, v.y); sx += sin(a); sy += cos(a) }
+                    let rbar = (sx * sx + sy * sy).squareRoot() / Double(mine.count)
+                    if rbar >= 0.7 { az = (Angle.degrees(atan2(sx, sy)) + 360).truncatingRemainder(dividingBy: 360); bw = 120 }
+                }
+                records.append(CellRecord(cell: c, latitude: g.latitude, longitude: g.longitude, azimuth: az, beamwidth: bw,
+                                          range: rng > 0 ? rng : nil, samples: mine.count, provenance: "estimated",
+                                          origin: "celldb build"))
+            }
+        }
+        return (records, sites)
+    }
+}
+
+/// `posfuse radiomap build`: AP positions (+ P0, n where the data allows) from walks with
+/// ground truth (`APMapEstimator`). A scan entry becomes a sample at the truth position
+/// interpolated at its own `t_seen` (else the scan time), if it is at most `maxAge` s older
+/// than the scan (stale cached entries are dropped).
+public struct RadioMapBuilder: Sendable {
+    public var estimator: APMapEstimator
+    public var maxAge: Double
+    public init(estimator: APMapEstimator = APMapEstimator(), maxAge: Double = 5) {
+        self.estimator = estimator; self.maxAge = maxAge
+    }
+
+    public func samples(_ walks: [RecordedWalk], frame: LocalFrame) -> [String: [APMapEstimator.Sample]] {
+        var out: [String: [APMapEstimator.Sample]] = [:]
+        for w in walks {
+            let truth = TruthTrack(walk: w, frame: frame)
+            for e in w.events {
+                guard case .wifi(let scan) = e.payload else { continue }
+                for o in scan.accessPoints {
+                    let t = o.lastSeen ?? e.time
+                    guard e.time - t <= maxAge, o.rss.isFinite, let p = truth.position(at: t) else { continue }
+                    out[MACAddress.normalize(o.bssid), default: []].append(.init(position: p, rss: o.rss, floor: truth.floor(at: t)))
+                }
+            }
+        }
+        return out
+    }
+
+    public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> [APMapEstimator.Estimate] {
+        samples(walks, frame: frame).sorted { $0.key < $1.key }.compactMap { estimator.estimate(bssid: $0.key, samples: $0.value) }
+    }
+}
