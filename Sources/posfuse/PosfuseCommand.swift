@@ -18,6 +18,7 @@ struct Posfuse: ParsableCommand {
 enum Subcommands {
     static let all: [ParsableCommand.Type] = [
         Version.self,
+        Evaluate.self, CellDB.self, RadioMap.self,
         Import.self,
         Validate.self,
         Export.self,

@@ -1,0 +1,355 @@
+import Foundation
+import Positioning
+
+/// Error statistics of one estimator on one evaluation (m; percentiles Hyndman–Fan type 7).
+public struct ErrorSummary: Codable, Sendable, Equatable {
+    public var count: Int
+    public var mean_m: Double?
+    public var median_m: Double?
+    public var p75_m: Double?
+    public var p95_m: Double?
+    public var rmse_m: Double?
+
+    public init(_ e: [Double]) {
+        count = e.count
+        mean_m = RadioStats.mean(e)
+        median_m = RadioStats.median(e)
+        p75_m = RadioStats.quantile(e, 0.75)
+        p95_m = RadioStats.quantile(e, 0.95)
+        rmse_m = e.isEmpty ? nil : (e.reduce(0) { $0 + $1 * $1 } / Double(e.count)).squareRoot()
+    }
+}
+
+/// Which kind of recordings an evaluation input holds.
+public enum RadioDataset: String, Codable, Sendable, CaseIterable {
+    /// OpenCellID measurement CSV walks with LTE TA (lte-ta-walks).
+    case lteWalks = "lte-walks"
+    /// Microsoft Indoor Location Competition path files (ms-indoor).
+    case msIndoor = "ms-indoor"
+    /// UJIIndoorLoc fingerprint CSV.
+    case ujiIndoorLoc = "ujiindoorloc"
+    /// posfuse trace files (`.jsonl`).
+    case traces
+
+    /// Guesses the dataset from the first bytes of the first file.
+    public static func detect(_ urls: [URL]) -> RadioDataset? {
+        guard let u = urls.first, let h = try? FileHandle(forReadingFrom: u) else { return nil }
+        defer { try? h.close() }
+        let head = String(decoding: h.readData(ofLength: 4096), as: UTF8.self)
+        if u.pathExtension == "jsonl" { return .traces }
+        if head.hasPrefix("mcc,mnc,") { return .lteWalks }
+        if head.hasPrefix("WAP001") { return .ujiIndoorLoc }
+        if head.contains("TYPE_") || head.hasPrefix("#\tSiteID") || head.hasPrefix("#") { return .msIndoor }
+        return nil
+    }
+
+    /// File extensions of the dataset's recordings (when a folder is given).
+    public var extensions: Set<String> {
+        switch self {
+        case .lteWalks, .ujiIndoorLoc: return ["csv"]
+        case .msIndoor: return ["txt"]
+        case .traces: return ["jsonl"]
+        }
+    }
+}
+
+/// Loading recordings as `RecordedWalk`s through the interop importers (one walk per file).
+public enum RadioWalkLoader {
+    public static func load(_ urls: [URL], dataset: RadioDataset) throws -> [RecordedWalk] {
+        try urls.map { u in
+            switch dataset {
+            case .lteWalks:
+                let t = try importTrace(format: .opencellidMeasurements, urls: [u], options: ImportOptions())
+                return RecordedWalk(name: u.deletingPathExtension().lastPathComponent, header: t.header, events: t.events)
+            case .msIndoor:
+                let t = try importTrace(format: .msIndoor, urls: [u], options: ImportOptions())
+                return RecordedWalk(name: u.deletingPathExtension().lastPathComponent, header: t.header, events: t.events)
+            case .traces:
+                return try RecordedWalk.read(u)
+            case .ujiIndoorLoc:
+                throw ImportDataError(file: u.path, line: 0, reason: "UJIIndoorLoc rows are not walks")
+            }
+        }
+    }
+}
+
+// MARK: - Cell (LTE TA walks)
+
+/// Evaluation of `cell` and `cell-ta` on test walks with a tower database estimated from the
+/// training walks (`CellSiteBuilder`), against the phone's own GNSS (the walks' `gt`).
+public struct CellEvaluation: Sendable {
+    public var builder: CellSiteBuilder
+    /// Calibrate β on the training walks against the estimated sites (β̂ = median(d/Δ − TA)).
+    public var calibrateOffset: Bool
+
+    public init(builder: CellSiteBuilder = CellSiteBuilder(), calibrateOffset: Bool = true) {
+        self.builder = builder; self.calibrateOffset = calibrateOffset
+    }
+
+    public struct Report: Codable, Sendable {
+        public var trainWalks: [String]
+        public var testWalks: [String]
+        public var sitesEstimated: Int
+        public var sitesFailed: Int
+        public var offsetBeta: Double
+        /// Errors on epochs where both estimators produced a fix.
+        public var cell: ErrorSummary
+        public var cellTA: ErrorSummary
+        /// Std of (d̂ − d) with d the horizontal distance from the truth to the estimated site, m,
+        /// and the quantisation floor Δ/√12.
+        public var radialStd_m: Double?
+        public var radialBias_m: Double?
+        public var quantizationSigma_m: Double
+        public var epochsWithoutSite: Int
+        public var epochsWithoutTA: Int
+        enum CodingKeys: String, CodingKey {
+            case trainWalks = "train_walks", testWalks = "test_walks", sitesEstimated = "sites_estimated"
+            case sitesFailed = "sites_failed", offsetBeta = "offset_beta", cell, cellTA = "cell-ta"
+            case radialStd_m = "radial_std_m", radialBias_m = "radial_bias_m"
+            case quantizationSigma_m = "quantization_sigma_m", epochsWithoutSite = "epochs_without_site"
+            case epochsWithoutTA = "epochs_without_ta"
+        }
+    }
+
+    /// Errors and radial residuals, for pooling across folds.
+    public struct Raw: Sendable {
+        public var cell: [Double] = []
+        public var cellTA: [Double] = []
+        public var radial: [Double] = []
+        public var noSite = 0
+        public var noTA = 0
+        public var sitesOK = 0
+        public var sitesFailed = 0
+        public var beta = 0.0
+        public var step = TimingAdvanceModel(unit: .lte16Ts).stepLength
+        public init() {}
+    }
+
+    public func run(train: [RecordedWalk], test: [RecordedWalk]) -> Raw {
+        var raw = Raw()
+        guard let origin = train.first?.header.origin else { return raw }
+        let frame = LocalFrame(origin: origin)
+        var b = builder
+        let built = b.build(train, frame: frame)
+        raw.sitesOK = built.sites.filter { if case .success = $0.result { return true } else { return false } }.count
+        raw.sitesFailed = built.sites.count - raw.sitesOK
+        var cells: [CellID: CellSite] = [:]
+        for r in built.records { cells[r.cell] = r.site(in: frame) }
+        let lookup = CellLookup(cells)
+        // β calibration on the training samples against the estimated sites.
+        if calibrateOffset {
+            let samples = b.samples(train, frame: frame)
+            let pairs: [(ta: Int, trueRange: Double)] = samples.compactMap { s in
+                guard let site = lookup.site(for: s.cell) else { return nil }
+                let d = s.position - SIMD2(site.position.x, site.position.y)
+                return (s.ta, (d * d).sum().squareRoot())
+            }
+            if let beta = TimingAdvanceModel(unit: .lte16Ts).calibrateOffset(pairs) { raw.beta = beta }
+            b.offset = raw.beta
+        }
+        let cid = CellIDEstimator()
+        let cta = CellTAEstimator(offset: raw.beta, sigmaFraction: b.sigmaFraction)
+        for w in test {
+            let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
+            for e in w.events {
+                guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
+                guard let site = lookup.site(for: o.cell) else { raw.noSite += 1; continue }
+                guard case .success(let f1) = cid.estimate(o, site: site, time: e.time) else { continue }
+                guard case .success(let f2) = cta.estimate(o, site: site, time: e.time) else { raw.noTA += 1; continue }
+                raw.cell.append(norm(f1.position - p)); raw.cellTA.append(norm(f2.position - p))
+                if case .success(let m) = cta.model(for: o), let ta = o.timingAdvance {
+                    raw.radial.append(m.range(ta) - norm(SIMD2(site.position.x, site.position.y) - p))
+                    raw.step = m.stepLength
+                }
+            }
+        }
+        return raw
+    }
+
+    public func report(_ raw: Raw, train: [String], test: [String]) -> Report {
+        Report(trainWalks: train, testWalks: test, sitesEstimated: raw.sitesOK, sitesFailed: raw.sitesFailed,
+               offsetBeta: raw.beta, cell: ErrorSummary(raw.cell), cellTA: ErrorSummary(raw.cellTA),
+               radialStd_m: RadioStats.standardDeviation(raw.radial), radialBias_m: RadioStats.mean(raw.radial),
+               quantizationSigma_m: raw.step / 12.0.squareRoot(), epochsWithoutSite: raw.noSite, epochsWithoutTA: raw.noTA)
+    }
+}
+
+@inline(__always) func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
+
+// MARK: - WLAN (walks with an AP map learned from other walks)
+
+/// Evaluation of `wcl` and `hapel` on test walks with a radio map built from training walks.
+/// Scored (a) at ground-truth waypoints: the fix nearest in time within `waypointWindow` s;
+/// (b) at every fix against truth interpolated between waypoints.
+public struct WLANEvaluation: Sendable {
+    public var mapBuilder: RadioMapBuilder
+    public var wcl: WCLEstimator
+    public var hapelVariant: HAPELEstimator.Variant
+    public var waypointWindow: Double
+    /// Calibrate κ, σ0 on the training walks (WCL run on them with their own map).
+    public var calibrateCovariance: Bool
+
+    public init(mapBuilder: RadioMapBuilder = RadioMapBuilder(), wcl: WCLEstimator = WCLEstimator(),
+                hapelVariant: HAPELEstimator.Variant = .v2, waypointWindow: Double = 2, calibrateCovariance: Bool = false) {
+        self.mapBuilder = mapBuilder; self.wcl = wcl; self.hapelVariant = hapelVariant
+        self.waypointWindow = waypointWindow; self.calibrateCovariance = calibrateCovariance
+    }
+
+    public struct Raw: Sendable {
+        public var wclWaypoint: [Double] = []
+        public var hapelWaypoint: [Double] = []
+        public var wclAll: [Double] = []
+        public var hapelAll: [Double] = []
+        public var wclNIS: [Double] = []
+        public var aps = 0
+        public var calibration: [WCLCalibration.Sample] = []
+        public init() {}
+    }
+
+    public struct Report: Codable, Sendable {
+        public var trainWalks: Int
+        public var testWalks: Int
+        public var apsInMap: Int
+        public var wclAtWaypoints: ErrorSummary
+        public var hapelAtWaypoints: ErrorSummary
+        public var wclAllFixes: ErrorSummary
+        public var hapelAllFixes: ErrorSummary
+        public var wclMedianNIS: Double?
+        public var wclInside95: Double?
+        enum CodingKeys: String, CodingKey {
+            case trainWalks = "train_walks", testWalks = "test_walks", apsInMap = "aps_in_map"
+            case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
+            case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
+            case wclMedianNIS = "wcl_median_nis", wclInside95 = "wcl_inside95"
+        }
+    }
+
+    /// Fixes of `wcl` and `hapel` on one walk with an AP map.
+    func fixes(_ w: RecordedWalk, map: [String: AccessPoint], wcl: WCLEstimator) -> [Fix] {
+        let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map))
+        let pipe = Pipeline(stages: [WCLStage(estimator: wcl),
+                                     HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
+                                                                          rssThreshold: w.header.rssThreshold ?? -90))])
+        var out: [Fix] = []
+        for e in w.events {
+            for r in pipe.process(e, context: ctx) { if case .fix(let f) = r { out.append(f) } }
+        }
+        return out
+    }
+
+    public func run(train: [RecordedWalk], test: [RecordedWalk]) -> Raw {
+        var raw = Raw()
+        guard let origin = (train.first ?? test.first)?.header.origin else { return raw }
+        let frame = LocalFrame(origin: origin)
+        let est = mapBuilder.build(train, frame: frame)
+        let map = Dictionary(est.map { ($0.ap.bssid, $0.ap) }, uniquingKeysWith: { a, _ in a })
+        raw.aps = map.count
+        for w in test {
+            let truth = TruthTrack(walk: w, frame: frame)
+            let fx = fixes(w, map: map, wcl: wcl)
+            for f in fx {
+                guard let p = truth.position(at: f.time) else { continue }
+                let e = norm(f.position - p)
+                if f.source == .wcl {
+                    raw.wclAll.append(e)
+                    if let n = f.covariance.mahalanobis2(f.position - p) { raw.wclNIS.append(n) }
+                } else if f.source == .hapel { raw.hapelAll.append(e) }
+            }
+            // Waypoints: nearest fix in time per source.
+            for (i, t) in truth.times.enumerated() {
+                for src in [Source.wcl, .hapel] {
+                    let c = fx.filter { $0.source == src && abs($0.time - t) <= waypointWindow }
+                    guard let n = c.min(by: { abs($0.time - t) < abs($1.time - t) }) else { continue }
+                    let e = norm(n.position - truth.positions[i])
+                    if src == .wcl { raw.wclWaypoint.append(e) } else { raw.hapelWaypoint.append(e) }
+                }
+            }
+        }
+        return raw
+    }
+
+    /// Calibration samples (estimate, spread, truth) of WCL on walks with a map.
+    public func calibrationSamples(_ walks: [RecordedWalk], map: [String: AccessPoint], frame: LocalFrame) -> [WCLCalibration.Sample] {
+        var out: [WCLCalibration.Sample] = []
+        for w in walks {
+            let truth = TruthTrack(walk: w, frame: frame)
+            for e in w.events {
+                guard case .wifi(let s) = e.payload, let p = truth.position(at: e.time) else { continue }
+                let a = wcl.selectAnchors(s, time: e.time, map: map)
+                guard let c = wcl.centroid(a) else { continue }
+                out.append(.init(estimate: c.position, spread: c.spread, anchorCount: a.count, truth: p))
+            }
+        }
+        return out
+    }
+
+    public func report(_ raw: Raw, train: Int, test: Int) -> Report {
+        Report(trainWalks: train, testWalks: test, apsInMap: raw.aps, wclAtWaypoints: ErrorSummary(raw.wclWaypoint),
+               hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), wclAllFixes: ErrorSummary(raw.wclAll),
+               hapelAllFixes: ErrorSummary(raw.hapelAll), wclMedianNIS: RadioStats.median(raw.wclNIS),
+               wclInside95: raw.wclNIS.isEmpty ? nil : Double(raw.wclNIS.filter { $0 <= 5.991 }.count) / Double(raw.wclNIS.count))
+    }
+}
+
+// MARK: - UJIIndoorLoc
+
+/// Minimal UJIIndoorLoc reader (the interop importer is not on main yet): `WAP001..WAP520`
+/// RSS dBm with 100 = not heard, `LONGITUDE`/`LATITUDE` in EPSG:3857 metres, `FLOOR`,
+/// `BUILDINGID`. Positions are used as planar metres (Web-Mercator units, ≈ 1.30 ground m at
+/// 40° N, as the literature reports them).
+public enum UJIIndoorLocReader {
+    public struct Row: Sendable {
+        public var position: SIMD2<Double>
+        public var floor: Int
+        public var building: Int
+        /// (WAP column name, RSS dBm) of heard APs.
+        public var heard: [(String, Double)]
+    }
+
+    public static func read(_ url: URL) throws -> [Row] {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        var lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" })
+        guard !lines.isEmpty else { throw ImportDataError(file: url.path, line: 1, reason: "empty file") }
+        let header = lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
+        var idx: [String: Int] = [:]
+        for (i, h) in header.enumerated() { idx[h] = i }
+        guard let lon = idx["LONGITUDE"], let lat = idx["LATITUDE"], let fl = idx["FLOOR"], let bi = idx["BUILDINGID"] else {
+            throw ImportDataError(file: url.path, line: 1, reason: "header lacks LONGITUDE/LATITUDE/FLOOR/BUILDINGID")
+        }
+        let waps = header.enumerated().filter { $0.element.hasPrefix("WAP") }
+        var rows: [Row] = []
+        rows.reserveCapacity(lines.count)
+        for (n, l) in lines.enumerated() {
+            let f = l.split(separator: ",", omittingEmptySubsequences: false)
+            guard f.count >= header.count, let x = Double(f[lon]), let y = Double(f[lat]),
+                  let floor = Int(f[fl]), let b = Int(f[bi]) else {
+                throw ImportDataError(file: url.path, line: n + 2, reason: "malformed row")
+            }
+            var heard: [(String, Double)] = []
+            for (i, name) in waps { if let v = Double(f[i]), v != 100, v < 0 { heard.append((name, v)) } }
+            rows.append(Row(position: SIMD2(x, y), floor: floor, building: b, heard: heard))
+        }
+        return rows
+    }
+
+    /// AP positions from `train` rows (`APMapEstimator`, linear-mW centroid + model), WCL on
+    /// `test` rows; returns errors (Mercator m) and the floor hit rate of the fix's floor vote.
+    public static func evaluate(train: [Row], test: [Row], wcl: WCLEstimator,
+                                estimator: APMapEstimator = APMapEstimator()) -> (errors: [Double], floorHits: Double, aps: Int) {
+        var samples: [String: [APMapEstimator.Sample]] = [:]
+        for r in train { for (w, v) in r.heard { samples[w, default: []].append(.init(position: r.position, rss: v, floor: r.floor)) } }
+        var map: [String: AccessPoint] = [:]
+        for (w, s) in samples {
+            // WAP names stand in for MACs: key them as a fake universally administered MAC.
+            if let e = estimator.estimate(bssid: "00:00:00:00:" + w, samples: s) { map[w.lowercased()] = AccessPoint(bssid: w.lowercased(), position: e.ap.position, floor: e.ap.floor, p0: e.ap.p0, pathLossExponent: e.ap.pathLossExponent) }
+        }
+        var errs: [Double] = [], hits = 0, n = 0
+        for r in test {
+            let scan = WiFiScan(accessPoints: r.heard.map { WiFiObservation(bssid: $0.0.lowercased(), rss: $0.1) })
+            guard case .success(let f) = wcl.estimate(scan, time: 0, map: map) else { continue }
+            errs.append(norm(f.position - r.position))
+            if let fl = f.floor { n += 1; if fl == r.floor { hits += 1 } }
+        }
+        return (errs, n == 0 ? 0 : Double(hits) / Double(n), map.count)
+    }
+}

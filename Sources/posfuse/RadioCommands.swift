@@ -1,0 +1,304 @@
+import ArgumentParser
+import Foundation
+import Positioning
+import Replay
+
+/// `posfuse evaluate …`: evaluations on recorded data (docs/radio.md).
+struct Evaluate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Evaluate estimators on recorded data against ground truth.",
+        subcommands: [EvaluateRadio.self]
+    )
+}
+
+/// Shared WCL options of the radio commands.
+struct WCLCommandOptions: ParsableArguments {
+    @Option(name: .customLong("weight-law"), help: "WCL weight law: distance, power, amplitude, db.") var weightLaw: String = WCLEstimator().weightLaw.rawValue
+    @Option(help: "WCL weight exponent g.") var exponent: Double = WCLEstimator().exponent
+    @Option(name: .customLong("k"), help: "WCL: number of strongest APs.") var k: Int = WCLEstimator().maxAnchors
+    @Option(name: .customLong("rss-min"), help: "WCL: weakest RSS used, dBm.") var rssMin: Double = WCLEstimator().rssMin
+    @Option(name: .customLong("max-age"), help: "WCL: drop scan entries older than this, s.") var maxAge: Double = 5
+
+    func estimator() throws -> WCLEstimator {
+        guard let law = WeightLaw(rawValue: weightLaw) else { throw ValidationError("--weight-law: expected distance, power, amplitude or db") }
+        guard k >= 1 else { throw ValidationError("--k must be ≥ 1") }
+        var e = WCLEstimator(weightLaw: law, exponent: exponent, maxAnchors: k, rssMin: rssMin)
+        e.maxAge = maxAge
+        return e
+    }
+}
+
+struct EvaluateRadio: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "radio",
+        abstract: "Cell/cell-ta and WCL/HAPEL on real recordings: maps built from --train, scored on --test.",
+        discussion: """
+        Datasets (detected from the files, or --dataset): lte-walks (OpenCellID measurement CSV with TA):
+        towers estimated from the training walks (posfuse celldb build), cell and cell-ta scored on the
+        test walks against the phone GNSS (median, P95, radial std vs Δ/√12); ms-indoor (path files): radio
+        map from the training walks, wcl and hapel scored at the test walks' waypoints; ujiindoorloc
+        (trainingData.csv): AP positions from a seeded fraction of the rows, wcl on the rest.
+        Given one folder (or file) instead of --train/--test: leave-one-walk-out (UJI: row split).
+        """
+    )
+
+    @Argument(help: "One folder for leave-one-walk-out (instead of --train/--test).") var folder: String?
+    @Option(parsing: .upToNextOption, help: "Training recordings (files or folders).") var train: [String] = []
+    @Option(parsing: .upToNextOption, help: "Test recordings (files or folders).") var test: [String] = []
+    @Option(help: "lte-walks, ms-indoor, ujiindoorloc (default: detected).") var dataset: String?
+    @Flag(help: "Machine-readable JSON on stdout.") var json = false
+    @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
+    @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
+    @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
+    @Flag(name: .customLong("estimate-sectors"), help: "celldb: estimate sector azimuths from the walks.") var estimateSectors = false
+    @OptionGroup var wcl: WCLCommandOptions
+
+    func validate() throws {
+        if folder == nil && (train.isEmpty || test.isEmpty) { throw ValidationError("give FOLDER, or both --train and --test") }
+        if folder != nil && (!train.isEmpty || !test.isEmpty) { throw ValidationError("give FOLDER or --train/--test, not both") }
+        if let d = dataset, RadioDataset(rawValue: d) == nil { throw ValidationError("--dataset: expected lte-walks, ms-indoor or ujiindoorloc") }
+        if HAPELEstimator.Variant(rawValue: variant) == nil { throw ValidationError("--variant: expected v1 or v2") }
+        if !(trainFraction > 0 && trainFraction < 1) { throw ValidationError("--train-fraction must be in (0, 1)") }
+    }
+
+    func urls(_ paths: [String], _ ds: RadioDataset?) throws -> [URL] {
+        for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
+        var exts: Set<String> = ds?.extensions ?? ["csv", "txt", "jsonl"]
+        if ds == nil { exts = ["csv", "txt", "jsonl"] }
+        return try expandInputs(paths, extensions: exts).filter { !$0.lastPathComponent.hasPrefix("bbox") }
+    }
+
+    func run() throws {
+        let hv = HAPELEstimator.Variant(rawValue: variant)!
+        let w = try wcl.estimator()
+        var out: [String: Any] = [:]
+        var text: [String] = []
+        do {
+            let all = try urls(folder.map { [$0] } ?? train + test, dataset.flatMap(RadioDataset.init))
+            guard let ds = dataset.flatMap(RadioDataset.init) ?? RadioDataset.detect(all) else {
+                throw ValidationError("cannot tell the dataset of \(all.first?.path ?? "the input"); use --dataset")
+            }
+            let trainURLs = folder == nil ? try urls(train, ds) : []
+            let testURLs = folder == nil ? try urls(test, ds) : []
+            let lowoURLs = folder == nil ? [] : all
+            out["dataset"] = ds.rawValue
+            out["protocol"] = folder == nil ? "train/test" : (ds == .ujiIndoorLoc ? "row split" : "leave-one-walk-out")
+            switch ds {
+            case .lteWalks:
+                let ev = CellEvaluation(builder: CellSiteBuilder(estimateSectors: estimateSectors))
+                let report: CellEvaluation.Report
+                if folder == nil {
+                    let tr = try RadioWalkLoader.load(trainURLs, dataset: ds), te = try RadioWalkLoader.load(testURLs, dataset: ds)
+                    report = ev.report(ev.run(train: tr, test: te), train: tr.map(\.name), test: te.map(\.name))
+                } else {
+                    let walks = try RadioWalkLoader.load(lowoURLs, dataset: ds)
+                    var pooled = CellEvaluation.Raw()
+                    var betas: [Double] = []
+                    for i in walks.indices {
+                        let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
+                        pooled.cell += r.cell; pooled.cellTA += r.cellTA; pooled.radial += r.radial
+                        pooled.noSite += r.noSite; pooled.noTA += r.noTA; pooled.sitesOK += r.sitesOK
+                        pooled.sitesFailed += r.sitesFailed; pooled.step = r.step; betas.append(r.beta)
+                    }
+                    pooled.beta = RadioStats.median(betas) ?? 0
+                    report = ev.report(pooled, train: ["leave-one-out"], test: walks.map(\.name))
+                }
+                out["cell"] = try jsonObject(report)
+                text.append(String(format: "cell    median %.1f m  P95 %.1f m  (n=%d)", report.cell.median_m ?? .nan, report.cell.p95_m ?? .nan, report.cell.count))
+                text.append(String(format: "cell-ta median %.1f m  P95 %.1f m  (n=%d)", report.cellTA.median_m ?? .nan, report.cellTA.p95_m ?? .nan, report.cellTA.count))
+                text.append(String(format: "radial std %.1f m (Δ/√12 = %.1f m), bias %.1f m, β = %.3f", report.radialStd_m ?? .nan,
+                                   report.quantizationSigma_m, report.radialBias_m ?? .nan, report.offsetBeta))
+            case .msIndoor, .traces:
+                let ev = WLANEvaluation(wcl: w, hapelVariant: hv)
+                let report: WLANEvaluation.Report
+                if folder == nil {
+                    let tr = try RadioWalkLoader.load(trainURLs, dataset: ds), te = try RadioWalkLoader.load(testURLs, dataset: ds)
+                    report = ev.report(ev.run(train: tr, test: te), train: tr.count, test: te.count)
+                } else {
+                    let walks = try RadioWalkLoader.load(lowoURLs, dataset: ds)
+                    var pooled = WLANEvaluation.Raw()
+                    for i in walks.indices {
+                        let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
+                        pooled.wclWaypoint += r.wclWaypoint; pooled.hapelWaypoint += r.hapelWaypoint
+                        pooled.wclAll += r.wclAll; pooled.hapelAll += r.hapelAll; pooled.wclNIS += r.wclNIS
+                        pooled.aps = max(pooled.aps, r.aps)
+                    }
+                    report = ev.report(pooled, train: walks.count - 1, test: walks.count)
+                }
+                out["wlan"] = try jsonObject(report)
+                out["wcl_settings"] = ["weight_law": w.weightLaw.rawValue, "exponent": w.exponent, "k": w.maxAnchors, "hapel_variant": hv.rawValue]
+                text.append(String(format: "wcl   at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d)", report.wclAtWaypoints.mean_m ?? .nan,
+                                   report.wclAtWaypoints.median_m ?? .nan, report.wclAtWaypoints.p95_m ?? .nan, report.wclAtWaypoints.count))
+                text.append(String(format: "hapel at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d)", report.hapelAtWaypoints.mean_m ?? .nan,
+                                   report.hapelAtWaypoints.median_m ?? .nan, report.hapelAtWaypoints.p95_m ?? .nan, report.hapelAtWaypoints.count))
+            case .ujiIndoorLoc:
+                var rows: [UJIIndoorLocReader.Row] = []
+                var trainRows: [UJIIndoorLocReader.Row] = [], testRows: [UJIIndoorLocReader.Row] = []
+                if folder == nil {
+                    for u in trainURLs { trainRows += try UJIIndoorLocReader.read(u) }
+                    for u in testURLs { testRows += try UJIIndoorLocReader.read(u) }
+                } else {
+                    for u in lowoURLs { rows += try UJIIndoorLocReader.read(u) }
+                    // Seeded split (SplitMix64 per row index).
+                    for (i, r) in rows.enumerated() {
+                        var z = seed &+ UInt64(i) &* 0x9E37_79B9_7F4A_7C15
+                        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9; z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB; z ^= z >> 31
+                        if Double(z >> 11) * 0x1p-53 < trainFraction { trainRows.append(r) } else { testRows.append(r) }
+                    }
+                }
+                let r = UJIIndoorLocReader.evaluate(train: trainRows, test: testRows, wcl: w)
+                let s = ErrorSummary(r.errors)
+                out["uji"] = ["train_rows": trainRows.count, "test_rows": testRows.count, "aps": r.aps,
+                              "wcl": try jsonObject(s), "floor_hit_rate": r.floorHits, "units": "EPSG:3857 m"]
+                text.append(String(format: "wcl mean %.2f m median %.2f m P95 %.2f m (n=%d), floor hit %.3f (Mercator m)",
+                                   s.mean_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan, s.count, r.floorHits))
+            }
+        } catch let e as ImportDataError {
+            printError(e.description)
+            throw ExitCode(ExitStatus.dataError)
+        }
+        if json {
+            let d = try JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys])
+            print(String(decoding: d, as: UTF8.self))
+        } else {
+            print(text.joined(separator: "\n"))
+        }
+    }
+}
+
+func jsonObject<T: Encodable>(_ v: T) throws -> Any {
+    try JSONSerialization.jsonObject(with: JSONEncoder().encode(v))
+}
+
+/// `posfuse celldb …`: the cell-tower database (SQLite).
+struct CellDB: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "celldb",
+        abstract: "Build or fill the cell-tower database (SQLite).",
+        subcommands: [CellDBBuild.self, CellDBImport.self]
+    )
+}
+
+struct CellDBBuild: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Estimate cell-site positions from recorded walks with TA and GNSS/ground truth (robust least squares).",
+        discussion: "Inputs: posfuse traces (.jsonl) or OpenCellID measurement CSV walks. Sites are written with provenance 'estimated'."
+    )
+    @Argument(help: "Walks (files or folders).") var inputs: [String]
+    @Option(name: .customLong("db"), help: "Cell database (SQLite) to write.") var db: String
+    @Option(help: "TA quantiser offset β in steps (0 rounding, 0.5 truncation).") var offset: Double = 0
+    @Flag(name: .customLong("pool-site"), help: "Pool the LTE/NR cells of one eNB/gNB into one site fit (default: per cell).") var poolSite = false
+    @Flag(name: .customLong("estimate-sectors"), help: "Estimate sector azimuths from the walks (biased to the walked area).") var estimateSectors = false
+    @Flag(help: "Machine-readable JSON summary.") var json = false
+
+    func run() throws {
+        for p in inputs where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
+        let urls = try expandInputs(inputs, extensions: ["csv", "jsonl"]).filter { !$0.lastPathComponent.hasPrefix("bbox") }
+        guard let ds = RadioDataset.detect(urls), ds == .lteWalks || ds == .traces else {
+            throw ValidationError("inputs must be posfuse traces (.jsonl) or OpenCellID measurement CSV")
+        }
+        do {
+            let walks = try RadioWalkLoader.load(urls, dataset: ds)
+            guard let origin = walks.first?.header.origin else { throw ValidationError("no walks") }
+            let b = CellSiteBuilder(offset: offset, groupBySite: poolSite, estimateSectors: estimateSectors)
+            let built = b.build(walks, frame: LocalFrame(origin: origin))
+            let database = try CellDatabase(path: db)
+            try database.upsert(built.records)
+            var sites: [[String: Any]] = []
+            for s in built.sites {
+                var d: [String: Any] = ["site": s.key, "cells": s.cells.count, "samples": s.samples]
+                switch s.result {
+                case .success(let r):
+                    d["rms_residual_m"] = r.rmsResidual; d["inlier_fraction"] = r.inlierFraction
+                    d["sigma_e_m"] = r.covariance.ee.squareRoot(); d["sigma_n_m"] = r.covariance.nn.squareRoot()
+                case .failure(let f): d["failure"] = f.code
+                }
+                sites.append(d)
+            }
+            if json {
+                let o: [String: Any] = ["walks": walks.count, "records": built.records.count, "sites": sites]
+                print(String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
+            } else {
+                print("\(walks.count) walk(s): \(built.sites.count) site(s), \(built.records.count) cell record(s) written to \(db)")
+                for s in sites { print("  \(s)") }
+            }
+        } catch let e as ImportDataError {
+            printError(e.description)
+            throw ExitCode(ExitStatus.dataError)
+        }
+    }
+}
+
+struct CellDBImport: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import-opencellid",
+        abstract: "Import an OpenCellID tower export (radio,mcc,net,area,cell,unit,lon,lat,range,samples,changeable,created,updated,averageSignal).",
+        discussion: "One transaction per file. Lenient by default (bad rows counted); --strict stops at the first bad row (exit 65)."
+    )
+    @Argument(help: "OpenCellID CSV files.") var files: [String]
+    @Option(name: .customLong("db"), help: "Cell database (SQLite).") var db: String
+    @Flag(help: "Stop at the first malformed row.") var strict = false
+
+    func run() throws {
+        for p in files where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file: \(p)") }
+        let database = try CellDatabase(path: db)
+        for f in files {
+            do {
+                let s = try database.importOpenCellID(url: URL(fileURLWithPath: f), strict: strict)
+                let skipped = s.skipped.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+                print("\(f): \(s.rows) rows, \(s.imported) imported\(skipped.isEmpty ? "" : ", skipped (\(skipped))")")
+            } catch let e as OpenCellIDTowerCSV.RowError {
+                printError(e.description)
+                throw ExitCode(ExitStatus.dataError)
+            }
+        }
+        print("\(db): \(database.count) cells")
+    }
+}
+
+/// `posfuse radiomap build`: AP positions from walks with ground truth.
+struct RadioMap: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "radiomap",
+        abstract: "Build the WLAN radio map (AP positions, P0, n) from walks with ground truth.",
+        subcommands: [RadioMapBuild.self]
+    )
+}
+
+struct RadioMapBuild: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Estimate AP positions (+P0, n where the data allows) from walks with ground truth into SQLite.",
+        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files. --reference-json writes an 'aps' section for reference.json."
+    )
+    @Argument(help: "Walks (files or folders).") var inputs: [String]
+    @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
+    @Option(name: .customLong("reference-json"), help: "Also write {\"aps\": [...]} to this file.") var referenceJSON: String?
+    @Option(name: .customLong("max-age"), help: "Drop scan entries older than this, s.") var maxAge: Double = 5
+
+    func run() throws {
+        for p in inputs where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
+        let urls = try expandInputs(inputs, extensions: ["txt", "jsonl"])
+        guard let ds = RadioDataset.detect(urls), ds == .msIndoor || ds == .traces else {
+            throw ValidationError("inputs must be posfuse traces (.jsonl) or ms-indoor path files")
+        }
+        do {
+            let walks = try RadioWalkLoader.load(urls, dataset: ds)
+            guard let origin = walks.first?.header.origin else { throw ValidationError("no walks") }
+            let frame = LocalFrame(origin: origin)
+            let est = RadioMapBuilder(maxAge: maxAge).build(walks, frame: frame)
+            let database = try RadioMapDatabase(path: db)
+            try database.replace(with: est, frame: frame)
+            if let r = referenceJSON {
+                let d = try JSONSerialization.data(withJSONObject: ["aps": RadioMapDatabase.referenceJSON(est.map(\.ap))],
+                                                   options: [.prettyPrinted, .sortedKeys])
+                try d.write(to: URL(fileURLWithPath: r))
+            }
+            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) written to \(db)")
+        } catch let e as ImportDataError {
+            printError(e.description)
+            throw ExitCode(ExitStatus.dataError)
+        }
+    }
+}
