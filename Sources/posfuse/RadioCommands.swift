@@ -174,8 +174,8 @@ func jsonObject<T: Encodable>(_ v: T) throws -> Any {
 struct CellDB: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "celldb",
-        abstract: "Build or fill the cell-tower database (SQLite).",
-        subcommands: [CellDBBuild.self, CellDBImport.self]
+        abstract: "Build the cell-tower database (SQLite) from walks (OpenCellID towers: posfuse import opencellid).",
+        subcommands: [CellDBBuild.self]
     )
 }
 
@@ -204,7 +204,7 @@ struct CellDBBuild: ParsableCommand {
             let b = CellSiteBuilder(offset: offset, groupBySite: poolSite, estimateSectors: estimateSectors)
             let built = b.build(walks, frame: LocalFrame(origin: origin))
             let database = try CellDatabase(path: db)
-            try database.upsert(built.records)
+            try database.insert(built.records)
             var sites: [[String: Any]] = []
             for s in built.sites {
                 var d: [String: Any] = ["site": s.key, "cells": s.cells.count, "samples": s.samples]
@@ -227,33 +227,6 @@ struct CellDBBuild: ParsableCommand {
             printError(e.description)
             throw ExitCode(ExitStatus.dataError)
         }
-    }
-}
-
-struct CellDBImport: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "import-opencellid",
-        abstract: "Import an OpenCellID tower export (radio,mcc,net,area,cell,unit,lon,lat,range,samples,changeable,created,updated,averageSignal).",
-        discussion: "One transaction per file. Lenient by default (bad rows counted); --strict stops at the first bad row (exit 65)."
-    )
-    @Argument(help: "OpenCellID CSV files.") var files: [String]
-    @Option(name: .customLong("db"), help: "Cell database (SQLite).") var db: String
-    @Flag(help: "Stop at the first malformed row.") var strict = false
-
-    func run() throws {
-        for p in files where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file: \(p)") }
-        let database = try CellDatabase(path: db)
-        for f in files {
-            do {
-                let s = try database.importOpenCellID(url: URL(fileURLWithPath: f), strict: strict)
-                let skipped = s.skipped.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-                print("\(f): \(s.rows) rows, \(s.imported) imported\(skipped.isEmpty ? "" : ", skipped (\(skipped))")")
-            } catch let e as OpenCellIDTowerCSV.RowError {
-                printError(e.description)
-                throw ExitCode(ExitStatus.dataError)
-            }
-        }
-        print("\(db): \(database.count) cells")
     }
 }
 

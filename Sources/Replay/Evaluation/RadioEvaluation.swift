@@ -134,7 +134,7 @@ public struct CellEvaluation: Sendable {
         raw.sitesOK = built.sites.filter { if case .success = $0.result { return true } else { return false } }.count
         raw.sitesFailed = built.sites.count - raw.sitesOK
         var cells: [CellID: CellSite] = [:]
-        for r in built.records { cells[r.cell] = r.site(in: frame) }
+        for r in built.records { cells[r.cell] = r.site(frame: frame) }
         let lookup = CellLookup(cells)
         // β calibration on the training samples against the estimated sites.
         if calibrateOffset {

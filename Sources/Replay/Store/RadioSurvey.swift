@@ -143,11 +143,11 @@ public struct CellSiteBuilder: Sendable {
     }
 
     /// Steps 2–4.
-    public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> (records: [CellRecord], sites: [SiteResult]) {
+    public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> (records: [CellTower], sites: [SiteResult]) {
         let all = samples(walks, frame: frame)
         var groups: [String: [Sample]] = [:]
         for s in all { groups[key(s.cell), default: []].append(s) }
-        var records: [CellRecord] = []
+        var records: [CellTower] = []
         var sites: [SiteResult] = []
         for (k, ss) in groups.sorted(by: { $0.key < $1.key }) {
             let cells = Array(Set(ss.map(\.cell))).sorted { $0.description < $1.description }
@@ -170,9 +170,9 @@ public struct CellSiteBuilder: Sendable {
                     let rbar = (sx * sx + sy * sy).squareRoot() / Double(mine.count)
                     if rbar >= 0.7 { az = (Angle.degrees(atan2(sx, sy)) + 360).truncatingRemainder(dividingBy: 360); bw = 120 }
                 }
-                records.append(CellRecord(cell: c, latitude: g.latitude, longitude: g.longitude, azimuth: az, beamwidth: bw,
-                                          range: rng > 0 ? rng : nil, samples: mine.count, provenance: "estimated",
-                                          origin: "celldb build"))
+                records.append(CellTower(cell: c, position: Geodetic(latitude: g.latitude, longitude: g.longitude, height: frame.origin.height),
+                                         range: rng > 0 ? rng : nil, samples: mine.count, azimuth: az, beamwidth: bw,
+                                         provenance: "estimated"))
             }
         }
         return (records, sites)
