@@ -57,6 +57,7 @@ struct Simulate: ParsableCommand {
             throw ExitCode(65)
         }
         let out = URL(fileURLWithPath: output)
+        try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
         let ref: URL? = noReference ? nil
             : reference.map { URL(fileURLWithPath: $0) } ?? out.deletingLastPathComponent().appendingPathComponent("reference.json")
         let s = try Simulator.run(scenario: sc, options: SimulationOptions(seed: seed, duration: duration, imuRate: imuRate),

@@ -51,6 +51,18 @@ func simTemp(_ name: String) -> URL {
         #expect(throws: ScenarioError.self) { try Scenario.parse(yaml: bad) }
     }
 
+    /// docs/scenario-template.yaml documents every key and is itself a valid scenario that
+    /// produces every event type.
+    @Test func templateIsAValidScenario() throws {
+        let sc = try Scenario.load(url: simPackageRoot.appendingPathComponent("docs/scenario-template.yaml"))
+        let u = simTemp("template").appendingPathComponent("trace.jsonl")
+        let s = try Simulator.run(scenario: sc, options: SimulationOptions(duration: 40), trace: u,
+                                  reference: simTemp("template").appendingPathComponent("reference.json"))
+        for t in ["gt", "gnss", "wifi", "cell", "acc", "gyro", "mag", "acoustic", "photo"] {
+            #expect((s.byType[t] ?? 0) > 0, "no \(t) events")
+        }
+    }
+
     /// The committed rural-cell trace is reproduced byte for byte from its scenario and seed.
     @Test func committedRuralCellTraceRegenerates() throws {
         let dir = simPackageRoot.appendingPathComponent("Traces/rural-cell")

@@ -175,7 +175,7 @@ public enum ReferenceWriter {
                 return o.finish()
             })
         }
-        return "{\n" + sections.joined(separator: ",\n") + "\n}\n"
+        return sections.isEmpty ? "{}\n" : "{\n" + sections.joined(separator: ",\n") + "\n}\n"
     }
 
     public static func write(scenario: Scenario, to url: URL) throws {
