@@ -33,6 +33,11 @@ let package = Package(
             "Positioning", "Replay",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // Benchmarks (not shipped): `scripts/bench/run-all.sh` builds it in release mode and runs all.
+        .executableTarget(name: "posfuse-bench", dependencies: [
+            "Positioning", "Replay",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], path: "Benchmarks/posfuse-bench"),
         .testTarget(name: "PositioningTests", dependencies: ["Positioning", "CGSL"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "Positioning"],
                     resources: []),

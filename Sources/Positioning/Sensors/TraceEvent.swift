@@ -7,15 +7,17 @@ public struct TraceEvent: Sendable, Equatable {
     public var device: String
     public var payload: Payload
 
+    /// The large, rare payloads (cell, peer range, photo) are `indirect` (boxed) so that a
+    /// `TraceEvent` stays small (≈ 80 bytes) and cheap to copy on the hot replay path.
     public enum Payload: Sendable, Equatable {
         case gnss(GNSSFix)
         case wifi(WiFiScan)
-        case cell(CellObservation)
+        indirect case cell(CellObservation)
         case imu(IMUSample)
         case step(StepEvent)
         case acoustic(AcousticArrival)
-        case peerRange(PeerRange)
-        case photo(PhotoObservation)
+        indirect case peerRange(PeerRange)
+        indirect case photo(PhotoObservation)
         case groundTruth(GroundTruth)
     }
 

@@ -255,6 +255,10 @@ struct JSONLineScanner {
 
     /// Exact powers of ten representable in a Double (10²² is the largest).
     private static let pow10: [Double] = (0...22).map { k in (0..<k).reduce(1.0) { acc, _ in acc * 10 } }
+    #if arch(x86_64) && !os(Windows)
+    /// Exact powers of ten in Float80 (5²⁷ < 2⁶⁴, so 10⁰ … 10²⁷ are exact).
+    private static let pow10x: [Float80] = (0...27).map { k in (0..<k).reduce(Float80(1)) { acc, _ in acc * 10 } }
+    #endif
 
     /// Scans a JSON number at `start`; returns its correctly rounded value and end offset.
     @inline(__always)
@@ -317,6 +321,21 @@ struct JSONLineScanner {
             return (negative ? -v : v, i)
         }
         if mantissa == 0 && !dropped { return (negative ? -0.0 : 0.0, i) }
+        #if arch(x86_64) && !os(Windows)
+        // Up to 19 digits with |exponent| ≤ 27: one x87 operation with exact operands
+        // (w < 2⁶⁴ and 10^|e| = 2^|e|·5^|e| with 5²⁷ < 2⁶⁴ are exact in Float80) is correctly
+        // rounded to 64 bits; rounding that to 53 bits is correct unless the 64-bit result
+        // lies within one unit of a halfway point between doubles (then strtod decides).
+        if !dropped && exp10 >= -27 && exp10 <= 27 {
+            let w = Float80(mantissa)
+            let r = exp10 < 0 ? w / Self.pow10x[-exp10] : w * Self.pow10x[exp10]
+            let low = r.significandBitPattern & 0x7FF
+            if low != 0x400 && low != 0x3FF && low != 0x401 {
+                let v = Double(r)
+                return (negative ? -v : v, i)
+            }
+        }
+        #endif
         let v = strtod(UnsafeRawPointer(p + start).assumingMemoryBound(to: CChar.self), nil)
         guard v.isFinite else {
             throw .value("number out of range at column \(start + 1)")

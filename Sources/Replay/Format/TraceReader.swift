@@ -55,7 +55,7 @@ public struct TraceReaderStats: Sendable, Equatable {
 /// `reorderWindow` seconds older than the largest `t` read before it is put into its
 /// place; one more than `reorderWindow` seconds older is out of order beyond the window:
 /// `strict` throws (code `out_of_order`), `lenient` skips and counts it. Either way it
-/// is counted in `stats.outOfOrder`, as are the reordered ones.
+/// is counted in `counts.outOfOrder`, as are the reordered ones.
 ///
 /// ```swift
 /// let r = try TraceReader(url: url, mode: .lenient)
@@ -69,7 +69,18 @@ public final class TraceReader {
     public let reorderWindow: Double
     /// The header (line 1).
     public private(set) var header: TraceHeader
-    public private(set) var stats = TraceReaderStats()
+    /// Counts so far (see `TraceReaderStats`).
+    public var stats: TraceReaderStats {
+        var s = counts
+        for (i, name) in Self.typeNames.enumerated() where typeCounts[i] > 0 { s.eventsByType[name] = typeCounts[i] }
+        return s
+    }
+    private var counts = TraceReaderStats()
+    /// Delivered events per payload kind, indexed like `typeNames` (a dictionary update
+    /// per event would cost more than parsing the event).
+    private let typeCounts = UnsafeMutablePointer<Int>.allocate(capacity: 16)
+    private static let typeNames = ["gnss", "wifi", "cell", "acc", "gyro", "mag", "rotvec", "baro", "step",
+                                    "acoustic", "peer_range", "photo", "gt"]
 
     public static let defaultReorderWindow = 2.0
     public static let chunkBytes = 1 << 20
@@ -103,24 +114,26 @@ public final class TraceReader {
         fd = f
         cap = Self.chunkBytes
         buf = .allocate(capacity: cap + 1)
+        typeCounts.initialize(repeating: 0, count: 16)
         header = TraceHeader(origin: Geodetic(latitude: 0, longitude: 0))
         var line = try nextLine()
         // Skip a UTF-8 byte-order mark and blank lines before the header.
         if var (p, n) = line, n >= 3, p[0] == 0xEF, p[1] == 0xBB, p[2] == 0xBF { p += 3; n -= 3; line = (p, n) }
         while let (p, n) = line, isBlank(p, n) { line = try nextLine() }
         guard let (p, n) = line else {
-            throw TraceDataError(file: path, line: max(stats.lines, 1), reason: "empty trace: no header line", code: "missing_header")
+            throw TraceDataError(file: path, line: max(counts.lines, 1), reason: "empty trace: no header line", code: "missing_header")
         }
         do {
             header = try decoder.header(p, count: n)
         } catch {
-            throw TraceDataError(file: path, line: stats.lines, reason: error.message, code: error.code)
+            throw TraceDataError(file: path, line: counts.lines, reason: error.message, code: error.code)
         }
     }
 
     deinit {
         close(fd)
         buf.deallocate()
+        typeCounts.deallocate()
     }
 
     /// The next event in time order, or nil at the end of the trace.
@@ -136,24 +149,24 @@ public final class TraceReader {
             do {
                 decoded = try decoder.event(p, count: n)
             } catch {
-                try reject(TraceDataError(file: path, line: stats.lines, reason: error.message, code: error.code))
+                try reject(TraceDataError(file: path, line: counts.lines, reason: error.message, code: error.code))
                 continue
             }
             switch decoded {
             case .unknown(let type, _):
-                stats.unknownTypes[type, default: 0] += 1
+                counts.unknownTypes[type, default: 0] += 1
             case .event(let e):
                 if e.time < maxTime {
-                    stats.outOfOrder += 1
+                    counts.outOfOrder += 1
                     if e.time < maxTime - reorderWindow {
                         try reject(TraceDataError(
-                            file: path, line: stats.lines,
+                            file: path, line: counts.lines,
                             reason: "t=\(e.time) s is \(maxTime - e.time) s earlier than t=\(maxTime) s on line \(maxTimeLine) (beyond the \(reorderWindow) s reorder window)",
                             code: "out_of_order"))
                         continue
                     }
                 } else {
-                    maxTime = e.time; maxTimeLine = stats.lines
+                    maxTime = e.time; maxTimeLine = counts.lines
                 }
                 window.insert(e)
             }
@@ -168,15 +181,34 @@ public final class TraceReader {
     }
 
     @inline(__always) private func deliver(_ e: TraceEvent) -> TraceEvent {
-        stats.events += 1
-        stats.eventsByType[e.typeName, default: 0] += 1
+        counts.events += 1
+        let k: Int
+        switch e.payload {
+        case .gnss: k = 0
+        case .wifi: k = 1
+        case .cell: k = 2
+        case .imu(let s):
+            switch s.kind {
+            case .accelerometer: k = 3
+            case .gyroscope: k = 4
+            case .magnetometer: k = 5
+            case .rotationVector: k = 6
+            case .barometer: k = 7
+            }
+        case .step: k = 8
+        case .acoustic: k = 9
+        case .peerRange: k = 10
+        case .photo: k = 11
+        case .groundTruth: k = 12
+        }
+        typeCounts[k] += 1
         return e
     }
 
     private func reject(_ error: TraceDataError) throws {
         if mode == .strict { throw error }
-        stats.skipped[error.code, default: 0] += 1
-        if stats.examples.count < TraceReaderStats.exampleLimit { stats.examples.append(error) }
+        counts.skipped[error.code, default: 0] += 1
+        if counts.examples.count < TraceReaderStats.exampleLimit { counts.examples.append(error) }
     }
 
     @inline(__always) private func isBlank(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
@@ -206,7 +238,7 @@ public final class TraceReader {
             }
             if filled == cap {
                 guard cap < Self.maxLineBytes else {
-                    throw TraceDataError(file: path, line: stats.lines + 1,
+                    throw TraceDataError(file: path, line: counts.lines + 1,
                                          reason: "line longer than \(Self.maxLineBytes >> 20) MiB (not a trace file?)", code: "invalid_json")
                 }
                 let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: 2 * cap + 1)
@@ -217,14 +249,14 @@ public final class TraceReader {
             let r = read(fd, buf + filled, cap - filled)
             if r < 0 {
                 if errno == EINTR { continue }
-                throw TraceDataError(file: path, line: stats.lines + 1, reason: "read error: \(String(cString: strerror(errno)))", code: "io")
+                throw TraceDataError(file: path, line: counts.lines + 1, reason: "read error: \(String(cString: strerror(errno)))", code: "io")
             }
             if r == 0 { eof = true } else { filled += r }
         }
     }
 
     @inline(__always) private func finishLine(_ start: Int, _ n: inout Int) -> (UnsafePointer<UInt8>, Int) {
-        stats.lines += 1
+        counts.lines += 1
         if n > 0 && buf[start + n - 1] == 0x0D { n -= 1 }
         buf[start + n] = 0
         return (UnsafePointer(buf + start), n)

@@ -1,0 +1,175 @@
+import ArgumentParser
+import Foundation
+import Positioning
+import Replay
+
+/// SplitMix64 with a Box–Muller Gaussian: seeded, so every generated trace is reproducible.
+struct BenchRNG {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func uniform() -> Double { Double(next() >> 11) * 0x1p-53 }
+    mutating func gaussian() -> Double {
+        let u1 = max(uniform(), 1e-300), u2 = uniform()
+        return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
+    }
+}
+
+/// The benchmark trace: a pedestrian walking a 60 m × 40 m loop for as long as needed,
+/// with 1 Hz GNSS fixes and 1 Hz continuous ground truth, and 100 Hz accelerometer,
+/// gyroscope and magnetometer samples (full-precision noisy doubles, the worst case for
+/// number parsing): 302 events per second of trace.
+enum BenchTrace {
+    static let origin = Geodetic(latitude: 48.137, longitude: 11.575, height: 520)
+
+    static func write(events target: Int, to url: URL, seed: UInt64 = 42) throws -> Int {
+        var rng = BenchRNG(state: seed)
+        let header = TraceHeader(origin: origin, device: "bench-phone", declination: 3.2, name: "bench-\(target)")
+        let w = try TraceWriter(url: url, header: header)
+        let frame = LocalFrame(origin: origin)
+        var n = 0
+        var k = 0
+        while n < target {
+            let t = Double(k) / 100
+            if k % 100 == 0 {
+                let s = Double(k / 100)
+                let p = loop(s)
+                let truth = frame.geodetic(east: p.x, north: p.y, up: 0)
+                w.write(TraceEvent(time: t, payload: .groundTruth(GroundTruth(position: .geodetic(truth), kind: .continuous))))
+                let fix = frame.geodetic(east: p.x + 3 * rng.gaussian(), north: p.y + 3 * rng.gaussian(), up: 0)
+                w.write(TraceEvent(time: t, payload: .gnss(GNSSFix(latitude: fix.latitude, longitude: fix.longitude,
+                                                                    altitude: fix.height + 5 * rng.gaussian(),
+                                                                    accuracy: (3 + abs(rng.gaussian())).rounded() ))))
+                n += 2
+            }
+            w.write(TraceEvent(time: t, payload: .imu(IMUSample(kind: .accelerometer, x: 0.3 * rng.gaussian(),
+                                                                y: 0.3 * rng.gaussian(), z: 9.81 + 0.3 * rng.gaussian()))))
+            w.write(TraceEvent(time: t, payload: .imu(IMUSample(kind: .gyroscope, x: 0.01 * rng.gaussian(),
+                                                                y: 0.01 * rng.gaussian(), z: 0.1 + 0.01 * rng.gaussian()))))
+            w.write(TraceEvent(time: t, payload: .imu(IMUSample(kind: .magnetometer, x: 20 + rng.gaussian(),
+                                                                y: 5 + rng.gaussian(), z: -42 + rng.gaussian()))))
+            n += 3
+            k += 1
+        }
+        try w.close()
+        return n
+    }
+
+    /// Position on the loop after `s` seconds at 1.2 m/s, ENU m.
+    static func loop(_ s: Double) -> SIMD2<Double> {
+        let perimeter = 200.0
+        var d = (1.2 * s).truncatingRemainder(dividingBy: perimeter)
+        if d < 60 { return SIMD2(d, 0) }
+        d -= 60
+        if d < 40 { return SIMD2(60, d) }
+        d -= 40
+        if d < 60 { return SIMD2(60 - d, 40) }
+        return SIMD2(0, 40 - (d - 60))
+    }
+}
+
+struct GenerateTrace: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "generate",
+                                                    abstract: "Write the benchmark trace (1 Hz GNSS + truth, 100 Hz acc/gyro/mag).")
+    @Option(help: "Number of events (at least).") var events = 1_000_000
+    @Option(help: "Output trace path.") var out: String
+    @Option(help: "Random seed.") var seed: UInt64 = 42
+
+    func run() throws {
+        let t0 = Measure.now()
+        let n = try BenchTrace.write(events: events, to: URL(fileURLWithPath: out), seed: seed)
+        let dt = Measure.now() - t0
+        FileHandle.standardError.write(Data(String(format: "wrote %d events to %@ in %.1f s\n", n, out, dt).utf8))
+    }
+}
+
+/// Worker: reads one trace in this process and prints a `RunResult` JSON line.
+struct ReadTrace: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "read", abstract: "Read a trace with TraceReader; print events/s and peak RSS as JSON.")
+    @Argument(help: "Trace path.") var path: String
+    @Option(name: .customLong("repeat"), help: "Repetitions (best time is reported).") var repeat_: Int = 1
+
+    static func readOnce(_ url: URL) throws -> (Int, Double, Double) {
+        let t0 = Measure.now()
+        let r = try TraceReader(url: url, mode: .lenient)
+        var n = 0
+        var checksum = 0.0
+        while let e = try r.next() {
+            n += 1
+            checksum += e.time
+        }
+        let dt = Measure.now() - t0
+        guard r.stats.skippedTotal == 0 else { throw BenchError("reader skipped \(r.stats.skippedTotal) lines") }
+        return (n, dt, checksum)
+    }
+
+    func run() throws {
+        var best = Double.infinity, events = 0
+        for _ in 0..<max(1, repeat_) {
+            let (n, dt, _) = try Self.readOnce(URL(fileURLWithPath: path))
+            best = min(best, dt); events = n
+        }
+        let r = RunResult(impl: "swift TraceReader", events: events, seconds: best, peak_rss_mib: Measure.peakRSSMiB())
+        print(String(decoding: try JSONEncoder().encode(r), as: UTF8.self))
+    }
+}
+
+/// The issue-2 acceptance benchmark: generates traces at two lengths, then for each runs
+/// the Swift reader and the plain Python reader (`scripts/bench/reader_python.py`) as
+/// separate processes (so peak RSS is per run) and prints a table.
+struct ReaderSuite: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reader",
+                                                    abstract: "Reader throughput and peak memory vs Python's json module, at two trace lengths.")
+    @Option(help: "Trace lengths in events, comma separated.") var lengths = "1000000,3000000"
+    @Option(help: "Folder for generated traces (reused when present).") var dir = ".build/bench-data"
+    @Option(help: "Python interpreter.") var python = "python3"
+    @Option(help: "The Python reader script.") var script = "scripts/bench/reader_python.py"
+    @Option(name: .customLong("repeat"), help: "Swift repetitions per length (best time is reported).") var repeat_: Int = 3
+
+    func run() throws {
+        let ns = lengths.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !ns.isEmpty else { throw ValidationError("--lengths must list event counts") }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let me = Measure.executablePath
+        let py = Measure.which(python)
+        if py == nil { FileHandle.standardError.write(Data("\(python) not found: Python column skipped\n".utf8)) }
+        var rows: [(Int, RunResult, RunResult?)] = []
+        for n in ns {
+            let path = "\(dir)/bench-\(n).jsonl"
+            if !FileManager.default.fileExists(atPath: path) {
+                _ = try Measure.run(me, ["generate", "--events", String(n), "--out", path])
+            }
+            let s = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(me, ["read", path, "--repeat", String(repeat_)]).utf8))
+            var p: RunResult?
+            if let py { p = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(py, [script, path]).utf8)) }
+            rows.append((n, s, p))
+        }
+        printTable(rows)
+    }
+
+    private func printTable(_ rows: [(Int, RunResult, RunResult?)]) {
+        print("read trace (1 Hz GNSS + truth, 100 Hz acc/gyro/mag), one core, best of \(repeat_) for Swift")
+        print("events      impl                 seconds   events/s     peak RSS MiB   speed-up")
+        for (_, s, p) in rows {
+            let speedup = p.map { String(format: "%.1fx", s.eventsPerSecond / $0.eventsPerSecond) } ?? "–"
+            print(fmt(s) + "   " + speedup)
+            if let p { print(fmt(p)) }
+        }
+        if rows.count >= 2 {
+            let a = rows.first!, b = rows.last!
+            print(String(format: "memory vs length: Swift %.1f → %.1f MiB for %.1fx the events", a.1.peak_rss_mib, b.1.peak_rss_mib,
+                         Double(b.1.events) / Double(a.1.events)))
+        }
+    }
+
+    private func fmt(_ r: RunResult) -> String {
+        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s : s + String(repeating: " ", count: w - s.count) }
+        return pad(String(r.events), 12) + pad(r.impl, 21) + pad(String(format: "%.2f", r.seconds), 10)
+            + pad(String(format: "%.0f", r.eventsPerSecond), 13) + pad(String(format: "%.1f", r.peak_rss_mib), 15)
+    }
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds posfuse-bench in release mode and runs every benchmark (issue 2 acceptance:
+# reader / replay throughput and peak memory side by side with a plain Python reader).
+# Usage: scripts/bench/run-all.sh            (from anywhere; traces go to .build/bench-data)
+# Add a benchmark: a subcommand in Benchmarks/posfuse-bench and one line below.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+swift build -c release --product posfuse-bench
+BENCH="$(swift build -c release --show-bin-path)/posfuse-bench"
+
+echo "== reader: TraceReader vs Python json =="
+"$BENCH" reader --lengths "${BENCH_LENGTHS:-1000000,3000000}"
