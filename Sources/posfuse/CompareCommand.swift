@@ -16,8 +16,10 @@ struct Compare: ParsableCommand {
         """
     )
 
-    @Argument(help: "Run A (the reference): replay --json output or results database.") var a: String
-    @Argument(help: "Run B (the candidate).") var b: String
+    @Argument(help: "Run A (the reference): a replay --json output, or a trace/scenario folder/folder of traces to replay.") var a: String
+    @Argument(help: "Run B (the candidate), likewise.") var b: String
+    @Option(name: .customLong("pipeline-a"), help: "Pipeline configuration (YAML) when A is replayed.") var pipelineA: String?
+    @Option(name: .customLong("pipeline-b"), help: "Pipeline configuration (YAML) when B is replayed.") var pipelineB: String?
     @Flag(help: "Machine-readable JSON output.") var json = false
     @Option(help: "Bootstrap resamples.") var resamples: Int = 2000
     @Option(help: "Seed of the bootstrap's random numbers.") var seed: UInt64 = 1
@@ -29,8 +31,18 @@ struct Compare: ParsableCommand {
     }
 
     func run() throws {
+        try withExitCodes { try compare() }
+    }
+
+    func compare() throws {
         do {
-            let ra = try loadRun(a), rb = try loadRun(b)
+            let show = Progress.shouldShow(json: json)
+            let ra = try loadOrReplay(a, pipeline: pipelineA, progress: show)
+            var rb = try loadOrReplay(b, pipeline: pipelineB, progress: show)
+            // Two single-trace runs (e.g. two seeds of a scenario in two folders) compare with each other.
+            if ra.traces.count == 1, rb.traces.count == 1, ra.traces[0].trace != rb.traces[0].trace {
+                rb.traces[0].trace = ra.traces[0].trace
+            }
             let c = RunComparison.compare(ra, rb, bootstrap: BlockBootstrap(resamples: resamples, seed: seed, confidence: confidence))
             if json {
                 FileHandle.standardOutput.write(c.json())
@@ -45,11 +57,3 @@ struct Compare: ParsableCommand {
     }
 }
 
-/// Load a run for compare/report: a replay JSON output, or a results database.
-func loadRun(_ path: String) throws -> RunResults {
-    let url = URL(fileURLWithPath: path)
-    guard FileManager.default.fileExists(atPath: url.path) else {
-        throw ResultsDataError(file: path, reason: "no such file")
-    }
-    return try RunResults.load(url: url)
-}

@@ -47,7 +47,7 @@ struct Regress: ParsableCommand {
                     run = try RunResults.load(url: URL(fileURLWithPath: results))
                 } else {
                     run = try replaySuite(traces.isEmpty ? ["Traces"] : traces, pipeline: pipeline, strict: strict,
-                                          epochs: false, progress: Progress.shouldShow(json: json))
+                                          progress: Progress.shouldShow(json: json))
                 }
                 if updateBaseline {
                     let b = base.updated(with: run)

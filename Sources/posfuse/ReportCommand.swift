@@ -39,7 +39,7 @@ struct Report: ParsableCommand {
                 } else {
                     let show = Progress.shouldShow(json: false)
                     let locations = try TraceLocation.resolveAll(input)
-                    let r = try replaySuite([input], pipeline: pipeline, strict: strict, epochs: true, progress: show)
+                    let r = try replaySuite([input], pipeline: pipeline, strict: strict, progress: show)
                     for (t, loc) in zip(r.traces, locations) {
                         reportTraces.append(try ReportTrace.load(result: t, location: loc))
                     }

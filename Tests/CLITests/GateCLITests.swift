@@ -158,3 +158,84 @@ enum GateFixtures {
         #expect(log.contains("PROBE errors=0") && log.contains("network requests: 0") && log.contains("plots present"))
     }
 }
+
+/// Acceptance on the bundled scenarios (issue 8): a deliberately wrong WCL weight exponent
+/// fails `posfuse regress` naming source and metric; the unchanged configuration passes;
+/// compare on two seeds includes zero, on a degraded configuration excludes it.
+@Suite(.serialized) struct GateAcceptanceTests {
+    static let traces = CLI.root.appendingPathComponent("Traces")
+
+    @Test func wrongWCLExponentRegressesUnchangedPasses() throws {
+        let mall = Self.traces.appendingPathComponent("mall-sparse-ap")
+        guard FileManager.default.fileExists(atPath: mall.path) else { return }
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // The simulated APs use locally administered BSSIDs (02:…), which WCL excludes by default.
+        let good = dir.appendingPathComponent("good.yaml"), bad = dir.appendingPathComponent("bad.yaml")
+        try "stages:\n  wcl: {exclude_local: false}\n  hapel: {enabled: false}\n".write(to: good, atomically: true, encoding: .utf8)
+        try "stages:\n  wcl: {exclude_local: false, exponent: 10}\n  hapel: {enabled: false}\n".write(to: bad, atomically: true, encoding: .utf8)
+        let base = dir.appendingPathComponent("baseline.yaml").path
+        let u = try CLI.run(["regress", "--baseline", base, "--update-baseline", "--pipeline", good.path, mall.path])
+        #expect(u.status == 0, "\(u.stderr)")
+        let same = try CLI.run(["regress", "--baseline", base, "--pipeline", good.path, mall.path])
+        #expect(same.status == 0, "\(same.stdout)\(same.stderr)")
+        let junit = dir.appendingPathComponent("junit.xml")
+        let r = try CLI.run(["regress", "--baseline", base, "--pipeline", bad.path, "--junit", junit.path, mall.path])
+        #expect(r.status == 1)
+        #expect(r.stdout.contains("REGRESSION mall-sparse-ap wcl p95_m"), "\(r.stdout)")
+        #expect(r.stdout.contains("REGRESSION mall-sparse-ap wcl anees"))
+        let xml = try String(contentsOf: junit, encoding: .utf8)
+        #expect(xml.components(separatedBy: "<failure ").count - 1 == 1)
+        #expect(xml.contains("<testcase classname=\"posfuse.regress.mall-sparse-ap\" name=\"wcl\""))
+        let unknown = dir.appendingPathComponent("typo.yaml")
+        try "stages:\n  wlc: {exponent: 2}\n".write(to: unknown, atomically: true, encoding: .utf8)
+        #expect(try CLI.run(["regress", "--baseline", base, "--pipeline", unknown.path, mall.path]).status == 65)
+    }
+
+    @Test func compareTwoSeedsIncludesZeroDegradedExcludesIt() throws {
+        let scenario = Self.traces.appendingPathComponent("open-street")
+        guard FileManager.default.fileExists(atPath: scenario.appendingPathComponent("scenario.yaml").path) else { return }
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // 30 min so that the GNSS bias (Gauss–Markov, τ = 60 s) is seen many times over.
+        for seed in ["31", "32"] {
+            let out = dir.appendingPathComponent("s\(seed)/trace.jsonl")
+            try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let s = try CLI.run(["simulate", scenario.path, "-o", out.path, "--seed", seed, "--duration", "1800", "--imu-rate", "10", "-q"])
+            #expect(s.status == 0, "\(s.stderr)")
+        }
+        func rows(_ args: [String]) throws -> [String: [String: Any]] {
+            let r = try CLI.run(["compare"] + args + ["--json", "--resamples", "500"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+            var m: [String: [String: Any]] = [:]
+            for row in o?["rows"] as? [[String: Any]] ?? [] where row["source"] as? String == "gnss" { m[row["metric"] as! String] = row }
+            return m
+        }
+        let seeds = try rows([dir.appendingPathComponent("s31").path, dir.appendingPathComponent("s32").path])
+        for metric in ["mean_m", "median_m", "p95_m", "rmse_m", "inside95", "anees"] {
+            #expect(seeds[metric]?["ci_includes_zero"] as? Bool == true, "\(metric): \(seeds[metric] ?? [:])")
+        }
+        let degraded = dir.appendingPathComponent("degraded.yaml")
+        try "stages:\n  gnss: {inflation: 0.4}\n".write(to: degraded, atomically: true, encoding: .utf8)
+        let s31 = dir.appendingPathComponent("s31").path
+        let d = try rows([s31, s31, "--pipeline-b", degraded.path])
+        #expect(d["anees"]?["ci_includes_zero"] as? Bool == false, "\(d["anees"] ?? [:])")
+        #expect(d["inside95"]?["ci_includes_zero"] as? Bool == false)
+        #expect((d["inside95"]?["ci_high"] as? Double ?? 0) < 0)
+        #expect(d["mean_m"]?["diff"] as? Double == 0)
+    }
+
+    @Test func reportOfABundledScenario() throws {
+        let open = Self.traces.appendingPathComponent("open-street")
+        guard FileManager.default.fileExists(atPath: open.path) else { return }
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let html = dir.appendingPathComponent("r.html")
+        let r = try CLI.run(["report", open.path, "-o", html.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let text = try String(contentsOf: html, encoding: .utf8)
+        #expect(text.contains("id=\"t0-traj\"") && text.contains("id=\"t0-nees-gnss\"") && text.contains("ground truth"))
+        #expect(try CLI.run(["report", dir.appendingPathComponent("missing").path, "-o", html.path]).status == 64)
+    }
+}

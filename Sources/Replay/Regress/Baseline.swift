@@ -192,8 +192,8 @@ public struct Baseline: Sendable, Equatable {
         s += "traces:\n"
         if traces.isEmpty { s = String(s.dropLast()) + " {}\n" }
         for trace in traces.keys.sorted() {
-            s += "  \(Self.quote(trace)):\n"
             let sources = traces[trace]!
+            s += "  \(Self.quote(trace)):\(sources.isEmpty ? " {}" : "")\n"
             for source in RunComparison.sortedSources(Set(sources.keys)) {
                 let e = sources[source]!
                 s += "    \(Self.quote(source)):\n"

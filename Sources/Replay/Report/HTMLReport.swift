@@ -296,7 +296,7 @@ public struct HTMLReport: Sendable {
         let lo1 = Self.chi2Quantile(0.025, dof: 2), hi1 = Self.chi2Quantile(0.975, dof: 2)
         let sorted = v.sorted()
         let ymax = pow(10, log10(max(EpochMetrics.quantile(sorted: sorted, 0.99), 100)).rounded(.up))
-        let ymin = pow(10, log10(min(max(sorted.first!, 1e-4), 0.01)).rounded(.down))
+        let ymin = pow(10, log10(min(max(EpochMetrics.quantile(sorted: sorted, 0.01), 1e-3), 0.01)).rounded(.down))
         var p = SVGPlot(id: "t\(i)-nees-\(s.source)", title: "NEES over time: \(s.source)", x: .init(min: t0, max: t1, label: "time (s)"),
                         y: .init(min: ymin, max: ymax, log: true, label: "NEES (log)"), width: 420, height: 220)
         p.band([(t0, lo1, hi1), (t1, lo1, hi1)], color: "#2CA02C", opacity: 0.13, label: "χ²₂ 95 %")
