@@ -21,6 +21,7 @@ import Positioning
             if case .groundTruth(let g) = e.payload {
                 if g.kind == .continuous { gtTimes[e.device, default: []].append(e.time) }
             } else { devices.insert(e.device) }
+            if name == "mall-sparse-ap", case .wifi(let w) = e.payload { #expect(w.accessPoints.count <= 2) }
         }
         #expect(r.stats.outOfOrder == 0)
         #expect(r.stats.skippedTotal == 0)
