@@ -60,15 +60,17 @@ struct Import: ParsableCommand {
             let perFile = output.hasSuffix("/") || (FileManager.default.fileExists(atPath: output, isDirectory: &isDir) && isDir.boolValue)
             if perFile {
                 var total = ImportReport()
+                var sideCount = 0
                 for u in urls {
                     let t = try importTrace(format: fmt, urls: [u], options: options)
                     let dir = URL(fileURLWithPath: output).appendingPathComponent(u.deletingPathExtension().lastPathComponent)
                     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
                     let side = try writeImportedTrace(t, to: dir.appendingPathComponent("trace.jsonl"))
                     total.merge(t.report)
-                    for s in side { total.notes.append("side file \(s.path)") }
+                    sideCount += side.count
                 }
                 total.notes = Array(Set(total.notes)).sorted()
+                if sideCount > 0 { total.notes.append("\(sideCount) side files (reference.json, floor plans, raw records) beside the traces") }
                 print("imported \(urls.count) file(s) into \(output) (one trace each)")
                 print(total.summary(), terminator: "")
             } else {

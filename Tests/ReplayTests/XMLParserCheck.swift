@@ -6,5 +6,16 @@ import FoundationXML
 /// Well-formedness check of generated XML with Foundation's parser.
 struct XMLParserCheck {
     let ok: Bool
-    init(_ text: String) { ok = XMLParser(data: Data(text.utf8)).parse() }
+    init(_ text: String) {
+        let p = XMLParser(stream: InputStream(data: Data(text.utf8)))
+        let d = ErrorCatcher()
+        p.delegate = d
+        let r = withExtendedLifetime(d) { p.parse() }
+        ok = r && !d.failed
+    }
+}
+
+final class ErrorCatcher: NSObject, XMLParserDelegate {
+    var failed = false
+    func parser(_ parser: XMLParser, parseErrorOccurred parseError: Error) { failed = true }
 }

@@ -19,7 +19,13 @@ public enum GPXImporter {
         var current: Point? = nil
         var text = ""
         var badPoints: [(Int, String)] = []
-        weak var parser: XMLParser?
+        var error: (Int, String)? = nil
+
+        // On Linux `parse()` can return true for malformed XML and report it only here
+        // (swift-corelibs-foundation issue 5281): keep the first error.
+        func parser(_ parser: XMLParser, parseErrorOccurred parseError: Error) {
+            if error == nil { error = (parser.lineNumber, "\(parseError)") }
+        }
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
                     attributes: [String: String] = [:]) {
@@ -54,12 +60,15 @@ public enum GPXImporter {
     public static func parse(_ data: Data, file: String, options: ImportOptions) throws
         -> (events: [TraceEvent], report: ImportReport, first: Geodetic?) {
         var ctx = ImportContext(options: options, file: file)
-        let p = XMLParser(data: data)
+        // A stream, not `XMLParser(data:)`: on Linux the data initialiser fails on inputs of
+        // about 1 MB (swift-corelibs-foundation issue 4851).
+        let p = XMLParser(stream: InputStream(data: data))
         let h = Handler()
         p.delegate = h
-        if !p.parse() {
-            ctx.line = p.lineNumber
-            throw ImportDataError(file: file, line: p.lineNumber, reason: "XML: \(p.parserError.map { "\($0)" } ?? "parse error")")
+        let ok = withExtendedLifetime(h) { p.parse() }
+        if !ok || h.error != nil {
+            let line = h.error?.0 ?? p.lineNumber
+            throw ImportDataError(file: file, line: line, reason: "XML: \(h.error?.1 ?? p.parserError.map { "\($0)" } ?? "parse error")")
         }
         for (line, reason) in h.badPoints { ctx.line = line; try ctx.malformed(reason) }
         var events: [TraceEvent] = []

@@ -70,6 +70,9 @@ public struct ImportedTrace: Sendable {
     /// Lines the trace format cannot hold but the importer keeps verbatim (e.g. GnssLogger
     /// `Raw`), written beside the trace as `<trace stem>.<suffix>`: suffix → lines.
     public var sideFiles: [String: [String]]
+    /// A floor plan (GeoJSON, WGS84 lon/lat, integer `floor` properties) to write beside the
+    /// trace with a reference.json naming it (ms-indoor).
+    public var floorplanGeoJSON: Data? = nil
     public init(header: TraceHeader, events: [TraceEvent], report: ImportReport, sideFiles: [String: [String]] = [:]) {
         self.header = header; self.events = events; self.report = report; self.sideFiles = sideFiles
     }
@@ -150,6 +153,19 @@ public func writeImportedTrace(_ t: ImportedTrace, to url: URL) throws -> [URL] 
         for l in lines { data.append(contentsOf: Array(l.utf8)); data.append(0x0A) }
         try data.write(to: side)
         written.append(side)
+    }
+    if let fp = t.floorplanGeoJSON {
+        // Scenario folder (trace.jsonl): reference.json + floorplan.geojson; else <stem>.reference.json.
+        let isFolder = url.lastPathComponent == "trace.jsonl"
+        let dir = url.deletingLastPathComponent()
+        let fpName = isFolder ? "floorplan.geojson" : stem.lastPathComponent + ".floorplan.geojson"
+        let ref = dir.appendingPathComponent(isFolder ? "reference.json" : stem.lastPathComponent + ".reference.json")
+        try fp.write(to: dir.appendingPathComponent(fpName))
+        var root: [String: Any] = [:]
+        if let d = try? Data(contentsOf: ref), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] { root = o }
+        root["floorplan"] = fpName
+        try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys]).write(to: ref)
+        written.append(dir.appendingPathComponent(fpName)); written.append(ref)
     }
     return written
 }

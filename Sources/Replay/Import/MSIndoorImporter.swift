@@ -171,6 +171,26 @@ public enum MSIndoorImporter {
         return nil
     }
 
+    /// The site's floor plan as GeoJSON for `ReferenceLoader`: the geometries of
+    /// `geojson_map.json` (lon/lat) with only an integer `floor` property (from the feature's
+    /// `floor` name, e.g. "F3" → 2); shop names and styles are not kept.
+    public static func floorPlan(near file: URL) -> Data? {
+        let dir = file.deletingLastPathComponent()
+        for d in [dir, dir.deletingLastPathComponent()] {
+            guard let data = try? Data(contentsOf: d.appendingPathComponent("geojson_map.json")),
+                  let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  let features = obj["features"] as? [[String: Any]] else { continue }
+            let out: [[String: Any]] = features.compactMap { f in
+                guard let g = f["geometry"] as? [String: Any] else { return nil }
+                var props: [String: Any] = [:]
+                if let fl = (f["properties"] as? [String: Any])?["floor"] as? String, let n = floorNumber(fl) { props["floor"] = n }
+                return ["type": "Feature", "geometry": g, "properties": props]
+            }
+            return try? JSONSerialization.data(withJSONObject: ["type": "FeatureCollection", "features": out], options: [.sortedKeys])
+        }
+        return nil
+    }
+
     /// Imports path files into one trace (events of all files merged and sorted by time).
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
         var events: [TraceEvent] = []
@@ -192,7 +212,10 @@ public enum MSIndoorImporter {
             }
         }
         let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : meta?.site
-        return assembleTrace(events: events, defaultOrigin: origin, options: options, name: name,
-                             device: meta?.device, report: report, extraNotes: notes)
+        var t = assembleTrace(events: events, defaultOrigin: origin, options: options, name: name,
+                              device: meta?.device, report: report, extraNotes: notes)
+        // The floor plan is written only when its frame is the trace's (default origin).
+        if options.origin == nil, let first = urls.first { t.floorplanGeoJSON = floorPlan(near: first) }
+        return t
     }
 }

@@ -63,3 +63,43 @@ extension ImportFixtures {
     100,100,100,-7600.0,4864900.0,0,0,1,1,1,13,1371713800
     """
 }
+
+extension ImportFixtures {
+    /// NMEA across midnight: the second epoch has no RMC (date from the first, +1 day), a GST,
+    /// a GSV, a no-fix GGA and one sentence with a wrong checksum (last line).
+    static let nmea = """
+    $GNGGA,235959.50,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*7E
+    $GNRMC,235959.50,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W*53
+    $GNGGA,000000.50,4807.039,N,01131.001,E,1,08,1.0,545.5,M,46.9,M,,*76
+    $GPGST,000000.50,1.2,2.0,1.0,45.0,1.5,2.0,3.0*66
+    $GPGSV,1,1,01,01,40,083,46*44
+    $GNGGA,000001.00,,,,,0,00,,,M,,M,,*57
+    $GNGGA,000002.00,4807.039,N,01131.001,E,1,08,1.0,545.5,M,46.9,M,,*00
+    """
+
+    /// GnssLogger v3-style: Fix from GPS and NLP, UncalAccel with bias, Raw and Status rows, an unknown record.
+    static let gnssLogger = """
+    # Version: v3.0.0.1 Platform: 11
+    # Raw,utcTimeMillis,TimeNanos,Svid
+    # UncalAccel,utcTimeMillis,elapsedRealtimeNanos,UncalAccelXMps2,UncalAccelYMps2,UncalAccelZMps2,BiasXMps2,BiasYMps2,BiasZMps2
+    # Fix,Provider,LatitudeDegrees,LongitudeDegrees,AltitudeMeters,SpeedMps,AccuracyMeters,BearingDegrees,UnixTimeMillis,SpeedAccuracyMps,BearingAccuracyDegrees,elapsedRealtimeNanos,VerticalAccuracyMeters
+    # Status,UnixTimeMillis,SignalCount,SignalIndex
+    Raw,1600000000000,123,5
+    Fix,GPS,37.1,-122.2,-20.5,0.0,3.9,0,1600000000999,0,0,1,6.1
+    Fix,NLP,37.2,-122.3,,0,30,0,1600000001000,0,0,2,
+    UncalAccel,1600000000500,99,0.5,9.9,0.2,0.1,0.1,0.1
+    Status,1600000000000,12,0
+    """
+
+    /// GPX with a waypoint, a track point without time and a time with an offset.
+    static let gpx = """
+    <?xml version="1.0"?>
+    <gpx version="1.1" creator="hand" xmlns="http://www.topografix.com/GPX/1/1">
+      <wpt lat="48.1" lon="11.5"><ele>500</ele><time>2020-01-01T10:00:00Z</time><name>CP1</name></wpt>
+      <trk><name>walk</name><trkseg>
+        <trkpt lat="48.1001" lon="11.5001"><ele>501.25</ele><time>2020-01-01T11:00:01.5+01:00</time></trkpt>
+        <trkpt lat="48.1002" lon="11.5002"></trkpt>
+      </trkseg></trk>
+    </gpx>
+    """
+}
