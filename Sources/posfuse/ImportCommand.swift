@@ -61,7 +61,10 @@ struct Import: ParsableCommand {
             if perFile {
                 var total = ImportReport()
                 var sideCount = 0
-                for u in urls {
+                let progress = Progress(label: "import \(fmt.rawValue)", total: Int64(urls.count), enabled: Progress.shouldShow(json: false))
+                defer { progress.finish() }
+                for (i, u) in urls.enumerated() {
+                    progress.update(completed: Int64(i))
                     let t = try importTrace(format: fmt, urls: [u], options: options)
                     let dir = URL(fileURLWithPath: output).appendingPathComponent(u.deletingPathExtension().lastPathComponent)
                     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

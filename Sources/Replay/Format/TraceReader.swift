@@ -90,6 +90,8 @@ public final class TraceReader {
     private let fd: Int32
     private var buf: UnsafeMutablePointer<UInt8>
     private var cap: Int
+    /// Bytes read from the file so far (for progress displays; ≤ the file size).
+    public private(set) var bytesRead: Int64 = 0
     private var pos = 0
     private var filled = 0
     private var eof = false
@@ -251,7 +253,7 @@ public final class TraceReader {
                 if errno == EINTR { continue }
                 throw TraceDataError(file: path, line: counts.lines + 1, reason: "read error: \(String(cString: strerror(errno)))", code: "io")
             }
-            if r == 0 { eof = true } else { filled += r }
+            if r == 0 { eof = true } else { filled += r; bytesRead += Int64(r) }
         }
     }
 

@@ -33,7 +33,8 @@ public struct SuiteReplay {
     public func run(_ locations: [TraceLocation], label: String, progress: Bool = false) throws -> RunResults {
         var traces: [TraceResult] = []
         for loc in locations {
-            let p = progress ? Progress(label: "replay \(loc.name)", total: nil) : nil
+            let size = (try? FileManager.default.attributesOfItem(atPath: loc.trace.path)[.size] as? NSNumber)?.int64Value
+            let p = progress ? Progress(label: "replay \(loc.name)", total: size) : nil
             defer { p?.finish() }
             traces.append(try run(loc, progress: p))
         }
@@ -63,7 +64,7 @@ public struct SuiteReplay {
             }
             collect(pipeline.process(e, context: ctx))
             n += 1
-            if let progress, n & 0x3FFF == 0 { progress.update(completed: n) }
+            if let progress, n & 0x3FFF == 0 { progress.update(completed: reader.bytesRead) }
         }
         collect(pipeline.finish(context: ctx))
         for k in truth.keys { truth[k]!.sort { $0.0 < $1.0 } }

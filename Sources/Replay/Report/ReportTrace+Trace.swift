@@ -20,7 +20,7 @@ extension ReportTrace {
                     truth.append((e.time, SIMD2(v.x, v.y)))
                 }
             }
-            if let progress, reader.stats.lines % 4096 == 0 { progress.update(completed: Int64(reader.stats.lines)) }
+            if let progress, reader.stats.lines % 4096 == 0 { progress.update(completed: reader.bytesRead) }
         }
         var walls: [Wall] = []
         if let r = location.reference { walls = try ReferenceLoader.load(url: r, frame: frame).walls }
