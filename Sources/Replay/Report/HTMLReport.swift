@@ -228,7 +228,10 @@ public struct HTMLReport: Sendable {
             outside += est.filter { $0.x < ax0 || $0.x > ax1 || $0.y < ay0 || $0.y > ay1 }.count
             let pts = Self.thin(est).map { ($0.x, $0.y) }
             if !pts.isEmpty {
-                p.line(pts, color: Self.color(s.source), width: 0.8, cls: "track")
+                // Join consecutive estimates only for sources that track the walk (median error
+                // below 5 % of the view); coarse sources (cell) are drawn as points.
+                let med = s.metrics["median_m"] ?? .infinity
+                if med < 0.05 * max(ax1 - ax0, ay1 - ay0) { p.line(pts, color: Self.color(s.source), width: 0.8, cls: "track") }
                 p.points(pts, color: Self.color(s.source), label: s.source)
             }
         }
