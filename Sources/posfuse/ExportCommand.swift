@@ -22,6 +22,8 @@ struct Export: ParsableCommand {
             help: "Sources to export (repeatable or comma-separated): gt, gnss, ekf, … (default: all).")
     var sources: [String] = []
     @Flag(help: "Read the trace strictly (exit 65 on the first bad line).") var strict = false
+    @Option(help: "Pipeline configuration (YAML, docs/pipeline.yaml); default: every stage with its defaults.")
+    var pipeline: String?
     @Flag(name: .customLong("no-pipeline"), help: "Export only what the trace holds (gt and gnss events).") var noPipeline = false
 
     func validate() throws {
@@ -45,8 +47,14 @@ struct Export: ParsableCommand {
             let events = try reader.readAll()
             let header = reader.header
             let reference = try loc.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
-            let pipeline = noPipeline ? nil : try StageRegistry.pipeline()
-            let points = ExportInput.points(events: events, header: header, sources: wanted, reference: reference, pipeline: pipeline)
+            let stages: Pipeline?
+            do {
+                let stageOptions = try pipeline.map { try PipelineConfig.load(url: URL(fileURLWithPath: $0)) } ?? [:]
+                stages = noPipeline ? nil : try StageRegistry.pipeline(options: stageOptions)
+            } catch let e as ConfigurationError {
+                throw TraceDataError(file: pipeline ?? "pipeline", line: 0, reason: e.description)
+            }
+            let points = ExportInput.points(events: events, header: header, sources: wanted, reference: reference, pipeline: stages)
             let tracks = ExportBuilder.tracks(points)
             guard let out = output else {
                 print(Exporter.render(fmt, tracks: tracks, header: header), terminator: "")

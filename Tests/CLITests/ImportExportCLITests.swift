@@ -54,3 +54,34 @@ import Foundation
         #expect(e.status == 64)
     }
 }
+
+/// Real recordings (skipped without `../shared/data`): imported strictly, they replay.
+@Suite struct ImportedTraceReplayCLITests {
+    static var data: URL? {
+        if let e = ProcessInfo.processInfo.environment["POSFUSE_SHARED_DATA"], !e.isEmpty { return URL(fileURLWithPath: e) }
+        let u = CLI.root.deletingLastPathComponent().appendingPathComponent("shared/data")
+        return FileManager.default.fileExists(atPath: u.path) ? u : nil
+    }
+
+    @Test(.enabled(if: data != nil)) func gsdcPhoneAgainstSpanReplays() throws {
+        let d = Self.data!.appendingPathComponent("gsdc2020/2020-05-14-US-MTV-1")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("gsdc-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let imp = try CLI.run(["import", "nmea", d.appendingPathComponent("Pixel4_chipset.nmea").path,
+                               "--truth", d.appendingPathComponent("SPAN_Pixel4_1Hz.nmea").path, "--strict",
+                               "-o", out.appendingPathComponent("trace.jsonl").path])
+        #expect(imp.status == 0, "\(imp.stderr)")
+        #expect(imp.stdout.contains("event gnss: 1737"))
+        // Replayed in process by compare; phone fixes against the SPAN truth: sub-5 m median.
+        let r = try CLI.run(["compare", out.path, out.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        var median: Double? = nil
+        for line in r.stdout.split(separator: "\n") where line.hasPrefix("median_m") {
+            let cols = line.split(separator: " ")
+            if cols.count > 1 { median = Double(String(cols[1])) }
+        }
+        #expect(median != nil && median! < 5, "\(r.stdout)")
+        let geo = try CLI.run(["export", "geojson", out.path, "--source", "gt,gnss", "-o", out.appendingPathComponent("x.geojson").path])
+        #expect(geo.status == 0, "\(geo.stderr)")
+    }
+}
