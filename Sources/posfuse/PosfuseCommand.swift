@@ -21,6 +21,8 @@ enum Subcommands {
         Evaluate.self, CellDB.self, RadioMap.self,
         Import.self,
         Validate.self,
+        ReplayCommand.self,
+        ScoreCommand.self,
         Export.self,
         Compare.self,
         Simulate.self,

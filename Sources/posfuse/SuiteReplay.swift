@@ -4,25 +4,29 @@ import Positioning
 import Replay
 
 /// Replay traces (files, scenario folders or folders of them) into a `RunResults` for
-/// regress/report/compare. `progress` draws a progress line on a terminal.
+/// regress/report/compare: the same replay and scoring as `posfuse replay` (`ReplayJob`,
+/// `Replayer`, `Scorer`), keeping the per-epoch samples. `progress` draws a progress line
+/// on a terminal. A bad `--pipeline` file is a `ResultsDataError` (exit 65).
 func replaySuite(_ paths: [String], pipeline: String?, strict: Bool, progress: Bool) throws -> RunResults {
-    var locations: [TraceLocation] = []
-    for p in paths { locations += try TraceLocation.resolveAll(p) }
-    let options = try pipeline.map { try PipelineConfig.load(url: URL(fileURLWithPath: $0)) } ?? [:]
-    do {
-        return try SuiteReplay(options: options, mode: strict ? .strict : .lenient)
-            .run(locations, label: paths.joined(separator: " ") + (pipeline.map { " (\($0))" } ?? ""), progress: progress)
-    } catch let e as ConfigurationError {
-        throw ResultsDataError(file: pipeline ?? "pipeline", reason: e.description)
-    }
+    let job = try ReplayJob(paths: paths, pipeline: pipeline, strict: strict, epochs: true, db: nil)
+    let results = try job.run(progress: progress)
+    return ScoreReport.runResults(results, label: paths.joined(separator: " ") + (pipeline.map { " (\($0))" } ?? ""))
 }
 
-/// A run for compare/report: a `posfuse replay --json` output (`.json`), else a trace,
-/// scenario folder or folder of traces replayed with `pipeline`.
+/// A run for compare/report: a `posfuse replay --json` output (`.json`), a results
+/// database (`posfuse replay --db`, every run in it), else a trace, scenario folder or
+/// folder of traces replayed with `pipeline`.
 func loadOrReplay(_ path: String, pipeline: String?, strict: Bool = false, progress: Bool = false) throws -> RunResults {
     if path.hasSuffix(".json") {
         guard FileManager.default.fileExists(atPath: path) else { throw ResultsDataError(file: path, reason: "no such file") }
         return try RunResults.load(url: URL(fileURLWithPath: path))
+    }
+    // SQLite files start with "SQLite format 3\0".
+    if let h = FileHandle(forReadingAtPath: path), let head = try? h.read(upToCount: 16),
+       String(decoding: head.prefix(15), as: UTF8.self) == "SQLite format 3" {
+        do { return try ResultStore(path: path).runResults() } catch {
+            throw ResultsDataError(file: path, reason: "cannot read results database: \(error)")
+        }
     }
     return try replaySuite([path], pipeline: pipeline, strict: strict, progress: progress)
 }

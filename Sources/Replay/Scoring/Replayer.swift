@@ -1,0 +1,97 @@
+import Foundation
+import Positioning
+
+/// Settings of one replay.
+public struct ReplayOptions: Sendable {
+    /// `.lenient` (default for `posfuse replay`): bad lines are skipped and counted;
+    /// `.strict` (`--strict`): the first bad line throws `TraceDataError`.
+    public var mode: TraceReadMode
+    /// Seconds of timestamp disorder the reader repairs (`docs/trace-format.md`, "Ordering").
+    public var reorderWindow: Double
+    /// Pipeline configuration: stage name → options (`StageRegistry.pipeline(options:)`).
+    public var stages: [String: StageOptions]
+    public var scoring: ScoringOptions
+
+    public init(mode: TraceReadMode = .lenient, reorderWindow: Double = TraceReader.defaultReorderWindow,
+                stages: [String: StageOptions] = [:], scoring: ScoringOptions = ScoringOptions()) {
+        self.mode = mode; self.reorderWindow = reorderWindow; self.stages = stages; self.scoring = scoring
+    }
+}
+
+/// The outcome of replaying one trace.
+public struct ReplayResult: Sendable {
+    public var location: TraceLocation
+    public var header: TraceHeader
+    public var scores: TraceScores
+    /// Reader counts: events by type, skipped lines by reason, unknown types, out of order.
+    public var stats: TraceReaderStats
+    /// Sources the pipeline can emit (in pipeline order).
+    public var pipelineSources: [Source]
+}
+
+/// Replays a trace: reader → pipeline → scorer, one direction.
+///
+/// Events come from `TraceReader` in non-decreasing time (its ordering policy:
+/// `docs/trace-format.md`, "Ordering": disorder up to the reorder window is repaired,
+/// older events are skipped in lenient mode and fatal in strict mode). Each event goes
+/// first to the scorer (which keeps ground truth, for every subject of a multi-device
+/// trace) and then through the pipeline; the pipeline's results go to the scorer. At the
+/// end of the trace `Pipeline.finish` lets offline stages emit, then the scorer
+/// finishes. A fresh pipeline is built per trace (stages keep state).
+///
+/// ```swift
+/// let r = try Replayer(options: ReplayOptions()).run(try TraceLocation.resolve("Traces/open-street"))
+/// print(r.scores.score("gnss")?.statistics?.p95 ?? 0)
+/// ```
+public final class Replayer {
+    public let options: ReplayOptions
+    /// Progress hook: (events delivered so far, total when known). Called about every
+    /// 4,096 events and once at the end; `Progress.callback` fits.
+    public var progress: ((Int64, Int64?) -> Void)?
+    /// Called for every estimate once scored or found unscorable (result storage).
+    public var onEstimate: ((ScoredEstimate) throws -> Void)?
+    /// Events between progress calls.
+    public static let progressInterval = 4096
+
+    public init(options: ReplayOptions = ReplayOptions()) { self.options = options }
+
+    /// Replays one trace. Throws `TraceDataError` (unreadable trace or reference file,
+    /// strict-mode bad line), `ConfigurationError` (bad stage options) or whatever
+    /// `onEstimate` throws.
+    public func run(_ location: TraceLocation) throws -> ReplayResult {
+        let reader = try TraceReader(url: location.trace, mode: options.mode, reorderWindow: options.reorderWindow)
+        let header = reader.header
+        let reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
+        let pipeline = try StageRegistry.pipeline(options: options.stages)
+        let context = PipelineContext(header: header, reference: reference)
+        let scorer = Scorer(frame: header.frame, options: options.scoring)
+        scorer.onEstimate = onEstimate
+        var n = 0
+        while let event = try reader.next() {
+            try scorer.add(event: event)
+            try scorer.add(pipeline.process(event, context: context))
+            n += 1
+            if n % Self.progressInterval == 0 { progress?(Int64(n), nil) }
+        }
+        try scorer.add(pipeline.finish(context: context))
+        let scores = try scorer.finish()
+        progress?(Int64(n), Int64(n))
+        return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats,
+                            pipelineSources: pipeline.sources)
+    }
+}
+
+extension Replayer {
+    /// Scores estimates made elsewhere (`posfuse score --estimates`) against the ground
+    /// truth of a trace: the trace is read (for its `gt` events only) with the same reader
+    /// and options, the estimates are scored exactly as a replay's would be.
+    public static func score(estimates: [Fix], location: TraceLocation, options: ReplayOptions = ReplayOptions()) throws -> ReplayResult {
+        let reader = try TraceReader(url: location.trace, mode: options.mode, reorderWindow: options.reorderWindow)
+        let header = reader.header
+        let scorer = Scorer(frame: header.frame, options: options.scoring)
+        while let event = try reader.next() { try scorer.add(event: event) }
+        try scorer.add(estimates.map { .fix($0) })
+        return ReplayResult(location: location, header: header, scores: try scorer.finish(), stats: reader.stats,
+                            pipelineSources: Array(Set(estimates.map(\.source))).sorted())
+    }
+}
