@@ -92,14 +92,14 @@ public struct TraceScores: Sendable, Equatable {
 ///
 /// Truth per subject (`TraceEvent.device` of `gt` events): WGS84 positions are
 /// converted to local ENU with the header's frame, local `e`/`n` are taken as they are.
-/// Interpolation, gaps and the no-extrapolation rule: `TruthTrack`.
+/// Interpolation, gaps and the no-extrapolation rule: `GroundTruthTrack`.
 public final class Scorer {
     public let frame: LocalFrame
     public let options: ScoringOptions
     /// Called once for every estimate when it is scored or found unscorable (result store).
     public var onEstimate: ((ScoredEstimate) throws -> Void)?
 
-    private var truth: [String: TruthTrack] = [:]
+    private var truth: [String: GroundTruthTrack] = [:]
     private var pending: [String: [Fix]] = [:]
     private var acc: [Key: Accumulator] = [:]
     private var failures: [String: [String: Int]] = [:]
@@ -132,7 +132,7 @@ public final class Scorer {
     public func add(event: TraceEvent) throws {
         guard case .groundTruth(let g) = event.payload else { return }
         let s = event.device
-        truth[s, default: TruthTrack(subject: s)].append(time: event.time, position: Self.enu(g, frame: frame))
+        truth[s, default: GroundTruthTrack(subject: s)].append(time: event.time, position: Self.enu(g, frame: frame))
         guard var waiting = pending[s], !waiting.isEmpty else { return }
         let t = event.time
         let ready = waiting.filter { $0.time <= t }

@@ -21,7 +21,7 @@ public enum UnscoredReason: String, Error, Sendable, CaseIterable, Codable {
 /// (whatever the gaps around it). Times outside [t_first, t_last] have no truth: never
 /// extrapolated. Static subjects (`object:<id>`, landmarks reported by CamLoc) do not
 /// move: outside their samples they take the nearest sample.
-public struct TruthTrack: Sendable {
+public struct GroundTruthTrack: Sendable {
     public let subject: String
     public let isStatic: Bool
     public private(set) var times: [Double] = []
