@@ -8,8 +8,9 @@ import CGSL
 /// * `median_m`, `p75_m`, `p90_m`, `p95_m`: Hyndman–Fan type 7 quantiles of the errors
 ///   (numpy's default "linear"): with sorted e_(0) ≤ … ≤ e_(N−1) and h = (N − 1)p,
 ///   Q(p) = e_(⌊h⌋) + (h − ⌊h⌋)(e_(⌊h⌋+1) − e_(⌊h⌋)).
-/// * `inside95` = fraction of epochs with e_k ≤ r95_k (the reported 95 % radius), over
-///   epochs that report one; ideal 0.95.
+/// * `inside95` = fraction of epochs whose NEES ≤ 5.991 (truth inside the reported 95 %
+///   ellipse, as `posfuse replay`), or e_k ≤ r95_k (95 % circle) for epochs with a radius
+///   but no NEES; ideal 0.95.
 /// * `anees` = mean of the per-epoch NEES eᵀP⁻¹e over epochs that have one; ideal 2 (χ²₂).
 ///
 /// Degenerate cases: no epochs → no metrics (empty dictionary); no radius or NEES → that
@@ -29,7 +30,10 @@ public enum EpochMetrics {
 
     /// All metrics of `names` that the samples support.
     public static func compute(_ epochs: [EpochSample]) -> [String: Double] {
-        compute(errors: epochs.map(\.error), inside: epochs.compactMap { e in e.radius95.map { e.error <= $0 } },
+        // inside95 as `posfuse replay` defines it (docs/metrics.md): truth inside the reported
+        // 95 % ellipse, NEES ≤ χ²₂(0.95) = 5.991; the 95 % circle only when no NEES is known.
+        compute(errors: epochs.map(\.error), inside: epochs.compactMap { e in
+                    e.nees.map { $0 <= -2 * log(0.05) } ?? e.radius95.map { e.error <= $0 } },
                 nees: epochs.compactMap(\.nees))
     }
 
