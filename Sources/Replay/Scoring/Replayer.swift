@@ -45,8 +45,8 @@ public struct ReplayResult: Sendable {
 /// ```
 public final class Replayer {
     public let options: ReplayOptions
-    /// Progress hook: (events delivered so far, total when known). Called about every
-    /// 4,096 events and once at the end; `Progress.callback` fits.
+    /// Progress hook: (bytes of the trace read so far, file size when known). Called about
+    /// every 4,096 events and once at the end; `Progress.callback` fits.
     public var progress: ((Int64, Int64?) -> Void)?
     /// Called for every estimate once scored or found unscorable (result storage).
     public var onEstimate: ((ScoredEstimate) throws -> Void)?
@@ -66,16 +66,17 @@ public final class Replayer {
         let context = PipelineContext(header: header, reference: reference)
         let scorer = Scorer(frame: header.frame, options: options.scoring)
         scorer.onEstimate = onEstimate
+        let size = (try? FileManager.default.attributesOfItem(atPath: location.trace.path)[.size] as? NSNumber)?.int64Value
         var n = 0
         while let event = try reader.next() {
             try scorer.add(event: event)
             try scorer.add(pipeline.process(event, context: context))
             n += 1
-            if n % Self.progressInterval == 0 { progress?(Int64(n), nil) }
+            if n % Self.progressInterval == 0 { progress?(reader.bytesRead, size) }
         }
         try scorer.add(pipeline.finish(context: context))
         let scores = try scorer.finish()
-        progress?(Int64(n), Int64(n))
+        progress?(reader.bytesRead, size ?? reader.bytesRead)
         return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats,
                             pipelineSources: pipeline.sources)
     }
