@@ -9,7 +9,9 @@ struct Export: ParsableCommand {
         abstract: "Export ground truth and estimates of a trace as GeoJSON, KML, GPX, TUM, CSV or NMEA.",
         discussion: """
         Reads TRACE (a trace.jsonl or a Traces/NAME/ folder), runs the default pipeline over it and
-        writes ground truth (source `gt`) and the estimates of the chosen sources. TUM and NMEA hold
+        writes ground truth (source `gt`) and the estimates of the chosen sources. TRACE may also be
+        a finished run (`posfuse replay --json --epochs` output, .json): give --traces DIR (DIR/NAME/
+        holds the trace, for its origin) or --origin, and --trace-name when the run has several traces. TUM and NMEA hold
         one trajectory per file: with several tracks, -o out.txt writes out.<track>.txt per track.
         Units and frames: docs/formats.md.
         """
@@ -21,6 +23,10 @@ struct Export: ParsableCommand {
     @Option(name: .customLong("source"), parsing: .singleValue,
             help: "Sources to export (repeatable or comma-separated): gt, gnss, ekf, … (default: all).")
     var sources: [String] = []
+    @Option(name: .customLong("traces"), help: "Run input: folder holding the run's traces (NAME/trace.jsonl) for their origin.")
+    var tracesDir: String?
+    @Option(help: "Run input: ENU origin 'lat,lon[,h]' of the run's trace.") var origin: String?
+    @Option(name: .customLong("trace-name"), help: "Run input: which trace of the run to export.") var traceName: String?
     @Flag(help: "Read the trace strictly (exit 65 on the first bad line).") var strict = false
     @Option(help: "Pipeline configuration (YAML, docs/pipeline.yaml); default: every stage with its defaults.")
     var pipeline: String?
@@ -41,6 +47,7 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let fmt = ExportFormat(rawValue: format)!
+        if trace.hasSuffix(".json") { return try exportRun(fmt) }
         try withExitCodes {
             let loc = try TraceLocation.resolve(trace)
             let reader = try TraceReader(url: loc.trace, mode: strict ? .strict : .lenient)
@@ -55,7 +62,39 @@ struct Export: ParsableCommand {
                 throw TraceDataError(file: pipeline ?? "pipeline", line: 0, reason: e.description)
             }
             let points = ExportInput.points(events: events, header: header, sources: wanted, reference: reference, pipeline: stages)
-            let tracks = ExportBuilder.tracks(points)
+            try write(fmt, tracks: ExportBuilder.tracks(points), header: header)
+        }
+    }
+
+    /// Export of a finished run (JSON with per-epoch estimates).
+    func exportRun(_ fmt: ExportFormat) throws {
+        let run: RunResults
+        do { run = try RunResults.load(url: URL(fileURLWithPath: trace)) } catch let e as ResultsDataError {
+            printError(e.description); throw ExitCode(ExitStatus.dataError)
+        }
+        guard let tr = traceName.flatMap({ run.trace($0) }) ?? (run.traces.count == 1 ? run.traces.first : nil) else {
+            throw ValidationError("the run holds \(run.traces.count) traces (\(run.traces.map(\.trace).joined(separator: ", "))): choose one with --trace-name")
+        }
+        try withExitCodes {
+            let header: TraceHeader
+            if let o = origin.flatMap(parseGeodetic) {
+                header = TraceHeader(origin: o, name: tr.trace)
+            } else if let dir = tracesDir {
+                let loc = try TraceLocation.resolve((dir as NSString).appendingPathComponent(tr.trace))
+                header = try TraceReader(url: loc.trace).header
+            } else {
+                throw ValidationError("a run has no origin: give --traces DIR or --origin lat,lon[,h]")
+            }
+            let points = ExportInput.points(run: tr, header: header, sources: wanted)
+            guard !points.isEmpty else {
+                throw TraceDataError(file: trace, line: 0, reason: "the run has no per-epoch estimates (replay with --epochs)")
+            }
+            try write(fmt, tracks: ExportBuilder.tracks(points), header: header)
+        }
+    }
+
+    func write(_ fmt: ExportFormat, tracks: [ExportTrack], header: TraceHeader) throws {
+        do {
             guard let out = output else {
                 print(Exporter.render(fmt, tracks: tracks, header: header), terminator: "")
                 return

@@ -85,3 +85,27 @@ import Foundation
         #expect(geo.status == 0, "\(geo.stderr)")
     }
 }
+
+@Suite struct ExportRunCLITests {
+    /// A finished run (replay --json --epochs layout) exports with the origin given.
+    @Test func runJSONExportsEstimatesAndTruth() throws {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: d) }
+        let run = """
+        {"traces":[{"trace":"walk","skipped":0,"scores":[{"source":"ekf","count":2,"median_m":1.0,
+          "epochs":{"t":[10.0,11.0],"e_m":[1.0,1.0],"r95_m":[2.4477468306808161,null],"x_m":[1.0,2.0],"y_m":[0.0,0.0],
+                    "gt_x_m":[0.0,1.0],"gt_y_m":[0.0,0.0]}}]}]}
+        """
+        let f = d.appendingPathComponent("run.json")
+        try Data(run.utf8).write(to: f)
+        let r = try CLI.run(["export", "csv", f.path, "--origin", "48,11,0"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = r.stdout.split(separator: "\n")
+        #expect(rows.count == 5)   // header + 2 ekf + 2 gt
+        #expect(rows.contains { $0.contains(",ekf,phone,") && $0.contains(",1,0,0,,,1,0,1,") })   // σ = 1 m
+        #expect(rows.filter { $0.contains(",gt,phone,") }.count == 2)
+        let noOrigin = try CLI.run(["export", "csv", f.path])
+        #expect(noOrigin.status == 64)
+    }
+}

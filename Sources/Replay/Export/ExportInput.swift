@@ -35,3 +35,30 @@ public enum ExportInput {
         return pts
     }
 }
+
+extension ExportInput {
+    /// Positions of a finished run (`posfuse replay --json --epochs` output) for one trace:
+    /// each epoch's estimate of the chosen sources and its matched truth (`gt`, once per
+    /// time). The run holds only the 95 % radius, so the covariance is the isotropic
+    /// σ²·I with σ = radius95 / 2.4477 (exact for circular estimates). Height is 0 (ENU up).
+    public static func points(run: TraceResult, header: TraceHeader, sources: Set<String>?) -> [ExportPoint] {
+        let frame = header.frame
+        let k = Covariance2.ellipseScale(probability: 0.95)
+        var out: [ExportPoint] = []
+        var truthTimes = Set<Double>()
+        for s in run.sources {
+            for e in s.epochs ?? [] {
+                if let tr = e.truth, sources?.contains("gt") ?? true, truthTimes.insert(e.time).inserted {
+                    let v = SIMD3(tr.x, tr.y, 0)
+                    out.append(ExportPoint(time: e.time, source: "gt", subject: Fix.defaultSubject, geodetic: frame.geodetic(v), enu: v))
+                }
+                guard sources?.contains(s.source) ?? true, let est = e.estimate else { continue }
+                let v = SIMD3(est.x, est.y, 0)
+                let cov = e.radius95.flatMap { $0 > 0 && $0.isFinite ? Covariance2(sigma: $0 / k) : nil }
+                out.append(ExportPoint(time: e.time, source: s.source, subject: Fix.defaultSubject, geodetic: frame.geodetic(v),
+                                       enu: v, covariance: cov))
+            }
+        }
+        return out
+    }
+}
