@@ -124,7 +124,7 @@ public struct BlockBootstrap: Sendable {
             var errors: [Double], inside: [Bool?], nees: [Double?]
             init(_ e: [EpochSample]) {
                 errors = e.map(\.error)
-                inside = e.map { s in s.radius95.map { s.error <= $0 } }
+                inside = e.map(EpochMetrics.isInside95)
                 nees = e.map(\.nees)
             }
         }

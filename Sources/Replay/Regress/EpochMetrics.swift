@@ -32,9 +32,13 @@ public enum EpochMetrics {
     public static func compute(_ epochs: [EpochSample]) -> [String: Double] {
         // inside95 as `posfuse replay` defines it (docs/metrics.md): truth inside the reported
         // 95 % ellipse, NEES ≤ χ²₂(0.95) = 5.991; the 95 % circle only when no NEES is known.
-        compute(errors: epochs.map(\.error), inside: epochs.compactMap { e in
-                    e.nees.map { $0 <= -2 * log(0.05) } ?? e.radius95.map { e.error <= $0 } },
-                nees: epochs.compactMap(\.nees))
+        compute(errors: epochs.map(\.error), inside: epochs.compactMap(isInside95), nees: epochs.compactMap(\.nees))
+    }
+
+    /// Whether an epoch's truth lies inside its reported 95 % region: NEES ≤ χ²₂(0.95) =
+    /// −2 ln 0.05 = 5.991 (the ellipse), else e ≤ r95 (the circle); nil when neither is known.
+    public static func isInside95(_ e: EpochSample) -> Bool? {
+        e.nees.map { $0 <= -2 * log(0.05) } ?? e.radius95.map { e.error <= $0 }
     }
 
     /// Metrics from error magnitudes, inside-95 flags and NEES values (independent lists:
