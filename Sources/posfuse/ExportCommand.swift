@@ -47,33 +47,51 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let fmt = ExportFormat(rawValue: format)!
-        if trace.hasSuffix(".json") { return try exportRun(fmt) }
+        if trace.hasSuffix(".json") || Self.isSQLite(trace) { return try exportRun(fmt) }
         try withExitCodes {
             let loc = try TraceLocation.resolve(trace)
             let reader = try TraceReader(url: loc.trace, mode: strict ? .strict : .lenient)
             let events = try reader.readAll()
             let header = reader.header
-            let reference = try loc.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
-            let stages: Pipeline?
-            do {
-                let stageOptions = try pipeline.map { try PipelineConfig.load(url: URL(fileURLWithPath: $0)) } ?? [:]
-                stages = noPipeline ? nil : try StageRegistry.pipeline(options: stageOptions)
-            } catch let e as ConfigurationError {
-                throw TraceDataError(file: pipeline ?? "pipeline", line: 0, reason: e.description)
+            var points = ExportBuilder.points(events: events, header: header, sources: (wanted ?? ["gt"]).intersection(["gt"]))
+            let estimateSources = wanted.map { $0.subtracting(["gt"]) }
+            if noPipeline {
+                points += ExportBuilder.points(events: events, header: header, sources: (estimateSources ?? ["gnss"]).intersection(["gnss"]))
+            } else if !(estimateSources?.isEmpty ?? false) {
+                // Estimates: the default (or --pipeline) pipeline run through the Replayer.
+                let stages: [String: StageOptions]
+                do { stages = try pipeline.map { try PipelineConfig.load(url: URL(fileURLWithPath: $0)) } ?? [:] } catch let e as ConfigurationError {
+                    throw TraceDataError(file: pipeline ?? "pipeline", line: 0, reason: e.description)
+                }
+                let replayer = Replayer(options: ReplayOptions(mode: strict ? .strict : .lenient, stages: stages))
+                let box = FixBox()
+                replayer.onEstimate = { box.fixes.append($0.fix) }
+                do { _ = try replayer.run(loc) } catch let e as ConfigurationError {
+                    throw TraceDataError(file: pipeline ?? "pipeline", line: 0, reason: e.description)
+                }
+                points += ExportBuilder.points(fixes: box.fixes, header: header, sources: estimateSources)
             }
-            let points = ExportInput.points(events: events, header: header, sources: wanted, reference: reference, pipeline: stages)
             try write(fmt, tracks: ExportBuilder.tracks(points), header: header)
         }
     }
 
-    /// Export of a finished run (JSON with per-epoch estimates).
+    static func isSQLite(_ path: String) -> Bool {
+        guard let h = FileHandle(forReadingAtPath: path), let head = try? h.read(upToCount: 16) else { return false }
+        return String(decoding: head.prefix(15), as: UTF8.self) == "SQLite format 3"
+    }
+
+    /// Export of a finished run: `posfuse replay --json --epochs` output or a results
+    /// database (its latest run of the chosen trace).
     func exportRun(_ fmt: ExportFormat) throws {
         let run: RunResults
-        do { run = try RunResults.load(url: URL(fileURLWithPath: trace)) } catch let e as ResultsDataError {
+        do {
+            run = Self.isSQLite(trace) ? try ResultStore(path: trace).runResults() : try RunResults.load(url: URL(fileURLWithPath: trace))
+        } catch let e as ResultsDataError {
             printError(e.description); throw ExitCode(ExitStatus.dataError)
         }
-        guard let tr = traceName.flatMap({ run.trace($0) }) ?? (run.traces.count == 1 ? run.traces.first : nil) else {
-            throw ValidationError("the run holds \(run.traces.count) traces (\(run.traces.map(\.trace).joined(separator: ", "))): choose one with --trace-name")
+        let names = Array(Set(run.traces.map(\.trace))).sorted()
+        guard let tr = traceName.flatMap({ n in run.traces.last { $0.trace == n } }) ?? (names.count == 1 ? run.traces.last : nil) else {
+            throw ValidationError("the run holds traces \(names.joined(separator: ", ")): choose one with --trace-name")
         }
         try withExitCodes {
             let header: TraceHeader
@@ -115,3 +133,6 @@ struct Export: ParsableCommand {
         }
     }
 }
+
+/// Collects the Replayer's estimates.
+final class FixBox { var fixes: [Fix] = [] }

@@ -83,6 +83,13 @@ import Foundation
         #expect(median != nil && median! < 5, "\(r.stdout)")
         let geo = try CLI.run(["export", "geojson", out.path, "--source", "gt,gnss", "-o", out.appendingPathComponent("x.geojson").path])
         #expect(geo.status == 0, "\(geo.stderr)")
+        // A results database run exports too (origin from the trace folder).
+        let db = out.appendingPathComponent("r.sqlite").path
+        let rep = try CLI.run(["replay", out.path, "--db", db])
+        #expect(rep.status == 0, "\(rep.stderr)")
+        let csv = try CLI.run(["export", "csv", db, "--traces", out.deletingLastPathComponent().path, "--trace-name", out.lastPathComponent])
+        #expect(csv.status == 0, "\(csv.stderr)")
+        #expect(csv.stdout.split(separator: "\n").filter { $0.contains(",gnss,phone,") }.count == 1737)
     }
 }
 
