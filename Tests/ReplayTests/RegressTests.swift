@@ -53,7 +53,12 @@ func syntheticEpochs(seed: UInt64, n: Int = 600, sigma: Double = 2, bias: Double
         #expect(abs(m["mean_m"]! - 7.0 / 3) < 1e-12)
         #expect(abs(m["rmse_m"]! - (25.0 / 3).squareRoot()) < 1e-12)
         #expect(m["max_m"] == 4 && m["median_m"] == 3)
-        #expect(abs(m["inside95"]! - 2.0 / 3) < 1e-12)
+        // inside95 uses the ellipse (NEES ≤ 5.991) when NEES is known: 3, 4, 0 are all inside.
+        #expect(m["inside95"] == 1)
+        // Without NEES it falls back to the circle e ≤ r95: 3 and 0 inside, 4 outside.
+        let circle = EpochMetrics.compute([3.0, 4, 0].map { EpochSample(time: 0, error: $0, radius95: 3.5) })
+        #expect(abs(circle["inside95"]! - 2.0 / 3) < 1e-12)
+        #expect(EpochMetrics.isInside95(EpochSample(time: 0, error: 9, radius95: 1, nees: 6.0)) == false)
         #expect(abs(m["anees"]! - 7.0 / 3) < 1e-12)
         #expect(EpochMetrics.compute([]).isEmpty)
         #expect(EpochMetrics.compute([EpochSample(time: 0, error: 1)])["anees"] == nil)
