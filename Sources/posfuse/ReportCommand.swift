@@ -8,9 +8,10 @@ struct Report: ParsableCommand {
         abstract: "Write a self-contained offline HTML report of a run: error CDF, trajectory, error and NEES over time, metrics.",
         discussion: """
         RUN is a trace file or scenario folder (replayed with --pipeline), a folder of traces
-        such as Traces/, or a finished run: a `posfuse replay --json --epochs` output. The HTML
+        such as Traces/, or a finished run: a `posfuse replay --json --epochs` output or a
+        results database (`posfuse replay --db`). The HTML
         has inline SVG and CSS only: no scripts, fonts or network requests; it prints on A4.
-        With a JSON run, --traces DIR finds each trace's floor plan and ground truth in DIR/NAME/.
+        With a finished run, --traces DIR finds each trace's floor plan and ground truth in DIR/NAME/.
         Exit codes: 0 ok, 64 usage, 65 bad data.
         """
     )
@@ -26,8 +27,9 @@ struct Report: ParsableCommand {
         try withExitCodes {
             do {
                 var reportTraces: [ReportTrace] = []
-                if input.hasSuffix(".json") {
-                    let r = try RunResults.load(url: URL(fileURLWithPath: input))
+                if input.hasSuffix(".json") || isSQLite(input) {
+                    // A finished run: JSON output of replay, or a results database.
+                    let r = try loadOrReplay(input, pipeline: nil)
                     for t in r.traces {
                         let folder = URL(fileURLWithPath: traces).appendingPathComponent(t.trace)
                         if let loc = try? TraceLocation.resolve(folder.path) {
@@ -54,4 +56,10 @@ struct Report: ParsableCommand {
             }
         }
     }
+}
+
+/// Whether a file is an SQLite database (header "SQLite format 3").
+func isSQLite(_ path: String) -> Bool {
+    guard let h = FileHandle(forReadingAtPath: path), let head = try? h.read(upToCount: 16) else { return false }
+    return String(decoding: head.prefix(15), as: UTF8.self) == "SQLite format 3"
 }

@@ -237,5 +237,18 @@ enum GateFixtures {
         let text = try String(contentsOf: html, encoding: .utf8)
         #expect(text.contains("id=\"t0-traj\"") && text.contains("id=\"t0-nees-gnss\"") && text.contains("ground truth"))
         #expect(try CLI.run(["report", dir.appendingPathComponent("missing").path, "-o", html.path]).status == 64)
+        // From a results database and from replay --json --epochs: same plots, truth found in --traces.
+        let db = dir.appendingPathComponent("r.sqlite").path
+        #expect(try CLI.run(["replay", open.path, "--db", db]).status == 0)
+        let fromDB = try CLI.run(["report", db, "-o", html.path, "--traces", Self.traces.path])
+        #expect(fromDB.status == 0, "\(fromDB.stderr)")
+        #expect(try String(contentsOf: html, encoding: .utf8).contains("id=\"t0-nees-gnss\""))
+        let json = try CLI.run(["replay", open.path, "--json", "--epochs"])
+        let run = dir.appendingPathComponent("run.json")
+        try json.stdout.write(to: run, atomically: true, encoding: .utf8)
+        let fromJSON = try CLI.run(["report", run.path, "-o", html.path, "--traces", Self.traces.path])
+        #expect(fromJSON.status == 0, "\(fromJSON.stderr)")
+        let t = try String(contentsOf: html, encoding: .utf8)
+        #expect(t.contains("id=\"t0-err-gnss\"") && !t.contains(" 0 ground-truth points"))
     }
 }
