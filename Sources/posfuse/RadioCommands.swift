@@ -39,6 +39,8 @@ struct EvaluateRadio: ParsableCommand {
         map from the training walks, wcl and hapel scored at the test walks' waypoints; ujiindoorloc
         (trainingData.csv): AP positions from a seeded fraction of the rows, wcl on the rest.
         Given one folder (or file) instead of --train/--test: leave-one-walk-out (UJI: row split).
+        Given a scenario folder (trace.jsonl + reference.json, e.g. Traces/rural-cell): the radio stages run
+        with the trace's own reference data (no learning); errors per source and the TA radial error std.
         """
     )
 
@@ -73,6 +75,10 @@ struct EvaluateRadio: ParsableCommand {
         let w = try wcl.estimator()
         var out: [String: Any] = [:]
         var text: [String] = []
+        if let f = folder, FileManager.default.fileExists(atPath: (f as NSString).appendingPathComponent("trace.jsonl")) {
+            try runScenario(f)
+            return
+        }
         do {
             let all = try urls(folder.map { [$0] } ?? train + test, dataset.flatMap(RadioDataset.init))
             guard let ds = dataset.flatMap(RadioDataset.init) ?? RadioDataset.detect(all) else {
@@ -163,6 +169,44 @@ struct EvaluateRadio: ParsableCommand {
         } else {
             print(text.joined(separator: "\n"))
         }
+    }
+}
+
+extension EvaluateRadio {
+    func runScenario(_ path: String) throws {
+        var wo = StageOptions(name: "wcl", values: ["weight_law": .string(wcl.weightLaw), "exponent": .number(wcl.exponent),
+                                                    "k": .number(Double(wcl.k)), "rss_min": .number(wcl.rssMin)])
+        let w = try WCLStage.estimator(wo)
+        _ = w
+        var ho = wo; ho.name = "hapel"; ho.values["variant"] = .string(variant)
+        wo.name = "wcl"
+        let r = try withExitCodes { try RadioScenarioCheck.run(path, options: ["wcl": wo, "hapel": ho]) }
+        var out: [String: Any] = ["protocol": "scenario", "trace": path]
+        var lines: [String] = []
+        var scores: [[String: Any]] = []
+        for (src, e) in r.errors.sorted(by: { $0.key < $1.key }) {
+            var d = try jsonObject(ErrorSummary(e)) as? [String: Any] ?? [:]
+            d["source"] = src.rawValue
+            if let n = r.nis[src] { d["median_nis"] = RadioStats.median(n) }
+            scores.append(d)
+            let s = ErrorSummary(e)
+            lines.append(String(format: "%-8@ n=%4d mean %8.2f m  median %8.2f m  P95 %8.2f m", src.rawValue as NSString, s.count,
+                                s.mean_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan))
+        }
+        out["scores"] = scores
+        var radial: [[String: Any]] = []
+        for (u, v) in r.radial.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let q = TimingAdvanceModel(unit: u).quantizationSigma
+            let sd = RadioStats.standardDeviation(v)
+            radial.append(["ta_unit": u.rawValue, "count": v.count, "std_m": sd as Any, "bias_m": RadioStats.mean(v) as Any,
+                           "quantization_sigma_m": q, "ratio": (sd ?? .nan) / q])
+            lines.append(String(format: "TA %@ radial std %.2f m vs Δ/√12 %.2f m (ratio %.3f, n=%d)", u.rawValue as NSString,
+                                sd ?? .nan, q, (sd ?? .nan) / q, v.count))
+        }
+        out["ta_radial"] = radial
+        if json {
+            print(String(decoding: try JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
+        } else { print(lines.joined(separator: "\n")) }
     }
 }
 

@@ -247,3 +247,30 @@ struct TestRNG {
         #expect(abs(NormalCDF.logDifference(40, 39) - NormalCDF.logPhi(-39)) < 1e-6)
     }
 }
+
+@Suite struct MultiRingTests {
+    /// Two rings (GSM + LTE of different sites) intersect: the posterior mean lands near the
+    /// truth, far better than either single ring-sector centroid.
+    @Test func twoRingsIntersect() throws {
+        let est = CellTAEstimator()
+        let truth = SIMD2(1800.0, 900.0)
+        let gsmSite = CellSite(cell: CellID(rat: .gsm, mcc: 1, mnc: 1, area: 1, cid: 1), position: SIMD3(0, 0, 0), azimuth: 60, beamwidth: 120)
+        let lteSite = CellSite(cell: CellID(rat: .lte, mcc: 1, mnc: 2, area: 1, cid: 2), position: SIMD3(3000, -1500, 0), azimuth: 330, beamwidth: 120)
+        func ring(_ s: CellSite, _ u: TimingAdvanceUnit) -> TimingAdvanceRing {
+            let m = TimingAdvanceModel(unit: u)
+            let d = ((truth - SIMD2(s.position.x, s.position.y)) * (truth - SIMD2(s.position.x, s.position.y))).sum().squareRoot()
+            let ta = Int((d / m.stepLength).rounded())
+            return TimingAdvanceRing(site: s, measurement: TimingAdvanceRangeMeasurement(time: 0, site: s.position, timingAdvance: ta,
+                                                                                          model: m, sigmaM: 0.15 * m.stepLength), time: 0)
+        }
+        let rings = [ring(gsmSite, .gsmBits), ring(lteSite, .lte16Ts)]
+        let f = try #require(est.multiRingFix(rings, time: 0))
+        let e = ((f.position - truth) * (f.position - truth)).sum().squareRoot()
+        #expect(e < 250 && f.usedCount == 2)
+        // Same site twice → not a multi-ring problem.
+        #expect(est.multiRingFix([rings[0], rings[0]], time: 0) == nil)
+        // The 3GPP pattern prior: 0 dB on boresight, −12 dB at 65°, floor −20 dB.
+        #expect(abs(CellTAEstimator.sectorLogPrior(site: gsmSite, point: SIMD2(sin(Angle.radians(60)), cos(Angle.radians(60)))) ) < 1e-9)
+        #expect(abs(CellTAEstimator.sectorLogPrior(site: gsmSite, point: SIMD2(0, -1)) + 20 * log(10.0) / 10) < 1e-9)
+    }
+}

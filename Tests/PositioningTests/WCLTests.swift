@@ -51,7 +51,9 @@ import Foundation
             WiFiObservation(bssid: "06:aa:bb:cc:dd:ee", rss: -40, lastSeen: 10.4),
             WiFiObservation(bssid: "00:00:00:00:00:99", rss: -30, lastSeen: 10.4),      // not in map
         ])
-        let e = WCLEstimator(weightLaw: .power)
+        var e = WCLEstimator(weightLaw: .power)
+        #expect(e.mergedAnchors(scan, time: 11, map: map).count == 3)   // default: map entries are trusted
+        e.excludeLocallyAdministered = true
         let a = e.mergedAnchors(scan, time: 11, map: map)
         #expect(a.count == 2)                                  // r1 merged, hotspot + unknown dropped
         #expect(a.first { $0.id == "radio:r1" }?.rss == -58)   // strongest member

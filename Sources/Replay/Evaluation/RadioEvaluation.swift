@@ -353,3 +353,62 @@ public enum UJIIndoorLocReader {
         return (errs, n == 0 ? 0 : Double(hits) / Double(n), map.count)
     }
 }
+
+// MARK: - Scenario traces (own reference.json)
+
+/// Runs the radio stages (`cell`, `cell-ta`, `wcl`, `hapel`, configured through
+/// `StageRegistry` options) over one trace with its own `reference.json`, and scores every fix
+/// against the ground truth interpolated at the fix time (the subject's `gt` events). Also
+/// the TA radial error z − ρ(p_true) of every LTE TA range measurement (for the Δ/√12 check).
+/// A stand-in for `posfuse replay` on the radio sources, used by `posfuse evaluate radio
+/// TRACE_FOLDER` and the acceptance tests.
+public enum RadioScenarioCheck {
+    public struct Result: Sendable {
+        public var errors: [Source: [Double]] = [:]
+        public var nis: [Source: [Double]] = [:]
+        /// Radial errors of TA range measurements by TA unit.
+        public var radial: [TimingAdvanceUnit: [Double]] = [:]
+    }
+
+    public static func run(_ path: String, options: [String: StageOptions] = [:]) throws -> Result {
+        let loc = try TraceLocation.resolve(path)
+        let reader = try TraceReader(url: loc.trace, mode: .lenient)
+        let header = reader.header
+        let reference = try ReferenceLoader.load(folder: loc.folder, frame: header.frame)
+        var events: [TraceEvent] = []
+        while let e = try reader.next() { events.append(e) }
+        let walk = RecordedWalk(name: loc.name, header: header, events: events)
+        var stages: [any PipelineStage] = []
+        for name in ["cell", "cell-ta", "wcl", "hapel"] {
+            guard let entry = StageRegistry.entries.first(where: { $0.name == name }) else { continue }
+            stages.append(try entry.make(options[name] ?? StageOptions(name: name)))
+        }
+        let pipe = Pipeline(stages: stages)
+        let ctx = PipelineContext(header: header, reference: reference)
+        var truths: [String: TruthTrack] = [:]
+        func truth(_ s: String) -> TruthTrack {
+            if let t = truths[s] { return t }
+            let t = TruthTrack(walk: walk, frame: header.frame, subject: s, maxGap: 5)
+            truths[s] = t
+            return t
+        }
+        var out = Result()
+        for e in events {
+            for r in pipe.process(e, context: ctx) {
+                switch r {
+                case .fix(let f):
+                    guard let p = truth(f.subject).position(at: f.time) else { continue }
+                    out.errors[f.source, default: []].append(norm(f.position - p))
+                    if let n = f.covariance.mahalanobis2(f.position - p) { out.nis[f.source, default: []].append(n) }
+                case .measurement(let m, let subject):
+                    guard let ta = m as? TimingAdvanceRangeMeasurement, case .cell(let o) = e.payload,
+                          let p = truth(subject).position(at: e.time) else { continue }
+                    let unit = o.timingAdvanceUnit ?? TimingAdvanceModel.defaultUnit(for: o.cell.rat) ?? .lte16Ts
+                    out.radial[unit, default: []].append(ta.z[0] - ta.predict(p)[0])
+                default: continue
+                }
+            }
+        }
+        return out
+    }
+}

@@ -132,3 +132,82 @@ public struct CellTAEstimator: Sendable {
                                              sigmaM: sigmaM(m), phoneUp: phoneUp, cell: obs.cell)
     }
 }
+
+/// One serving-cell TA ring available at an epoch (for the multi-ring fix).
+public struct TimingAdvanceRing: Sendable {
+    public var site: CellSite
+    public var measurement: TimingAdvanceRangeMeasurement
+    public var time: Double
+    public init(site: CellSite, measurement: TimingAdvanceRangeMeasurement, time: Double) {
+        self.site = site; self.measurement = measurement; self.time = time
+    }
+}
+
+extension CellTAEstimator {
+    /// 3GPP horizontal antenna pattern A(φ) = −min(12(φ/φ_3dB)², A_m) dB, φ_3dB = 65°,
+    /// A_m = 20 dB, as a log prior on the bearing from a sectorised site (linear gain, i.e.
+    /// A·ln10/10); 0 for omni/unknown sectors.
+    public static func sectorLogPrior(site: CellSite, point p: SIMD2<Double>, useSector: Bool = true) -> Double {
+        guard let s = CellIDEstimator.sector(site, use: useSector) else { return 0 }
+        let d = p - SIMD2(site.position.x, site.position.y)
+        guard abs(d.x) + abs(d.y) > 1e-9 else { return 0 }
+        let phi = Angle.degrees(Angle.wrap(atan2(d.x, d.y) - s.boresight))
+        let a = -min(12 * (phi / 65) * (phi / 65), 20)
+        return a * log(10.0) / 10
+    }
+
+    /// Multi-ring fix (`design/estimators.md` §1.2 items 3–4, §1.5): when several serving cells
+    /// of different sites report TA at (nearly) the same time — dual-SIM phones, GSM + LTE — the
+    /// rings intersect. Posterior on a polar grid around the narrowest ring's site:
+    /// r over its ring ±3σ_m (12 values, area element r), azimuth every 1°;
+    /// log w = log r + Σ_i log L_i(ρ_i(p)) + Σ_i log A_i(bearing_i(p)) with L_i the annulus
+    /// likelihood of ring i (`TimingAdvanceRangeMeasurement.logLikelihood`) and A_i the
+    /// sector pattern prior. Fix = posterior mean, Σ = posterior covariance + (grid step)²·I.
+    /// Returns nil for fewer than two rings of distinct sites.
+    public func multiRingFix(_ rings: [TimingAdvanceRing], time: Double, subject: String = Fix.defaultSubject) -> Fix? {
+        var distinct: [TimingAdvanceRing] = []
+        for r in rings where !distinct.contains(where: {
+            let d = SIMD2($0.site.position.x - r.site.position.x, $0.site.position.y - r.site.position.y)
+            return (d * d).sum() < 1
+        }) { distinct.append(r) }
+        guard distinct.count >= 2 else { return nil }
+        let ref = distinct.min { ($0.measurement.ringUpper - $0.measurement.ringLower) < ($1.measurement.ringUpper - $1.measurement.ringLower) }!
+        let m = ref.measurement
+        let dh = ref.site.position.z - phoneUp
+        func horizontal(_ r: Double) -> Double { (max(0, r * r - dh * dh)).squareRoot() }
+        let lo = horizontal(max(0, m.ringLower - 3 * m.sigmaM)), hi = horizontal(m.ringUpper + 3 * m.sigmaM)
+        let nr = 12, nphi = 360
+        let c = SIMD2(ref.site.position.x, ref.site.position.y)
+        var pts: [SIMD2<Double>] = [], lw: [Double] = []
+        pts.reserveCapacity(nr * nphi); lw.reserveCapacity(nr * nphi)
+        let dr = (hi - lo) / Double(nr)
+        for i in 0..<nr {
+            let r = lo + (Double(i) + 0.5) * dr
+            for j in 0..<nphi {
+                let a = Double(j) * 2 * .pi / Double(nphi)
+                let p = c + r * Angle.unit(a)
+                var l = log(max(r, 1e-9))
+                for q in distinct {
+                    l += q.measurement.logLikelihood(p)
+                    l += Self.sectorLogPrior(site: q.site, point: p, useSector: useSector)
+                }
+                pts.append(p); lw.append(l)
+            }
+        }
+        guard let mx = lw.max(), mx.isFinite else { return nil }
+        var sw = 0.0, mean = SIMD2<Double>(0, 0)
+        var w = lw.map { exp($0 - mx) }
+        for k in w.indices { sw += w[k]; mean += w[k] * pts[k] }
+        guard sw > 0 else { return nil }
+        mean /= sw
+        for k in w.indices { w[k] /= sw }
+        var cov = Covariance2.zero
+        for k in w.indices {
+            let d = pts[k] - mean
+            cov = cov + Covariance2(ee: w[k] * d.x * d.x, en: w[k] * d.x * d.y, nn: w[k] * d.y * d.y)
+        }
+        let step = max(dr, 0.5 * (lo + hi) * 2 * .pi / Double(nphi))
+        return Fix(time: time, position: mean, covariance: cov + Covariance2(sigma: step), source: .cellTA,
+                   subject: subject, usedCount: distinct.count)
+    }
+}

@@ -69,30 +69,58 @@ public final class CellIDStage: PipelineStage {
 
 /// Pipeline stage `cell-ta`: a ring-sector fix for every serving-cell record with a TA, plus
 /// the tight-coupling TA measurement (annulus range or saturated lower bound) for filters.
+/// When other serving cells (another RAT or SIM) of different sites reported a TA within
+/// `ringWindow` s, the fix is the multi-ring posterior (`CellTAEstimator.multiRingFix`).
 public final class CellTAStage: PipelineStage {
     public let estimator: CellTAEstimator
+    /// Use simultaneous rings of other serving cells (default true) and how old they may be, s.
+    public let multiRing: Bool
+    public let ringWindow: Double
     private let cache = CellLookupCache()
-    public init(estimator: CellTAEstimator = CellTAEstimator()) { self.estimator = estimator }
+    /// Latest ring per device and radio (RAT + MCC/MNC: one serving cell each).
+    private var rings: [String: [String: TimingAdvanceRing]] = [:]
+
+    public init(estimator: CellTAEstimator = CellTAEstimator(), multiRing: Bool = true, ringWindow: Double = 2.5) {
+        self.estimator = estimator; self.multiRing = multiRing; self.ringWindow = ringWindow
+    }
     public var sources: [Source] { [.cellTA] }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .cell(let obs) = event.payload, obs.serving else { return [] }
         let site = cache.get(context.reference).site(for: obs.cell)
         var out: [StageResult] = []
-        switch estimator.estimate(obs, site: site, time: event.time, subject: event.device) {
-        case .success(let f): out.append(.fix(f))
+        let single = estimator.estimate(obs, site: site, time: event.time, subject: event.device)
+        let meas = site.flatMap { estimator.measurement(obs, site: $0, time: event.time) }
+        var fix: Fix? = nil
+        if case .success(let f) = single { fix = f }
+        let radio = "\(obs.cell.rat.rawValue):\(obs.cell.mcc)-\(obs.cell.mnc)"
+        if multiRing {
+            var mine = rings[event.device] ?? [:]
+            if let site, let m = meas as? TimingAdvanceRangeMeasurement, fix != nil {
+                mine[radio] = TimingAdvanceRing(site: site, measurement: m, time: event.time)
+            } else {
+                mine[radio] = nil
+            }
+            mine = mine.filter { event.time - $0.value.time <= ringWindow }
+            rings[event.device] = mine
+            if fix != nil, mine.count >= 2,
+               let f = estimator.multiRingFix(mine.sorted { $0.key < $1.key }.map(\.value), time: event.time, subject: event.device) {
+                fix = f
+            }
+        }
+        switch single {
+        case .success: out.append(.fix(fix!))
         case .failure(let r): out.append(.failure(source: .cellTA, time: event.time, subject: event.device, reason: r))
         }
-        if let site, let m = estimator.measurement(obs, site: site, time: event.time) {
-            out.append(.measurement(m, subject: event.device))
-        }
+        if let meas { out.append(.measurement(meas, subject: event.device)) }
         return out
     }
 
     /// Options (defaults): `speed_of_light` (299792458 m/s; 3e8 for literature tables),
     /// `quantizer` (`rounding` | `truncation`), `offset` (β in steps; overrides `quantizer`,
     /// e.g. a calibrated β̂), `sigma_fraction` (0.15: σ_m = 0.15·Δ), `gsm_max_ta` (63; 219 for
-    /// extended cells), `nr_unit` (`nr_mu0`), `phone_up_m` (0), `use_sector` (true).
+    /// extended cells), `nr_unit` (`nr_mu0`), `phone_up_m` (0), `use_sector` (true),
+    /// `multi_ring` (true: intersect simultaneous serving-cell rings), `ring_window_s` (2.5).
     public static func make(_ o: StageOptions) throws -> CellTAStage {
         let q = try o.string("quantizer", default: "rounding")
         guard let quant = TimingAdvanceModel.Quantizer(rawValue: q) else {
@@ -109,6 +137,7 @@ public final class CellTAStage: PipelineStage {
         return CellTAStage(estimator: CellTAEstimator(
             speedOfLight: c, offset: try o.double("offset", default: quant.offset), sigmaFraction: sf,
             gsmMaxIndex: try o.int("gsm_max_ta", default: 63), nrDefaultUnit: nr,
-            phoneUp: try o.double("phone_up_m", default: 0), useSector: try o.bool("use_sector", default: true)))
+            phoneUp: try o.double("phone_up_m", default: 0), useSector: try o.bool("use_sector", default: true)),
+            multiRing: try o.bool("multi_ring", default: true), ringWindow: try o.double("ring_window_s", default: 2.5))
     }
 }

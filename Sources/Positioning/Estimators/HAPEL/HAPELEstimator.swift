@@ -5,7 +5,11 @@ import Foundation
 ///
 /// Per scan epoch t, with visible anchors V_t (the WCL selection), heading ψ_t and PDR
 /// displacement Δp_t since the previous epoch:
-/// 1. Prediction p̃_t = p̂_{t−1} + Δp_t (the first epoch is plain WCL).
+/// 1. Prediction p̃_t = p̂_{t−1} + Δp_t (the first epoch is plain WCL). Consistency gate
+///    (ours): hearing AP i at RSS_i places the phone within d_max,i = 10^((P0_i − (RSS_i −
+///    2σ))/(10 n_i)) of it (2σ shadowing margin); if p̃_t is farther than that from any visible
+///    AP, the prediction contradicts the scan and is reset to the plain WCL fix of the scan
+///    (stops the recursion from drifting with an earlier bad estimate).
 /// 2. Hidden candidates H_t = map radios not heard in the scan with ‖a_j − p̃_t‖ ≤ R_sel.
 /// 3. Heading selection (only when moving): S_t = { j ∈ H_t : (a_j − p̃_t)·u(ψ_t) ≥
 ///    ‖a_j − p̃_t‖ cos θ_sel }, θ_sel = 45° (APs ahead).
@@ -73,6 +77,17 @@ public struct HAPELEstimator: Sendable {
             nn.append(best)
         }
         return 1.5 * (RadioStats.median(nn) ?? 10)
+    }
+
+    /// Step 1's gate: whether prediction p contradicts the visible anchors (see type doc).
+    public func predictionContradicts(_ p: SIMD2<Double>, visible: [WCLAnchor]) -> Bool {
+        visible.contains { a in
+            let m = PathLossModel(anchor: SIMD3(a.position.x, a.position.y, 0), p0: a.p0 ?? wcl.defaultP0,
+                                  exponent: a.pathLossExponent ?? wcl.defaultPathLossExponent)
+            let dmax = m.range(forRSS: a.rss - 2 * shadowingSigma)
+            let d = p - a.position
+            return (d * d).sum() > dmax * dmax
+        }
     }
 
     /// The path-loss model of a radio (map values or the WCL defaults).
@@ -171,7 +186,10 @@ public final class HAPELStage: PipelineStage {
             }
             return out
         }
-        let pred = prev.position + dp
+        var pred = prev.position + dp
+        if est.predictionContradicts(pred, visible: visible), case .success(let w) = est.wcl.fix(anchors: visible, time: time) {
+            pred = w.position
+        }
         let moving = st.tracker.isMoving(at: time)
         let heading = moving ? st.tracker.heading : nil
         let hidden = est.hiddenAnchors(prediction: pred, heading: heading, heard: heard, radios: radios, radius: radius)

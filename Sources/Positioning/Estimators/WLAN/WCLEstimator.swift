@@ -23,9 +23,12 @@ public struct WCLAnchor: Sendable, Equatable {
 ///
 /// Algorithm:
 /// 1. Scan hygiene: drop stale entries (last seen before the scan start, or older than
-///    `maxAge` before the scan end), APs missing from the map, and locally administered MACs
-///    (mobile hotspots) unless the map lists them in a radio group (secondary BSSIDs of a
-///    multi-BSSID radio are locally administered by design).
+///    `maxAge` before the scan end) and APs missing from the map. Locally administered MACs
+///    (bit 0x02 of the first octet: mobile hotspots, randomised MACs) are kept out of learned
+///    maps by `APMapEstimator`; at fix time they are dropped only with
+///    `excludeLocallyAdministered` (option `exclude_local`, default false: an AP that is in the
+///    map was vetted — surveyed or learned — and secondary BSSIDs of multi-BSSID radios are
+///    locally administered by design), and never when the map lists them in a radio group.
 /// 2. Merge BSSIDs of one physical radio (same `radio` group in the AP map; optionally MACs
 ///    that differ only in the last hex digit): one anchor at the mean member position with
 ///    the strongest RSS, so a multi-SSID radio is not counted several times.
@@ -65,7 +68,7 @@ public struct WCLEstimator: Sendable {
     /// Defaults: see `docs/radio.md` (κ, σ0 from the calibration recorded there).
     public init(weightLaw: WeightLaw = .power, exponent: Double = 1, maxAnchors: Int = 4, rssMin: Double = -90,
                 dbReference: Double = -100, mergeRadios: Bool = true, mergeNibble: Bool = false,
-                excludeLocallyAdministered: Bool = true, maxAge: Double? = nil, kappa: Double = 1, sigma0: Double = 3,
+                excludeLocallyAdministered: Bool = false, maxAge: Double? = nil, kappa: Double = 1, sigma0: Double = 3,
                 singleAnchorRadius: Double = 10, defaultP0: Double = -40, defaultPathLossExponent: Double = 3) {
         self.weightLaw = weightLaw; self.exponent = exponent; self.maxAnchors = maxAnchors; self.rssMin = rssMin
         self.dbReference = dbReference; self.mergeRadios = mergeRadios; self.mergeNibble = mergeNibble

@@ -16,7 +16,7 @@ public final class WCLStage: PipelineStage {
     /// Parses the WCL options shared by `wcl` and `hapel` (defaults in parentheses):
     /// `weight_law` (`power` | `distance` | `amplitude` | `db`; power), `exponent` (g, 1.0),
     /// `k` (4 strongest), `rss_min` (−90 dBm), `db_reference` (−100 dBm, `db` law),
-    /// `merge_radios` (true), `merge_nibble` (false), `exclude_local` (true), `max_age_s`
+    /// `merge_radios` (true), `merge_nibble` (false), `exclude_local` (false), `max_age_s`
     /// (none), `kappa` / `sigma0` (covariance scale and floor, m; calibrated defaults in
     /// docs/radio.md), `single_ap_radius_m` (10), `default_p0` (−40 dBm), `default_n` (3).
     public static func estimator(_ o: StageOptions, base: WCLEstimator = WCLEstimator()) throws -> WCLEstimator {
