@@ -7,11 +7,18 @@ struct Compare: ParsableCommand {
         commandName: "compare",
         abstract: "Compare two runs side by side per trace, source and metric, with bootstrap intervals of the change.",
         discussion: """
-        A and B are runs: `posfuse replay --json --epochs` outputs (JSON) or results databases
-        (--db of replay). For every trace × source × metric it prints A, B, the difference B − A
-        and, when both runs carry per-epoch errors, a moving-block bootstrap confidence interval
-        of the difference (block length from the errors' autocorrelation; seeded). An interval
-        that excludes 0 marks a change larger than the noise of the run. See docs/regress.md.
+        A and B are runs: `posfuse replay --json --epochs` outputs, results databases (--db), or \
+        traces / scenario folders / folders of traces replayed with --pipeline-a / --pipeline-b. \
+        For every trace × source × metric it prints A, B, the difference B − A and, when both runs \
+        carry per-epoch errors, a moving-block bootstrap confidence interval of the difference \
+        (block length from the errors' autocorrelation; seeded). An interval that excludes 0 (*) \
+        marks a change larger than the run's own noise. Method: docs/regress.md.
+
+        Examples:
+          posfuse compare Traces/open-street seed2/
+          posfuse compare Traces/mall-sparse-ap Traces/mall-sparse-ap --pipeline-b b.yaml
+          posfuse compare before.json after.json --json
+
         Exit codes: 0 ok, 64 usage, 65 unreadable run.
         """
     )

@@ -7,12 +7,17 @@ struct Regress: ParsableCommand {
         commandName: "regress",
         abstract: "Replay a trace suite and fail when accuracy regressed against a committed baseline.",
         discussion: """
-        Replays every trace (default: the folders of Traces/) with the pipeline configuration and
-        checks each trace × source × metric against the baseline file, under the per-metric
-        tolerances written in it. Regressions are named (trace, source, metric, old → new).
-        --update-baseline rewrites the baseline from this run (tolerances are kept).
-        --junit FILE writes JUnit XML, one test case per trace × source.
-        Baseline format, tolerances and CI use: docs/regress.md.
+        Replays every trace (default: the folders of Traces/) with the pipeline configuration and \
+        checks each trace × source × metric against the baseline file, under the per-metric \
+        tolerances written in it. Regressions are named: trace, source, metric, old → new. \
+        --update-baseline rewrites the baseline from this run (tolerances are kept); --junit FILE \
+        writes JUnit XML, one test case per trace × source. Format and CI use: docs/regress.md.
+
+        Examples:
+          posfuse regress --baseline Traces/baseline.yaml --junit regress.xml
+          posfuse regress --baseline Traces/baseline.yaml --update-baseline
+          posfuse regress --baseline Traces/baseline.yaml --pipeline my.yaml Traces/urban-canyon
+
         Exit codes: 0 within tolerance, 1 regression, 64 usage, 65 bad data.
         """
     )

@@ -7,16 +7,21 @@ struct Report: ParsableCommand {
         commandName: "report",
         abstract: "Write a self-contained offline HTML report of a run: error CDF, trajectory, error and NEES over time, metrics.",
         discussion: """
-        RUN is a trace file or scenario folder (replayed with --pipeline), a folder of traces
-        such as Traces/, or a finished run: a `posfuse replay --json --epochs` output or a
-        results database (`posfuse replay --db`). The HTML
-        has inline SVG and CSS only: no scripts, fonts or network requests; it prints on A4.
-        With a finished run, --traces DIR finds each trace's floor plan and ground truth in DIR/NAME/.
+        RUN is a trace file or scenario folder (replayed with --pipeline), a folder of traces such as \
+        Traces/, or a finished run: a `posfuse replay --json --epochs` output or a results database \
+        (`posfuse replay --db`). With a finished run, --traces DIR finds each trace's floor plan and \
+        ground truth in DIR/NAME/. The HTML has inline SVG and CSS only (no scripts, fonts or \
+        network requests) and prints on A4. Plots: docs/regress.md.
+
+        Examples:
+          posfuse report Traces/urban-canyon -o report.html
+          posfuse replay Traces --db runs.sqlite && posfuse report runs.sqlite -o report.html
+
         Exit codes: 0 ok, 64 usage, 65 bad data.
         """
     )
 
-    @Argument(help: "Trace, scenario folder, folder of traces, or replay --json output.") var input: String
+    @Argument(help: ArgumentHelp("Trace, scenario folder, folder of traces, replay --json output or results database.", valueName: "run")) var input: String
     @Option(name: .shortAndLong, help: "Output HTML file.") var output: String = "report.html"
     @Option(help: "Pipeline configuration (YAML) when RUN is replayed.") var pipeline: String?
     @Option(help: "Where the traces of a JSON run live (scenario folders by trace name).") var traces: String = "Traces"
