@@ -148,8 +148,30 @@ public enum MSIndoorImporter {
         return u.contains("B") ? -n : n - 1
     }
 
+    /// The parsed site map (`geojson_map.json` beside `file` or one folder up): its origin
+    /// (south-west corner) and the floor plan for `reference.json`, parsed once per folder.
+    struct SiteMap: Sendable { var origin: Geodetic?; var floorPlan: Data? }
+    final class SiteMapCache: @unchecked Sendable {
+        private var maps: [String: SiteMap] = [:]
+        private let lock = NSLock()
+        func map(near file: URL) -> SiteMap {
+            let key = file.deletingLastPathComponent().standardizedFileURL.path
+            lock.lock(); defer { lock.unlock() }
+            if let m = maps[key] { return m }
+            let m = SiteMap(origin: MSIndoorImporter.parseOrigin(near: file), floorPlan: MSIndoorImporter.parseFloorPlan(near: file))
+            maps[key] = m
+            return m
+        }
+    }
+    static let siteMaps = SiteMapCache()
+
     /// South-west corner of the bounding box of `geojson_map.json` beside `file` or one folder up.
-    public static func floorPlanOrigin(near file: URL) -> Geodetic? {
+    public static func floorPlanOrigin(near file: URL) -> Geodetic? { siteMaps.map(near: file).origin }
+
+    /// The site's floor plan as GeoJSON (see `parseFloorPlan`).
+    public static func floorPlan(near file: URL) -> Data? { siteMaps.map(near: file).floorPlan }
+
+    static func parseOrigin(near file: URL) -> Geodetic? {
         let dir = file.deletingLastPathComponent()
         for d in [dir, dir.deletingLastPathComponent()] {
             let u = d.appendingPathComponent("geojson_map.json")
@@ -174,7 +196,7 @@ public enum MSIndoorImporter {
     /// The site's floor plan as GeoJSON for `ReferenceLoader`: the geometries of
     /// `geojson_map.json` (lon/lat) with only an integer `floor` property (from the feature's
     /// `floor` name, e.g. "F3" → 2); shop names and styles are not kept.
-    public static func floorPlan(near file: URL) -> Data? {
+    static func parseFloorPlan(near file: URL) -> Data? {
         let dir = file.deletingLastPathComponent()
         for d in [dir, dir.deletingLastPathComponent()] {
             guard let data = try? Data(contentsOf: d.appendingPathComponent("geojson_map.json")),
