@@ -179,6 +179,9 @@ func syntheticEpochs(seed: UInt64, n: Int = 600, sigma: Double = 2, bias: Double
         let missing = RegressionReport.check(run(["gnss": ["mean_m": 3, "p95_m": 6, "inside95": 0.95]]), against: base)
         #expect(missing.failures.map(\.metric).sorted() == ["availability", "mean_m"])
         #expect(missing.failures.allSatisfy { $0.status == .missing && $0.source == "wcl" })
+        let added = RegressionReport.check(run(["gnss": ["mean_m": 3, "p95_m": 6, "inside95": 0.95], "wcl": ["mean_m": 4, "availability": 1],
+                                                "ekf": ["mean_m": 1]]), against: base)
+        #expect(added.passed && added.sourcesNotInBaseline == ["walk/ekf"] && added.summary().contains("walk/ekf is not in the baseline"))
         let other = RegressionReport.check(run(["gnss": ["mean_m": 3]], trace: "new"), against: base)
         #expect(other.passed && other.tracesNotInBaseline == ["new"])
     }

@@ -39,6 +39,9 @@ public struct RegressionReport: Sendable {
     public var findings: [RegressionFinding]
     /// Replayed traces that the baseline does not know (not failures; run --update-baseline).
     public var tracesNotInBaseline: [String]
+    /// Replayed trace × source pairs ("trace/source") of known traces that the baseline lacks
+    /// (a new estimator: not failures; run --update-baseline).
+    public var sourcesNotInBaseline: [String] = []
     public var failures: [RegressionFinding] { findings.filter(\.isFailure) }
     public var passed: Bool { failures.isEmpty }
 
@@ -47,10 +50,11 @@ public struct RegressionReport: Sendable {
     /// has and the run lacks is a failure (`missing`).
     public static func check(_ run: RunResults, against b: Baseline) -> RegressionReport {
         var findings: [RegressionFinding] = []
-        var unknown: [String] = []
+        var unknown: [String] = [], newSources: [String] = []
         for t in run.traces {
             guard let entries = b.traces[t.trace] else { unknown.append(t.trace); continue }
             let names = RunComparison.sortedSources(Set(entries.keys).union(t.sources.map(\.source)))
+            for s in names where entries[s] == nil { newSources.append("\(t.trace)/\(s)") }
             for s in names {
                 let old = entries[s]?.metrics ?? [:]
                 let new = t.source(s)?.metrics ?? [:]
@@ -72,7 +76,7 @@ public struct RegressionReport: Sendable {
                 }
             }
         }
-        return RegressionReport(findings: findings, tracesNotInBaseline: unknown)
+        return RegressionReport(findings: findings, tracesNotInBaseline: unknown, sourcesNotInBaseline: newSources)
     }
 
     /// Human-readable summary: failures first, then improvements, then a count line.
@@ -81,6 +85,7 @@ public struct RegressionReport: Sendable {
         for f in failures { s += "REGRESSION " + f.message + "\n" }
         for f in findings where f.status == .improved { s += "improved   " + f.message + "\n" }
         for t in tracesNotInBaseline { s += "note: trace \(t) is not in the baseline (run with --update-baseline)\n" }
+        for p in sourcesNotInBaseline { s += "note: \(p) is not in the baseline (new source; run with --update-baseline)\n" }
         let checked = findings.filter { $0.status != .unchecked }.count
         let pairs = Set(findings.map { "\($0.trace)\u{0}\($0.source)" }).count
         s += passed
@@ -156,7 +161,7 @@ extension RegressionReport {
              "allowance": f.allowance ?? NSNull(), "status": f.status.rawValue]
         }
         let o: [String: Any] = ["passed": passed, "failures": failures.count, "findings": rows,
-                                "traces_not_in_baseline": tracesNotInBaseline]
+                                "traces_not_in_baseline": tracesNotInBaseline, "sources_not_in_baseline": sourcesNotInBaseline]
         return (try? JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys])) ?? Data()
     }
 }
