@@ -13,7 +13,7 @@ struct ScoreCommand: ParsableCommand {
         1. --db FILE: print the scores stored by `posfuse replay --db FILE` (the latest run of
            every trace by default; --run ID for given runs; --list to list the runs).
         2. --estimates FILE TRACE: score estimates made elsewhere (CSV in the layout of
-           `posfuse export --format csv`: t, source, subject, lat/lon or e/n, cov_ee/cov_en/cov_nn)
+           `posfuse export csv`: t, source, subject, lat/lon or e/n, cov_ee/cov_en/cov_nn)
            against the ground truth of TRACE, with the metrics of replay (docs/metrics.md).
 
         Examples:

@@ -116,3 +116,44 @@ import Foundation
         #expect(noOrigin.status == 64)
     }
 }
+
+@Suite struct ExportScoreInteropCLITests {
+    static let nmea = """
+    $GPGGA,120000.00,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*67
+    $GPRMC,120000.00,A,4807.038,N,01131.000,E,0.0,0.0,230394,,*3D
+    $GPGGA,120001.00,4807.039,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*67
+    $GPRMC,120001.00,A,4807.039,N,01131.000,E,0.0,0.0,230394,,*3D
+    $GPGGA,120002.00,4807.040,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*6A
+    $GPRMC,120002.00,A,4807.040,N,01131.000,E,0.0,0.0,230394,,*30
+    $GPGGA,120003.00,4807.041,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*6A
+    $GPRMC,120003.00,A,4807.041,N,01131.000,E,0.0,0.0,230394,,*30
+    """
+
+    /// import nmea (+ static truth) → export csv of the estimates → score --estimates gives
+    /// the same gnss scores as replay.
+    @Test func exportedEstimatesScoreLikeReplay() throws {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("xs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: d) }
+        let n = d.appendingPathComponent("p.nmea")
+        try Data(Self.nmea.utf8).write(to: n)
+        let trace = d.appendingPathComponent("t.jsonl").path
+        let imp = try CLI.run(["import", "nmea", n.path, "--static-truth", "48.1173,11.5167,592.3", "--strict", "-o", trace])
+        #expect(imp.status == 0, "\(imp.stderr)")
+        let csv = d.appendingPathComponent("est.csv").path
+        let exp = try CLI.run(["export", "csv", trace, "--source", "gnss", "-o", csv])
+        #expect(exp.status == 0, "\(exp.stderr)")
+        let scored = try CLI.run(["score", "--estimates", csv, trace, "--json"])
+        let replayed = try CLI.run(["replay", trace, "--json"])
+        #expect(scored.status == 0, "\(scored.stderr)")
+        #expect(replayed.status == 0, "\(replayed.stderr)")
+        func median(_ s: String) -> Double? {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any],
+                  let t = (o["traces"] as? [[String: Any]])?.first, let sc = t["scores"] as? [[String: Any]],
+                  let g = sc.first(where: { $0["source"] as? String == "gnss" }) else { return nil }
+            return (g["median_m"] as? NSNumber)?.doubleValue
+        }
+        let a = try #require(median(scored.stdout)), b = try #require(median(replayed.stdout))
+        #expect(abs(a - b) < 1e-6)
+    }
+}

@@ -4,7 +4,7 @@ import Positioning
 /// Reads estimates produced outside a replay (another tool, an earlier export) so that
 /// `posfuse score --estimates FILE TRACE` can score them against a trace's ground truth.
 ///
-/// Format: CSV with a header row, the layout `posfuse export --format csv` writes
+/// Format: CSV with a header row, the layout `posfuse export csv` writes
 /// (extra columns are ignored, order is free):
 /// * `t` (s, trace time) and `source` (a posfuse source name: `gnss`, `wcl`, `ekf`, …) —
 ///   required; rows whose source is `gt` (ground truth in an export) are skipped;
