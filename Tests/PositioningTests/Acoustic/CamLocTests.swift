@@ -134,6 +134,30 @@ func photo(id: String, pair: String, obj: SIMD2<Double>, cam: SIMD2<Double>, psi
         #expect(IMUDisplacement.displacement(accelerometer: [], attitude: [(0, q)], from: 0, to: 2) == nil)
     }
 
+    /// Strapdown without an attitude sensor: a level phone (y forward) yawed to the walking
+    /// azimuth, magnetometer with inclination 60° and declination 4°, gyro bias; TRIAD at shot 1
+    /// plus gyro propagation recovers the true-north displacement.
+    @Test func strapdownFromGyroAndMagnetometer() throws {
+        let total = 2.0, dur = 2.5, az = Angle.radians(130), decl = 4.0
+        // Device y axis along the walking azimuth: device→ENU is a yaw of −az about up.
+        let qInv = SIMD4(0, 0, sin(az / 2), cos(az / 2))   // ENU → device
+        let inc = Angle.radians(60), dRad = Angle.radians(decl)
+        let bWorld = 48 * SIMD3(cos(inc) * sin(dRad), cos(inc) * cos(dRad), -sin(inc))   // true ENU
+        var acc: [(Double, SIMD3<Double>)] = [], gyro: [(Double, SIMD3<Double>)] = [], mag: [(Double, SIMD3<Double>)] = []
+        for i in -100...Int(dur * 100) {
+            let t = Double(i) / 100
+            var a = 0.0
+            if t > 0 && t < dur { let s = t / dur; a = total / (dur * dur) * (60 * s - 180 * s * s + 120 * s * s * s) }
+            let world = SIMD3(a * sin(az), a * cos(az), IMUDisplacement.gravity)
+            acc.append((t, IMUDisplacement.rotate(world, by: qInv) + SIMD3(0.02, -0.01, 0.03)))
+            gyro.append((t, SIMD3(0.001, -0.002, 0.0015)))
+            mag.append((t, IMUDisplacement.rotate(bWorld, by: qInv)))
+        }
+        let d = try #require(IMUDisplacement.displacement(accelerometer: acc, gyroscope: gyro, magnetometer: mag,
+                                                          declinationDegrees: decl, from: 0, to: dur))
+        #expect(abs(d.x - total * sin(az)) < 0.01 && abs(d.y - total * cos(az)) < 0.01, "\(d)")
+    }
+
     @Test func stageLocatesObjectFromIMUAndGNSS() throws {
         let stage = try CamLocStage(options: StageOptions(name: "camloc"))
         let header = TraceHeader(origin: Geodetic(latitude: 48, longitude: 11), declination: 2)

@@ -5,7 +5,8 @@ import Foundation
 /// fixes, and emits the object's position (`CamLocEstimator`).
 ///
 /// * Displacement: IMU integration with the zero-velocity correction (`IMUDisplacement`)
-///   when `acc` and `rotvec` samples cover the interval, σ_d = √((rel·|d|)² + abs²);
+///   when `acc` samples cover the interval — attitude from `rotvec`, else strapdown from
+///   `gyro` + `mag` (TRIAD at shot 1) — σ_d = √((rel·|d|)² + abs²);
 ///   otherwise steps × step length (event `len`, else `step_length_m`) along the camera
 ///   axis, σ_d = 10 %; otherwise `.failure(missingInput)`.
 /// * User position at shot 2: the upstream fix (source in `userSources`) nearest in time to
@@ -27,6 +28,8 @@ public final class CamLocStage: PipelineStage {
 
     private var acc: [String: [(Double, SIMD3<Double>)]] = [:]
     private var att: [String: [(Double, SIMD4<Double>)]] = [:]
+    private var gyro: [String: [(Double, SIMD3<Double>)]] = [:]
+    private var mag: [String: [(Double, SIMD3<Double>)]] = [:]
     private var steps: [String: [(Double, Double?)]] = [:]
     private var userFixes: [String: [Fix]] = [:]
     private var pending: [String: [(Double, PhotoObservation)]] = [:]
@@ -87,6 +90,12 @@ public final class CamLocStage: PipelineStage {
         case .imu(let s) where s.kind == .accelerometer:
             acc[dev, default: []].append((event.time, s.vector))
             if acc[dev]!.count > 20_000 { acc[dev]!.removeAll { $0.0 < event.time - horizon } }
+        case .imu(let s) where s.kind == .gyroscope:
+            gyro[dev, default: []].append((event.time, s.vector))
+            if gyro[dev]!.count > 20_000 { gyro[dev]!.removeAll { $0.0 < event.time - horizon } }
+        case .imu(let s) where s.kind == .magnetometer:
+            mag[dev, default: []].append((event.time, s.vector))
+            if mag[dev]!.count > 20_000 { mag[dev]!.removeAll { $0.0 < event.time - horizon } }
         case .imu(let s) where s.kind == .rotationVector:
             att[dev, default: []].append((event.time, SIMD4(s.x, s.y, s.z, s.w)))
             if att[dev]!.count > 20_000 { att[dev]!.removeAll { $0.0 < event.time - horizon } }
@@ -124,9 +133,17 @@ public final class CamLocStage: PipelineStage {
            let a1 = attitudeAzimuth(dev, at: t1), let a2 = attitudeAzimuth(dev, at: t2) { azimuths = (a1, a2) }
         // Displacement.
         let disp: SIMD3<Double>, sigmaD: Double
-        if let a = acc[dev], let q = att[dev],
-           a.contains(where: { $0.0 <= t1 + 0.05 }), a.contains(where: { $0.0 >= t2 - 0.05 }),
-           let d = IMUDisplacement.displacement(accelerometer: a, attitude: q, from: t1, to: t2) {
+        let a = acc[dev] ?? []
+        let covered = a.contains(where: { $0.0 <= t1 + 0.05 }) && a.contains(where: { $0.0 >= t2 - 0.05 })
+        var imu: SIMD3<Double>?
+        if covered, let q = att[dev] {
+            imu = IMUDisplacement.displacement(accelerometer: a, attitude: q, from: t1, to: t2)
+        }
+        if imu == nil, covered, let g = gyro[dev], let m = mag[dev] {
+            imu = IMUDisplacement.displacement(accelerometer: a, gyroscope: g, magnetometer: m,
+                                               declinationDegrees: context.header.declination, from: t1, to: t2)
+        }
+        if let d = imu {
             disp = d
             let n = (d.x * d.x + d.y * d.y).squareRoot()
             sigmaD = ((displacementSigmaRelative * n) * (displacementSigmaRelative * n)
