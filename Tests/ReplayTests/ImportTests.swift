@@ -65,6 +65,17 @@ import Positioning
         }
     }
 
+    /// Two records glued by a missing newline are split at the 13-digit time stamp.
+    @Test func gluedRecordsAreSplit() throws {
+        let text = "1600000000010\tTYPE_ACCELEROMETER\t0.1\t0.2\t9.81600000000011\tTYPE_GYROSCOPE\t0.01\t-0.02\t0.03\t3\n"
+        let r = try parse(text, strict: true)
+        #expect(r.events.map(\.typeName) == ["acc", "gyro"])
+        guard case .imu(let a) = r.events[0].payload, case .imu(let g) = r.events[1].payload else { Issue.record("imu"); return }
+        #expect(a.z == 9.8 && g.x == 0.01)
+        #expect(r.events[1].time == 1600000000.011)
+        #expect(r.report.dropped["glued records split (missing newline repaired)"] == 1)
+    }
+
     @Test func floorNames() {
         #expect(MSIndoorImporter.floorNumber("F1") == 0)
         #expect(MSIndoorImporter.floorNumber("F3") == 2)

@@ -85,6 +85,13 @@ public struct ByteBuffer: Sendable {
     func double(_ r0: Range<Int>) -> Double? {
         let r = trimmed(r0)
         guard !r.isEmpty else { return nil }
+        // strtod reads up to the first byte that cannot continue the number: when the range is
+        // a prefix of a longer number-like run (a split field), parse a copy instead.
+        switch bytes[r.upperBound] {
+        case 0x30...0x39, 0x2E, 0x2B, 0x2D, 0x45, 0x65, 0x58, 0x78, 0x50, 0x70, 0x41...0x46, 0x61...0x66, 0x49, 0x69, 0x4E, 0x6E:
+            return Double(String(decoding: bytes[r], as: UTF8.self)).flatMap { $0.isFinite ? $0 : nil }
+        default: break
+        }
         return bytes.withUnsafeBufferPointer { p -> Double? in
             let base = UnsafeMutableRawPointer(mutating: p.baseAddress!).assumingMemoryBound(to: CChar.self)
             let start = base + r.lowerBound

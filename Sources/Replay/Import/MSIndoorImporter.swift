@@ -61,28 +61,7 @@ public enum MSIndoorImporter {
             scanTime = nil; scanAPs.removeAll(keepingCapacity: true)
         }
 
-        try buf.forEachLine { line, n in
-            ctx.line = n
-            ctx.report.lines += 1
-            if line.isEmpty { return }
-            if buf.bytes[line.lowerBound] == UInt8(ascii: "#") {
-                buf.split(line, separator: 0x09, into: &fields)
-                for f in fields.dropFirst() {
-                    let s = buf.string(f)
-                    guard let c = s.firstIndex(of: ":") else { continue }
-                    let k = String(s[..<c]), v = String(s[s.index(after: c)...])
-                    switch k {
-                    case "startTime": meta.startTime = Double(v).map { $0 / 1000 }
-                    case "SiteName": meta.site = v
-                    case "FloorName": meta.floorName = v; floor = floorNumber(v)
-                    case "Brand": meta.device = v + (meta.device.map { " " + $0 } ?? "")
-                    case "Model": meta.device = (meta.device.map { $0 + " " } ?? "") + v
-                    default: break
-                    }
-                }
-                return
-            }
-            buf.split(line, separator: 0x09, into: &fields)
+        func record(_ fields: [Range<Int>]) throws {
             guard fields.count >= 2, let ms = buf.int(fields[0]) else {
                 try ctx.malformed("expected unix_ms<TAB>TYPE")
                 return
@@ -133,6 +112,41 @@ public enum MSIndoorImporter {
             if name.hasSuffix("_UNCALIBRATED") { ctx.drop("\(name) (calibrated stream kept)"); return }
             if undocumented.contains(name) { ctx.drop("\(name) (undocumented)"); return }
             try ctx.unknown(name)
+        }
+
+        try buf.forEachLine { line, n in
+            ctx.line = n
+            ctx.report.lines += 1
+            if line.isEmpty { return }
+            if buf.bytes[line.lowerBound] == UInt8(ascii: "#") {
+                buf.split(line, separator: 0x09, into: &fields)
+                for f in fields.dropFirst() {
+                    let s = buf.string(f)
+                    guard let c = s.firstIndex(of: ":") else { continue }
+                    let k = String(s[..<c]), v = String(s[s.index(after: c)...])
+                    switch k {
+                    case "startTime": meta.startTime = Double(v).map { $0 / 1000 }
+                    case "SiteName": meta.site = v
+                    case "FloorName": meta.floorName = v; floor = floorNumber(v)
+                    case "Brand": meta.device = v + (meta.device.map { " " + $0 } ?? "")
+                    case "Model": meta.device = (meta.device.map { $0 + " " } ?? "") + v
+                    default: break
+                    }
+                }
+                return
+            }
+            buf.split(line, separator: 0x09, into: &fields)
+            // Repair glued records (a missing newline: "…<last value><unix_ms><TAB>TYPE_…"):
+            // the 13-digit time stamp at the end of the field before a TYPE_ field starts a new record.
+            var rest = fields
+            while rest.count > 3, let k = rest.indices.dropFirst(2).first(where: { buf.hasPrefix(rest[$0], "TYPE_") }),
+                  rest[k - 1].count > 13, buf.int((rest[k - 1].upperBound - 13)..<rest[k - 1].upperBound) != nil {
+                let prev = rest[k - 1]
+                try record(Array(rest[0..<(k - 1)]) + [prev.lowerBound..<(prev.upperBound - 13)])
+                rest = [(prev.upperBound - 13)..<prev.upperBound] + Array(rest[k...])
+                ctx.report.dropped["glued records split (missing newline repaired)", default: 0] += 1
+            }
+            try record(rest)
         }
         flushScan()
         ctx.report.files = 1
