@@ -118,14 +118,16 @@ public struct RegressionReport: Sendable {
                 let fs = sources[s]!
                 x += "    <testcase classname=\"posfuse.regress.\(xml(t))\" name=\"\(xml(s))\" time=\"0\""
                 let bad = fs.filter(\.isFailure)
-                if bad.isEmpty {
-                    x += "/>\n"
-                } else {
+                x += ">\n"
+                if !bad.isEmpty {
                     let msg = "\(s) regressed on \(t): " + bad.map(\.metric).joined(separator: ", ")
-                    x += ">\n      <failure type=\"AccuracyRegression\" message=\"\(xml(msg))\">"
+                    x += "      <failure type=\"AccuracyRegression\" message=\"\(xml(msg))\">"
                     x += bad.map { xml($0.message) }.joined(separator: "\n")
-                    x += "</failure>\n    </testcase>\n"
+                    x += "</failure>\n"
                 }
+                // Every metric, baseline → run, so the CI page shows the numbers of passing cases too.
+                let lines = fs.map { f in "\(f.metric): \(fmt4(f.old)) → \(fmt4(f.new)) [\(f.status.rawValue)]" }
+                x += "      <system-out>\(xml(lines.joined(separator: "\n")))</system-out>\n    </testcase>\n"
             }
             x += "  </testsuite>\n"
         }

@@ -20,7 +20,12 @@ public struct MetricComparison: Sendable, Equatable {
     public var a: Double?
     public var b: Double?
     public var interval: BlockBootstrap.Interval?
-    public var difference: Double? { if let a, let b { return b - a } else { return nil } }
+    /// B − A; differences below 1e-12 of the values' magnitude (round-off) are exactly 0.
+    public var difference: Double? {
+        guard let a, let b else { return nil }
+        let d = b - a
+        return abs(d) <= 1e-12 * max(abs(a), abs(b)) ? 0 : d
+    }
 }
 
 /// Two runs side by side, per trace, source and metric.

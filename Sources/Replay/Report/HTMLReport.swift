@@ -9,12 +9,15 @@ public struct ReportTrace: Sendable {
     public var sources: [SourceResult]
     /// Ground-truth track in time order: (time s, ENU position m).
     public var truth: [(time: Double, position: SIMD2<Double>)]
+    /// Ground-truth tracks of further subjects (other phones of a multi-phone trace), by device id.
+    public var otherTruth: [String: [(time: Double, position: SIMD2<Double>)]]
     /// Floor-plan walls, ENU m (empty when the trace has no floor plan).
     public var walls: [Wall]
     public var skipped: Int
     public init(name: String, sources: [SourceResult], truth: [(time: Double, position: SIMD2<Double>)] = [],
-                walls: [Wall] = [], skipped: Int = 0) {
+                walls: [Wall] = [], skipped: Int = 0, otherTruth: [String: [(time: Double, position: SIMD2<Double>)]] = [:]) {
         self.name = name; self.sources = sources; self.truth = truth; self.walls = walls; self.skipped = skipped
+        self.otherTruth = otherTruth
     }
 }
 
@@ -99,7 +102,8 @@ public struct HTMLReport: Sendable {
     func section(_ t: ReportTrace, index i: Int) -> String {
         var h = "<section class=\"trace\" id=\"trace-\(i)\">\n<h2>\(htmlEscape(t.name))</h2>\n"
         let epochs = t.sources.reduce(0) { $0 + ($1.epochs?.count ?? 0) }
-        h += "<p class=\"meta\">\(t.sources.count) source\(t.sources.count == 1 ? "" : "s") · \(epochs) scored epochs · \(t.truth.count) ground-truth points"
+        let truthPoints = t.truth.count + t.otherTruth.values.reduce(0) { $0 + $1.count }
+        h += "<p class=\"meta\">\(t.sources.count) source\(t.sources.count == 1 ? "" : "s") · \(epochs) scored epochs · \(truthPoints) ground-truth points"
         h += t.walls.isEmpty ? " · no floor plan" : " · floor plan with \(t.walls.count) wall segments"
         if t.skipped > 0 { h += " · \(t.skipped) lines skipped" }
         h += "</p>\n"
@@ -189,7 +193,7 @@ public struct HTMLReport: Sendable {
     func trajectoryPlot(_ t: ReportTrace, index i: Int) -> String {
         var xs: [Double] = [], ys: [Double] = []
         for w in t.walls { xs += [w.a.x, w.b.x]; ys += [w.a.y, w.b.y] }
-        for (_, p) in t.truth { xs.append(p.x); ys.append(p.y) }
+        for (_, p) in t.truth + t.otherTruth.values.flatMap({ $0 }) { xs.append(p.x); ys.append(p.y) }
         let truthFromEpochs = t.truth.isEmpty
         if truthFromEpochs {
             for s in t.sources { for e in s.epochs ?? [] { if let g = e.truth { xs.append(g.x); ys.append(g.y) } } }
@@ -231,7 +235,7 @@ public struct HTMLReport: Sendable {
                 // Join consecutive estimates only for sources that track the walk (median error
                 // below 5 % of the view); coarse sources (cell) are drawn as points.
                 let med = s.metrics["median_m"] ?? .infinity
-                if med < 0.05 * max(ax1 - ax0, ay1 - ay0) { p.line(pts, color: Self.color(s.source), width: 0.8, cls: "track") }
+                if t.otherTruth.isEmpty, med < 0.05 * max(ax1 - ax0, ay1 - ay0) { p.line(pts, color: Self.color(s.source), width: 0.8, cls: "track") }
                 p.points(pts, color: Self.color(s.source), label: s.source)
             }
         }
@@ -240,7 +244,11 @@ public struct HTMLReport: Sendable {
             let best = t.sources.max { ($0.epochs?.count ?? 0) < ($1.epochs?.count ?? 0) }
             truth = (best?.epochs ?? []).compactMap { e in e.truth.map { ($0.x, $0.y) } }
         }
-        p.line(Self.thin(truth), color: "#000000", width: 2, label: "ground truth", cls: "truth")
+        for k in t.otherTruth.keys.sorted() {
+            p.line(Self.thin(t.otherTruth[k]!.map { ($0.position.x, $0.position.y) }), color: "#555555", width: 1.4, cls: "truth")
+        }
+        p.line(Self.thin(truth), color: "#000000", width: 2,
+               label: t.otherTruth.isEmpty ? "ground truth" : "ground truth (\(t.otherTruth.count + 1) phones)", cls: "truth")
         // Scale bar, bottom left.
         let len = SVGPlot.niceStep((ax1 - ax0) / 6)
         let bx = p.left + 12, by = p.top + p.plotH - 12
