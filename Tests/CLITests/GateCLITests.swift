@@ -105,6 +105,19 @@ enum GateFixtures {
         try "{\"traces\": 3}".write(to: good, atomically: true, encoding: .utf8)
         #expect(try CLI.run(["regress", "--baseline", base.path, "--update-baseline", "--results", good.path]).status == 65)
         #expect(try CLI.run(["regress", "--baseline", base.path, "--results", good.path, "Traces"]).status == 64)
+        // A malformed trace line: lenient replay skips it, --strict stops with exit 65 naming file:line.
+        let open = CLI.root.appendingPathComponent("Traces/open-street/trace.jsonl")
+        if let text = try? String(contentsOf: open, encoding: .utf8) {
+            var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            lines.insert("{\"t\": 1.0, \"type\": \"gnss\", \"lat\": oops}", at: 5)
+            let bad = dir.appendingPathComponent("bad.jsonl")
+            try lines.joined(separator: "\n").write(to: bad, atomically: true, encoding: .utf8)
+            let b2 = dir.appendingPathComponent("b2.yaml").path
+            #expect(try CLI.run(["regress", "--baseline", b2, "--update-baseline", bad.path]).status == 0)
+            let strict = try CLI.run(["regress", "--baseline", b2, "--strict", bad.path])
+            #expect(strict.status == 65)
+            #expect(strict.stderr.contains("bad.jsonl:6"), "\(strict.stderr)")
+        }
     }
 
     @Test func compareSeedsIncludeZeroDegradedExcludesIt() throws {
