@@ -17,5 +17,7 @@ enum BenchCommands {
         GenerateTrace.self,
         ReadTrace.self,
         ReaderSuite.self,
+        ReplayOne.self,
+        ReplaySuite.self,
     ]
 }

@@ -11,5 +11,8 @@ BENCH="$(swift build -c release --show-bin-path)/posfuse-bench"
 echo "== reader: TraceReader vs Python json =="
 "$BENCH" reader --lengths "${BENCH_LENGTHS:-1000000,3000000}"
 
+echo "== replay: read + default pipeline + score vs Python json reader =="
+"$BENCH" replay --lengths "${BENCH_LENGTHS:-1000000,3000000}"
+
 echo "== import: 22 Microsoft Indoor walks (ms-indoor), target < 2 s =="
 scripts/bench/bench-import.sh
