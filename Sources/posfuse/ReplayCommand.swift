@@ -120,7 +120,7 @@ final class ReplayJob {
                 stages = try PipelineConfigLoader.parse(yaml: t, file: pipeline)
                 _ = try StageRegistry.pipeline(options: stages)
             } catch let e as ConfigurationError {
-                throw ResultsDataError(file: pipeline, reason: "bad pipeline configuration: \(e.path == pipeline ? e.reason : e.description)")
+                throw ResultsDataError(file: pipeline, reason: e.reason(droppingFile: pipeline))
             }
         }
         pipelineText = text

@@ -75,3 +75,13 @@ public enum PipelineConfigLoader {
         }
     }
 }
+
+extension ConfigurationError {
+    /// The message without the leading `file: ` of `path` (for errors that name the file
+    /// themselves, e.g. `ResultsDataError(file:reason:)`).
+    public func reason(droppingFile file: String) -> String {
+        if path == file { return reason }
+        if path.hasPrefix(file + ": ") { return String(path.dropFirst(file.count + 2)) + ": " + reason }
+        return description
+    }
+}

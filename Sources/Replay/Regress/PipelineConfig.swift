@@ -16,40 +16,11 @@ public enum PipelineConfig {
         return try parse(text, file: url.path)
     }
 
+    /// Parses with `PipelineConfigLoader` (the one YAML → `StageOptions` parser), reporting
+    /// problems as `ResultsDataError` (exit 65 in regress/compare/report/export).
     public static func parse(_ text: String, file: String) throws -> [String: StageOptions] {
-        let root: Any?
-        do { root = try Yams.load(yaml: text) } catch { throw ResultsDataError(file: file, reason: "not YAML: \(error)") }
-        guard let top = root as? [String: Any] else { throw ResultsDataError(file: file, reason: "expected a mapping with a stages: section") }
-        let stages = (top["stages"] ?? [String: Any]()) as? [String: Any]
-        guard let stages else { throw ResultsDataError(file: file, reason: "stages: expected a mapping stage → options") }
-        let known = Set(StageRegistry.entries.map(\.name))
-        var out: [String: StageOptions] = [:]
-        for (name, v) in stages {
-            guard known.contains(name) else {
-                throw ResultsDataError(file: file, reason: "stages.\(name): unknown stage (known: \(known.sorted().joined(separator: ", ")))")
-            }
-            guard let m = (v is NSNull ? [String: Any]() : v) as? [String: Any] else {
-                throw ResultsDataError(file: file, reason: "stages.\(name): expected a mapping option → value")
-            }
-            var values: [String: ConfigValue] = [:]
-            for (k, x) in m { values[k] = try value(x, file: file, at: "stages.\(name).\(k)") }
-            out[name] = StageOptions(name: name, values: values)
-        }
-        return out
-    }
-
-    static func value(_ x: Any?, file: String, at path: String) throws -> ConfigValue {
-        switch x {
-        case let b as Bool: return .bool(b)
-        case let i as Int: return .number(Double(i))
-        case let d as Double: return .number(d)
-        case let s as String: return .string(s)
-        case let l as [Any?]: return .list(try l.enumerated().map { try value($0.element, file: file, at: "\(path)[\($0.offset)]") })
-        case let m as [String: Any?]:
-            var o: [String: ConfigValue] = [:]
-            for (k, v) in m { o[k] = try value(v, file: file, at: "\(path).\(k)") }
-            return .map(o)
-        default: throw ResultsDataError(file: file, reason: "\(path): unsupported value")
+        do { return try PipelineConfigLoader.parse(yaml: text, file: file) } catch let e as ConfigurationError {
+            throw ResultsDataError(file: file, reason: e.reason(droppingFile: file))
         }
     }
 }
