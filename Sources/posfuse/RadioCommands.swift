@@ -127,7 +127,7 @@ struct EvaluateRadio: ParsableCommand {
                         let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
                         pooled.wclWaypoint += r.wclWaypoint; pooled.hapelWaypoint += r.hapelWaypoint
                         pooled.wclAll += r.wclAll; pooled.hapelAll += r.hapelAll; pooled.wclNIS += r.wclNIS
-                        pooled.aps = max(pooled.aps, r.aps)
+                        pooled.aps = max(pooled.aps, r.aps); pooled.calibration += r.calibration
                     }
                     report = ev.report(pooled, train: walks.count - 1, test: walks.count)
                 }
@@ -174,12 +174,9 @@ struct EvaluateRadio: ParsableCommand {
 
 extension EvaluateRadio {
     func runScenario(_ path: String) throws {
-        var wo = StageOptions(name: "wcl", values: ["weight_law": .string(wcl.weightLaw), "exponent": .number(wcl.exponent),
+        let wo = StageOptions(name: "wcl", values: ["weight_law": .string(wcl.weightLaw), "exponent": .number(wcl.exponent),
                                                     "k": .number(Double(wcl.k)), "rss_min": .number(wcl.rssMin)])
-        let w = try WCLStage.estimator(wo)
-        _ = w
         var ho = wo; ho.name = "hapel"; ho.values["variant"] = .string(variant)
-        wo.name = "wcl"
         let r = try withExitCodes { try RadioScenarioCheck.run(path, options: ["wcl": wo, "hapel": ho]) }
         var out: [String: Any] = ["protocol": "scenario", "trace": path]
         var lines: [String] = []

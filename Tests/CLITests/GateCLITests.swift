@@ -185,8 +185,10 @@ enum GateFixtures {
         defer { try? FileManager.default.removeItem(at: dir) }
         // The simulated APs use locally administered BSSIDs (02:…), which WCL excludes by default.
         let good = dir.appendingPathComponent("good.yaml"), bad = dir.appendingPathComponent("bad.yaml")
-        try "stages:\n  wcl: {exclude_local: false}\n  hapel: {enabled: false}\n".write(to: good, atomically: true, encoding: .utf8)
-        try "stages:\n  wcl: {exclude_local: false, exponent: 10}\n  hapel: {enabled: false}\n".write(to: bad, atomically: true, encoding: .utf8)
+        // Covariance pinned (κ = 1, σ0 = 3 m): with the calibrated defaults (κ = 0.03, σ0 = 11 m,
+        // docs/radio.md) the wrong exponent still regresses the errors, but not ANEES.
+        try "stages:\n  wcl: {exclude_local: false, kappa: 1, sigma0: 3}\n  hapel: {enabled: false}\n".write(to: good, atomically: true, encoding: .utf8)
+        try "stages:\n  wcl: {exclude_local: false, kappa: 1, sigma0: 3, exponent: 10}\n  hapel: {enabled: false}\n".write(to: bad, atomically: true, encoding: .utf8)
         let base = dir.appendingPathComponent("baseline.yaml").path
         let u = try CLI.run(["regress", "--baseline", base, "--update-baseline", "--pipeline", good.path, mall.path])
         #expect(u.status == 0, "\(u.stderr)")

@@ -153,7 +153,7 @@ struct SparseCorridor {
     @Test func forwardPullByHand() throws {
         let map = ["00:00:00:00:00:01": AccessPoint(bssid: "00:00:00:00:00:01", position: SIMD3(0, 0, 0)),
                    "00:00:00:00:00:02": AccessPoint(bssid: "00:00:00:00:00:02", position: SIMD3(0, 30, 0))]
-        let e = HAPELEstimator(variant: .v1, rssThreshold: -80, selectionRadius: 40)
+        let e = HAPELEstimator(wcl: WCLEstimator(weightLaw: .power, exponent: 1), variant: .v1, rssThreshold: -80, selectionRadius: 40)
         let scan = WiFiScan(accessPoints: [WiFiObservation(bssid: "00:00:00:00:00:01", rss: -70)])
         let visible = e.wcl.selectAnchors(scan, time: 0, map: map)
         let heard = Set(e.wcl.mergedAnchors(scan, time: 0, map: map).map(\.id))

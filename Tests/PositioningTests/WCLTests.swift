@@ -20,7 +20,7 @@ import Foundation
         let px = try e.estimate(s, time: 0, map: map).get().position.x
         #expect(abs(px - 10 * 0.1 / 1.1) < 1e-9)
         // dB law with reference −100: weights 40 : 30 → x = 10·30/70.
-        let d = WCLEstimator(weightLaw: .db)
+        let d = WCLEstimator(weightLaw: .db, exponent: 1)
         #expect(abs(try d.estimate(s, time: 0, map: map).get().position.x - 300.0 / 70) < 1e-9)
     }
 
@@ -70,9 +70,9 @@ import Foundation
         var n = e; n.mergeNibble = true
         let m = n.mergedAnchors(two, time: 0, map: map)
         #expect(m.count == 1 && m[0].position == SIMD2(21, 0))
-        // Single anchor: Σ = (σ0² + (R/2)²) I.
-        let one = try e.estimate(WiFiScan(accessPoints: [WiFiObservation(bssid: "00:aa:bb:cc:dd:e1", rss: -50)]), time: 0, map: map).get()
-        #expect(abs(one.covariance.ee - (e.sigma0 * e.sigma0 + 25)) < 1e-9)
+        // Single anchor at −70 dBm, P0 −40, n 3: d̂ = 10 m → Σ = (κ·d̂²/2 + σ0²) I.
+        let one = try e.estimate(WiFiScan(accessPoints: [WiFiObservation(bssid: "00:aa:bb:cc:dd:e1", rss: -70)]), time: 0, map: map).get()
+        #expect(abs(one.covariance.ee - (e.kappa * 50 + e.sigma0 * e.sigma0)) < 1e-9)
     }
 
     /// Calibration recovers a consistent scale: errors drawn from κ·S + σ0²I give back κ, σ0

@@ -216,12 +216,18 @@ public struct WLANEvaluation: Sendable {
         public var hapelAllFixes: ErrorSummary
         public var wclMedianNIS: Double?
         public var wclInside95: Double?
+        /// κ, σ0 fitted on these (out-of-fold) errors, for use as defaults on other data.
+        public var calibration: WCLCalibrationReport?
         enum CodingKeys: String, CodingKey {
             case trainWalks = "train_walks", testWalks = "test_walks", apsInMap = "aps_in_map"
             case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
             case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
-            case wclMedianNIS = "wcl_median_nis", wclInside95 = "wcl_inside95"
+            case wclMedianNIS = "wcl_median_nis", wclInside95 = "wcl_inside95", calibration
         }
+    }
+
+    public struct WCLCalibrationReport: Codable, Sendable {
+        public var kappa: Double, sigma0_m: Double, median_nis: Double, inside95: Double, samples: Int
     }
 
     /// Fixes of `wcl` and `hapel` on one walk with an AP map.
@@ -244,6 +250,7 @@ public struct WLANEvaluation: Sendable {
         let est = mapBuilder.build(train, frame: frame)
         let map = Dictionary(est.map { ($0.ap.bssid, $0.ap) }, uniquingKeysWith: { a, _ in a })
         raw.aps = map.count
+        raw.calibration += calibrationSamples(test, map: map, frame: frame)
         for w in test {
             let truth = TruthTrack(walk: w, frame: frame)
             let fx = fixes(w, map: map, wcl: wcl)
@@ -287,7 +294,10 @@ public struct WLANEvaluation: Sendable {
         Report(trainWalks: train, testWalks: test, apsInMap: raw.aps, wclAtWaypoints: ErrorSummary(raw.wclWaypoint),
                hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), wclAllFixes: ErrorSummary(raw.wclAll),
                hapelAllFixes: ErrorSummary(raw.hapelAll), wclMedianNIS: RadioStats.median(raw.wclNIS),
-               wclInside95: raw.wclNIS.isEmpty ? nil : Double(raw.wclNIS.filter { $0 <= 5.991 }.count) / Double(raw.wclNIS.count))
+               wclInside95: raw.wclNIS.isEmpty ? nil : Double(raw.wclNIS.filter { $0 <= 5.991 }.count) / Double(raw.wclNIS.count),
+               calibration: WCLCalibration.calibrate(raw.calibration, estimator: wcl).map {
+                   WCLCalibrationReport(kappa: $0.kappa, sigma0_m: $0.sigma0, median_nis: $0.medianNIS, inside95: $0.inside95, samples: $0.count)
+               })
     }
 }
 

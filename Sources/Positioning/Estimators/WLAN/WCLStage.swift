@@ -18,7 +18,7 @@ public final class WCLStage: PipelineStage {
     /// `k` (4 strongest), `rss_min` (−90 dBm), `db_reference` (−100 dBm, `db` law),
     /// `merge_radios` (true), `merge_nibble` (false), `exclude_local` (false), `max_age_s`
     /// (none), `kappa` / `sigma0` (covariance scale and floor, m; calibrated defaults in
-    /// docs/radio.md), `single_ap_radius_m` (10), `default_p0` (−40 dBm), `default_n` (3).
+    /// docs/radio.md), `default_p0` (−40 dBm), `default_n` (3): P0, n for APs the map gives none.
     public static func estimator(_ o: StageOptions, base: WCLEstimator = WCLEstimator()) throws -> WCLEstimator {
         let lawName = try o.string("weight_law", default: base.weightLaw.rawValue)
         guard let law = WeightLaw(rawValue: lawName) else {
@@ -38,7 +38,6 @@ public final class WCLStage: PipelineStage {
         e.kappa = try o.double("kappa", default: base.kappa)
         e.sigma0 = try o.double("sigma0", default: base.sigma0)
         guard e.kappa >= 0, e.sigma0 > 0 else { throw ConfigurationError(path: "\(o.name).kappa/sigma0", reason: "kappa ≥ 0 and sigma0 > 0 required") }
-        e.singleAnchorRadius = try o.double("single_ap_radius_m", default: base.singleAnchorRadius)
         e.defaultP0 = try o.double("default_p0", default: base.defaultP0)
         e.defaultPathLossExponent = try o.double("default_n", default: base.defaultPathLossExponent)
         guard e.defaultPathLossExponent > 0 else { throw ConfigurationError(path: "\(o.name).default_n", reason: "must be positive") }
