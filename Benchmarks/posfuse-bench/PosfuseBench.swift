@@ -19,5 +19,6 @@ enum BenchCommands {
         ReaderSuite.self,
         ReplayOne.self,
         ReplaySuite.self,
+        TDoABench.self,
     ]
 }

@@ -16,3 +16,7 @@ echo "== replay: read + default pipeline + score vs Python json reader =="
 
 echo "== import: 22 Microsoft Indoor walks (ms-indoor), target < 2 s =="
 scripts/bench/bench-import.sh
+
+echo "== tdoa: TDoA solve with 4-8 beacons, median µs/solve, one core (target < 10 µs) vs scipy =="
+PIN=""; command -v taskset >/dev/null && PIN="taskset -c 0"
+$PIN "$BENCH" tdoa --script scripts/bench/tdoa_scipy.py
