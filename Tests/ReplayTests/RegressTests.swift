@@ -221,6 +221,8 @@ func syntheticEpochs(seed: UInt64, n: Int = 600, sigma: Double = 2, bias: Double
         let mean = try #require(c.rows.first { $0.metric == "mean_m" })
         #expect(mean.difference! > 0 && mean.interval!.low > 0)
         #expect(c.table().contains("mean_m"))
+        let twice = RunResults(label: "db", traces: a.traces + b.traces).withUniqueTraceNames()
+        #expect(twice.traces.map(\.trace) == ["w", "w #2"])
         let obj = try JSONSerialization.jsonObject(with: c.json()) as? [String: Any]
         #expect((obj?["rows"] as? [[String: Any]])?.count == c.rows.count)
     }

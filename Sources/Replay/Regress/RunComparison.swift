@@ -37,6 +37,7 @@ public struct RunComparison: Sendable {
     /// Compare every trace and source present in either run. Traces are matched by name,
     /// sources by name; a side that lacks one shows as nil.
     public static func compare(_ a: RunResults, _ b: RunResults, bootstrap: BlockBootstrap) -> RunComparison {
+        let a = a.withUniqueTraceNames(), b = b.withUniqueTraceNames()
         var rows: [MetricComparison] = []
         var traceNames = a.traces.map(\.trace)
         for t in b.traces.map(\.trace) where !traceNames.contains(t) { traceNames.append(t) }
@@ -111,4 +112,20 @@ func fmt4(_ x: Double?) -> String {
     guard let x else { return "–" }
     if x == x.rounded(), abs(x) < 1e9 { return String(Int(x)) }
     return String(format: "%.4g", x)
+}
+
+extension RunResults {
+    /// The same run with repeated trace names (several runs of one trace in a results
+    /// database) made unique as "name #2", "name #3", … in order, so each is compared with
+    /// its counterpart in the other run.
+    public func withUniqueTraceNames() -> RunResults {
+        var seen: [String: Int] = [:]
+        var r = self
+        for i in r.traces.indices {
+            let n = r.traces[i].trace
+            seen[n, default: 0] += 1
+            if seen[n]! > 1 { r.traces[i].trace = "\(n) #\(seen[n]!)" }
+        }
+        return r
+    }
 }
