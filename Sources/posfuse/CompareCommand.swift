@@ -31,10 +31,13 @@ struct Compare: ParsableCommand {
     @Option(help: "Bootstrap resamples.") var resamples: Int = 2000
     @Option(help: "Seed of the bootstrap's random numbers.") var seed: UInt64 = 1
     @Option(help: "Confidence level of the intervals.") var confidence: Double = 0.95
+    @Option(name: .customLong("block-length"), help: "Bootstrap block length in epochs (default: automatic, from the autocorrelation).")
+    var blockLength: Int?
 
     func validate() throws {
         if resamples < 10 { throw ValidationError("--resamples must be at least 10") }
         if !(confidence > 0.5 && confidence < 1) { throw ValidationError("--confidence must be in (0.5, 1)") }
+        if let b = blockLength, b < 1 { throw ValidationError("--block-length must be at least 1") }
     }
 
     func run() throws {
@@ -50,7 +53,7 @@ struct Compare: ParsableCommand {
             if ra.traces.count == 1, rb.traces.count == 1, ra.traces[0].trace != rb.traces[0].trace {
                 rb.traces[0].trace = ra.traces[0].trace
             }
-            let c = RunComparison.compare(ra, rb, bootstrap: BlockBootstrap(resamples: resamples, seed: seed, confidence: confidence))
+            let c = RunComparison.compare(ra, rb, bootstrap: BlockBootstrap(resamples: resamples, seed: seed, confidence: confidence, blockLength: blockLength))
             if json {
                 FileHandle.standardOutput.write(c.json())
                 print("")

@@ -117,6 +117,8 @@ func syntheticEpochs(seed: UInt64, n: Int = 600, sigma: Double = 2, bias: Double
         #expect(iv["anees"]!.low > 0)
         #expect(iv["inside95"]!.high < 0)
         #expect(bs.differenceIntervals(a, b) == iv)
+        let fixed = BlockBootstrap(resamples: 100, seed: 9, blockLength: 50).differenceIntervals(a, b)
+        #expect(fixed["anees"]!.blockLength == 50)
         #expect(bs.differenceIntervals([], b).isEmpty)
     }
 }

@@ -36,9 +36,12 @@ public struct BlockBootstrap: Sendable {
     public var resamples: Int
     public var seed: UInt64
     public var confidence: Double
+    /// A block length chosen by the user (e.g. from a known correlation time); nil = automatic (step 1).
+    public var blockLength: Int?
 
-    public init(resamples: Int = 2000, seed: UInt64 = 1, confidence: Double = 0.95) {
+    public init(resamples: Int = 2000, seed: UInt64 = 1, confidence: Double = 0.95, blockLength: Int? = nil) {
         self.resamples = max(1, resamples); self.seed = seed; self.confidence = confidence
+        self.blockLength = blockLength.map { max(1, $0) }
     }
 
     /// A two-sided interval of a difference B − A, with the block length used.
@@ -103,7 +106,7 @@ public struct BlockBootstrap: Sendable {
     public func differenceIntervals(_ a: [EpochSample], _ b: [EpochSample]) -> [String: Interval] {
         guard !a.isEmpty, !b.isEmpty else { return [:] }
         let paired = Self.arePaired(a, b)
-        let l = max(Self.blockLength(a.map(\.error)), Self.blockLength(b.map(\.error)))
+        let l = blockLength ?? max(Self.blockLength(a.map(\.error)), Self.blockLength(b.map(\.error)))
         let la = min(l, a.count), lb = min(l, b.count)
         GSL.disableAbort()
         let rng = gsl_rng_alloc(cgsl_rng_mt19937())!
