@@ -1,0 +1,56 @@
+import Testing
+import Foundation
+
+/// End-to-end radio commands: evaluate radio on a scenario folder (JSON), radiomap build and
+/// celldb build on tiny self-made traces, usage errors (exit 64).
+@Suite struct RadioCLITests {
+    static func tempDir() throws -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-radio-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    @Test func evaluateScenarioJSON() throws {
+        let urban = CLI.root.appendingPathComponent("Traces/urban-canyon")
+        guard FileManager.default.fileExists(atPath: urban.path) else { return }
+        let r = try CLI.run(["evaluate", "radio", urban.path, "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        let scores = o?["scores"] as? [[String: Any]] ?? []
+        #expect(Set(scores.compactMap { $0["source"] as? String }).isSuperset(of: ["cell", "cell-ta"]))
+        #expect((o?["ta_radial"] as? [[String: Any]])?.first?["ta_unit"] as? String == "lte_16ts")
+    }
+
+    @Test func buildCommandsOnSmallTraces() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // A walk east along y = 0 with ground truth, an LTE serving cell with TA to a site at
+        // (300, 200), and WiFi scans of one AP at (50, 5).
+        var lines = [#"{"type":"header","format":"posfuse-trace","version":1,"origin":{"lat":45.0,"lon":-75.0,"h":0}}"#]
+        for k in 0..<60 {
+            let t = Double(k), e = Double(k) * 5, n = (k % 7 == 0) ? 30.0 : 0.0
+            lines.append(#"{"t":\#(t),"type":"gt","e":\#(e),"n":\#(n),"u":0}"#)
+            let d = ((e - 300) * (e - 300) + (n - 200) * (n - 200)).squareRoot()
+            lines.append(#"{"t":\#(t),"type":"cell","rat":"lte","mcc":302,"mnc":720,"area":1,"cid":77,"serving":true,"ta":\#(Int((d / 78.07).rounded())),"ta_unit":"lte_16ts"}"#)
+            let da = max(1, ((e - 50) * (e - 50) + (n - 5) * (n - 5)).squareRoot())
+            lines.append(#"{"t":\#(t),"type":"wifi","aps":[{"bssid":"00:1a:00:00:00:01","ssid":"x","freq":2437,"rss":\#((-40 - 30 * log10(da)).rounded())}]}"#)
+        }
+        let trace = dir.appendingPathComponent("walk.jsonl")
+        try (lines.joined(separator: "\n") + "\n").write(to: trace, atomically: true, encoding: .utf8)
+        let cdb = dir.appendingPathComponent("cells.sqlite").path
+        let c = try CLI.run(["celldb", "build", trace.path, "--db", cdb, "--json"])
+        #expect(c.status == 0, "\(c.stderr)")
+        #expect(c.stdout.contains("\"records\" : 1"), "\(c.stdout)")
+        let rdb = dir.appendingPathComponent("map.sqlite").path, ref = dir.appendingPathComponent("aps.json")
+        let m = try CLI.run(["radiomap", "build", trace.path, "--db", rdb, "--reference-json", ref.path])
+        #expect(m.status == 0, "\(m.stderr)")
+        let aps = try JSONSerialization.jsonObject(with: Data(contentsOf: ref)) as? [String: Any]
+        #expect((aps?["aps"] as? [[String: Any]])?.first?["bssid"] as? String == "00:1a:00:00:00:01")
+    }
+
+    @Test func usageErrors() throws {
+        #expect(try CLI.run(["evaluate", "radio"]).status == 64)
+        #expect(try CLI.run(["evaluate", "radio", "--train", "/nonexistent", "--test", "/nonexistent"]).status == 64)
+        #expect(try CLI.run(["evaluate", "radio", "Traces", "--variant", "v3"]).status == 64)
+    }
+}
