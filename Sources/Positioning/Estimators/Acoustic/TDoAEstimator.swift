@@ -37,6 +37,7 @@ public struct TDoASolution: Sendable {
 /// 6. NLoS mitigation: while the largest normalised residual exceeds `nlosThreshold` and
 ///    removing a beacon leaves redundancy (M − 1 ≥ D + 2), re-solve leaving each beacon
 ///    out and keep the subset with the smallest χ².
+/// 7. Fix covariance (JᵀWJ)⁻¹ × max(1, χ²/dof) (`inflateByResiduals`); CRLB and GDOP nominal.
 ///
 /// Mode: `.auto` solves in 3-D when M ≥ 5 and the beacons are not coplanar, otherwise
 /// 2-D with the known phone height (beacons on one ceiling are coplanar).
@@ -51,11 +52,14 @@ public struct TDoAEstimator: Sendable {
     public var nlosThreshold: Double
     /// Allowed excess of |ρ_i1| over the baseline ‖s_i − s_1‖, m.
     public var consistencySlack: Double
+    /// Scale the fix covariance by max(1, χ²/(M − 1 − D)) (the CRLB stays nominal).
+    public var inflateByResiduals: Bool
 
     public init(solver: TDoASolver = TDoASolver(), mode: Mode = .auto, toaSigma: Double = 30e-6,
-                nlosThreshold: Double = 3, consistencySlack: Double = 0.05) {
+                nlosThreshold: Double = 3, consistencySlack: Double = 0.05, inflateByResiduals: Bool = true) {
         self.solver = solver; self.mode = mode; self.toaSigma = toaSigma
         self.nlosThreshold = nlosThreshold; self.consistencySlack = consistencySlack
+        self.inflateByResiduals = inflateByResiduals
     }
 
     /// Estimate the phone position from one epoch of arrivals.
@@ -168,7 +172,11 @@ public struct TDoAEstimator: Sendable {
             guard let crlb = TDoASolver.crlb(current, at: p), let gdop = TDoASolver.gdop(current, at: p) else {
                 return .failure(d == 2 ? .collinearGeometry : .coplanarGeometry)
             }
-            let c = est.covariance
+            // Fix covariance: (JᵀWJ)⁻¹, inflated by the reduced χ² when the residuals are larger
+            // than the nominal σ explains (NLoS, sound-speed or survey errors; §7.4).
+            let dof = current.rangeDifferences.count - d
+            let inflation = inflateByResiduals && dof > 0 ? max(1, est.chiSquare / Double(dof)) : 1
+            let c = est.covariance.map { $0 * inflation }
             var flags: FixFlags = []
             let es = current.beacons.map(\.x), ns = current.beacons.map(\.y)
             if p[0] < es.min()! || p[0] > es.max()! || p[1] < ns.min()! || p[1] > ns.max()! { flags.insert(.extrapolated) }
