@@ -221,6 +221,28 @@ import Positioning
         #expect(r.sources.isEmpty)
     }
 
+    /// Memory stays flat without truth: estimates no future truth can bracket are settled
+    /// as the stream moves on (subject without truth → no_truth; truth stopped for longer
+    /// than the gap → truth_gap), not kept until the end.
+    @Test func hopelessEstimatesDoNotAccumulate() throws {
+        let s = Scorer(frame: frame)
+        try s.add(event: gt(0, 0, 0)); try s.add(event: gt(1, 0, 0))
+        let imu = TraceEvent(time: 0, payload: .imu(IMUSample(kind: .accelerometer, x: 0)))
+        var maxPending = 0
+        for k in 0..<20_000 {
+            let t = 2 + Double(k) * 0.01
+            var e = imu; e.time = t
+            try s.add(event: e)
+            if k % 100 == 0 { try s.add([fix(t, 0, 0), fix(t, 0, 0, subject: "ghost")]) }
+            maxPending = max(maxPending, s.pendingCount)
+        }
+        #expect(maxPending < 20)
+        let g = try #require(try s.finish().score("gnss"))
+        #expect(g.fixes == 400 && g.count == 0)
+        #expect(g.unscored["no_truth"] == 200)
+        #expect((g.unscored["truth_gap"] ?? 0) + (g.unscored["after_truth"] ?? 0) == 200)
+    }
+
     @Test func keepsEpochsOnRequest() throws {
         let s = Scorer(frame: frame, options: ScoringOptions(keepEpochs: true))
         try s.add(event: gt(0, 0, 0)); try s.add(event: gt(2, 0, 0))

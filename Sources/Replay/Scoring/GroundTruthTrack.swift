@@ -3,13 +3,16 @@ import Positioning
 
 /// Why an estimate was not scored (`docs/metrics.md`, "Interpolation").
 public enum UnscoredReason: String, Error, Sendable, CaseIterable, Codable {
-    /// The trace has no ground truth for the estimate's subject.
+    /// The trace has no ground truth for the estimate's subject (none at all, or — decided
+    /// while replaying, to keep memory flat — none up to the estimate's time).
     case noTruth = "no_truth"
     /// The estimate is earlier than the subject's first truth sample (never extrapolated).
     case beforeTruth = "before_truth"
     /// The estimate is later than the subject's last truth sample (never extrapolated).
     case afterTruth = "after_truth"
-    /// The bracketing truth samples are more than `maxTruthGap` apart.
+    /// The bracketing truth samples are more than `maxTruthGap` apart (also: truth paused
+    /// for longer than that after the estimate while the replay went on, whether or not it
+    /// resumes later).
     case truthGap = "truth_gap"
 }
 

@@ -103,6 +103,11 @@ public final class Scorer {
     private var pending: [String: [Fix]] = [:]
     private var acc: [Key: Accumulator] = [:]
     private var failures: [String: [String: Int]] = [:]
+    /// Largest event time seen (the stream time).
+    private var now = -Double.infinity
+    /// Estimates waiting for truth (memory check in tests).
+    private(set) var pendingCount = 0
+    private var pendingCheck = 0
 
     private struct Key: Hashable { var source: Source; var group: SubjectGroup }
     private struct Accumulator {
@@ -130,7 +135,12 @@ public final class Scorer {
     /// Takes the ground truth of an event (other events are ignored) and scores the
     /// waiting estimates of its subject that it now brackets.
     public func add(event: TraceEvent) throws {
-        guard case .groundTruth(let g) = event.payload else { return }
+        if event.time > now { now = event.time }
+        guard case .groundTruth(let g) = event.payload else {
+            pendingCheck &+= 1
+            if pendingCheck & 0xFF == 0, pendingCount > 0 { try settleHopeless() }
+            return
+        }
         let s = event.device
         truth[s, default: GroundTruthTrack(subject: s)].append(time: event.time, position: Self.enu(g, frame: frame))
         guard var waiting = pending[s], !waiting.isEmpty else { return }
@@ -139,7 +149,28 @@ public final class Scorer {
         guard !ready.isEmpty else { return }
         waiting.removeAll { $0.time <= t }
         pending[s] = waiting
+        pendingCount -= ready.count
         for f in ready { try score(f) }
+    }
+
+    /// Scores the waiting estimates no future truth can bracket, so that memory stays flat
+    /// when truth is missing: events arrive in time order, so once the stream time `now`
+    /// is past an estimate's time, a later truth sample is later than it too. A moving
+    /// subject whose last truth sample is more than the max truth gap before `now` can
+    /// only get a bracket wider than the gap (`truth_gap`); a subject without any truth
+    /// yet has none at or before the estimate (`no_truth`). Objects (static) keep waiting.
+    private func settleHopeless() throws {
+        for s in pending.keys.sorted() where !s.hasPrefix("object:") {
+            guard var waiting = pending[s], !waiting.isEmpty else { continue }
+            let last = truth[s]?.lastTime
+            if let last, now <= last + options.maxTruthGap { continue }
+            let done = waiting.filter { $0.time < now }
+            guard !done.isEmpty else { continue }
+            waiting.removeAll { $0.time < now }
+            pending[s] = waiting
+            pendingCount -= done.count
+            for f in done { try score(f, unscoredReason: last == nil ? .noTruth : .truthGap) }
+        }
     }
 
     /// Takes pipeline results: fixes are scored (now or when truth reaches their time),
@@ -152,6 +183,7 @@ public final class Scorer {
                     try score(f)
                 } else if f.time.isFinite {
                     pending[f.subject, default: []].append(f)
+                    pendingCount += 1
                 } else {
                     try score(f)
                 }
@@ -163,15 +195,19 @@ public final class Scorer {
         }
     }
 
-    private func score(_ f: Fix) throws {
+    private func score(_ f: Fix, unscoredReason: UnscoredReason? = nil) throws {
         let key = Key(source: f.source, group: SubjectGroup(subject: f.subject))
         var a = acc[key] ?? Accumulator()
         a.fixes += 1
         var out = ScoredEstimate(fix: f)
         let valid = f.time.isFinite && f.position.x.isFinite && f.position.y.isFinite
-        let located: Result<SIMD2<Double>, UnscoredReason> = valid
-            ? (truth[f.subject]?.position(at: f.time, maxGap: options.maxTruthGap) ?? .failure(.noTruth))
-            : .failure(.noTruth)
+        let located: Result<SIMD2<Double>, UnscoredReason>
+        if let unscoredReason {
+            located = .failure(unscoredReason)
+        } else {
+            located = valid ? (truth[f.subject]?.position(at: f.time, maxGap: options.maxTruthGap) ?? .failure(.noTruth))
+                            : .failure(.noTruth)
+        }
         switch located {
         case .failure(let why):
             a.unscored[why.rawValue, default: 0] += 1
@@ -204,6 +240,7 @@ public final class Scorer {
             for f in pending[s] ?? [] { try score(f) }
         }
         pending = [:]
+        pendingCount = 0
         let gap = options.maxTruthGap
         var intervals: [String: [ClosedRange<Double>]] = [:]
         var truthSeconds = 0.0
