@@ -274,3 +274,20 @@ struct TestRNG {
         #expect(abs(CellTAEstimator.sectorLogPrior(site: gsmSite, point: SIMD2(0, -1)) + 20 * log(10.0) / 10) < 1e-9)
     }
 }
+
+@Suite struct CellLookupTests {
+    /// Sites without a range get the nearest other site of their network; the eNB fallback
+    /// finds a sibling sector without its sector geometry.
+    @Test func interSiteRangeAndSiteFallback() throws {
+        let a = CellID(rat: .lte, mcc: 1, mnc: 1, area: 1, cid: 0x100 + 1)
+        let b = CellID(rat: .lte, mcc: 1, mnc: 1, area: 1, cid: 0x200 + 1)
+        let c = CellID(rat: .lte, mcc: 1, mnc: 2, area: 1, cid: 0x300 + 1)   // other operator
+        let l = CellLookup([a: CellSite(cell: a, position: SIMD3(0, 0, 0), azimuth: 0, beamwidth: 120),
+                            b: CellSite(cell: b, position: SIMD3(3000, 4000, 0)),
+                            c: CellSite(cell: c, position: SIMD3(10, 0, 0), range: 700)])
+        #expect(l.site(for: a)?.range == 5000 && l.site(for: b)?.range == 5000 && l.site(for: c)?.range == 700)
+        let sibling = try #require(l.site(for: CellID(rat: .lte, mcc: 1, mnc: 1, area: 1, cid: 0x100 + 2)))
+        #expect(sibling.position == SIMD3(0, 0, 0) && sibling.azimuth == nil)
+        #expect(l.site(for: CellID(rat: .gsm, mcc: 1, mnc: 1, area: 1, cid: 5)) == nil)
+    }
+}

@@ -7,7 +7,22 @@ public struct CellLookup: Sendable {
     let cells: [CellID: CellSite]
     let bySite: [SiteKey: CellSite]
 
-    public init(_ cells: [CellID: CellSite]) {
+    /// Sites without a `range` get the distance to the nearest other site of the same RAT and
+    /// operator (positions more than 50 m apart): a cell's coverage reaches about the
+    /// inter-site distance, a better Cell-ID radius than a fixed per-RAT guess. Sites alone in
+    /// their network keep `range = nil` (the estimator's per-RAT default then applies).
+    public init(_ input: [CellID: CellSite]) {
+        var cells = input
+        let sites = input.values.map { (net: "\($0.cell.rat.rawValue):\($0.cell.mcc)-\($0.cell.mnc)", p: SIMD2($0.position.x, $0.position.y)) }
+        for (id, s) in input where s.range == nil {
+            let net = "\(id.rat.rawValue):\(id.mcc)-\(id.mnc)", p = SIMD2(s.position.x, s.position.y)
+            var best = Double.infinity
+            for o in sites where o.net == net {
+                let d = ((o.p - p) * (o.p - p)).sum().squareRoot()
+                if d > 50 { best = min(best, d) }
+            }
+            if best.isFinite { cells[id]?.range = best }
+        }
         self.cells = cells
         var m: [SiteKey: CellSite] = [:]
         for (id, s) in cells where id.rat == .lte || id.rat == .nr {
