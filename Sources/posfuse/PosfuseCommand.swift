@@ -32,6 +32,7 @@ enum Subcommands {
 }
 
 struct Version: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the posfuse version.")
-    func run() { print("posfuse 0.1.0") }
+    static let configuration = CommandConfiguration(abstract: "Print the posfuse version.",
+                                                    discussion: "Example:\n  posfuse version        # prints e.g. `posfuse 0.1.0`")
+    func run() { print("posfuse \(Posfuse.configuration.version)") }
 }
