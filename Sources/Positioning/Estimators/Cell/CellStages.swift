@@ -10,16 +10,33 @@ public struct CellLookup: Sendable {
     /// Sites without a `range` get the distance to the nearest other site of the same RAT and
     /// operator (positions more than 50 m apart): a cell's coverage reaches about the
     /// inter-site distance, a better Cell-ID radius than a fixed per-RAT guess. Sites alone in
-    /// their network keep `range = nil` (the estimator's per-RAT default then applies).
+    /// their network within 40 km keep `range = nil` (the estimator's per-RAT default applies).
     public init(_ input: [CellID: CellSite]) {
         var cells = input
-        let sites = input.values.map { (net: "\($0.cell.rat.rawValue):\($0.cell.mcc)-\($0.cell.mnc)", p: SIMD2($0.position.x, $0.position.y)) }
+        // Spatial hash (2 km buckets per network) so large databases stay O(n): search rings
+        // of buckets outwards up to 40 km.
+        let bucket = 2000.0
+        struct B: Hashable { var net: String; var i: Int; var j: Int }
+        func net(_ id: CellID) -> String { "\(id.rat.rawValue):\(id.mcc)-\(id.mnc)" }
+        var grid: [B: [SIMD2<Double>]] = [:]
+        for s in input.values {
+            let p = SIMD2(s.position.x, s.position.y)
+            grid[B(net: net(s.cell), i: Int((p.x / bucket).rounded(.down)), j: Int((p.y / bucket).rounded(.down))), default: []].append(p)
+        }
         for (id, s) in input where s.range == nil {
-            let net = "\(id.rat.rawValue):\(id.mcc)-\(id.mnc)", p = SIMD2(s.position.x, s.position.y)
+            let p = SIMD2(s.position.x, s.position.y), n = net(id)
+            let i0 = Int((p.x / bucket).rounded(.down)), j0 = Int((p.y / bucket).rounded(.down))
             var best = Double.infinity
-            for o in sites where o.net == net {
-                let d = ((o.p - p) * (o.p - p)).sum().squareRoot()
-                if d > 50 { best = min(best, d) }
+            for ring in 0...20 {
+                if Double(ring - 1) * bucket > best { break }
+                for di in -ring...ring {
+                    for dj in -ring...ring where max(abs(di), abs(dj)) == ring {
+                        for o in grid[B(net: n, i: i0 + di, j: j0 + dj)] ?? [] {
+                            let d = ((o - p) * (o - p)).sum().squareRoot()
+                            if d > 50 { best = min(best, d) }
+                        }
+                    }
+                }
             }
             if best.isFinite { cells[id]?.range = best }
         }
