@@ -145,10 +145,15 @@ public final class HAPELStage: PipelineStage {
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         switch event.payload {
         case .imu(let s):
-            var st = state(event.device, context); st.tracker.update(s, time: event.time); states[event.device] = st
+            // One lookup, updated in place: no copy of the state or the context per IMU sample.
+            let declination = context.header.declination
+            states[event.device, default: State(tracker: HeadingStepTracker(declinationDegrees: declination), last: nil)]
+                .tracker.update(s, time: event.time)
             return []
         case .step(let s):
-            var st = state(event.device, context); st.tracker.step(s, time: event.time); states[event.device] = st
+            let declination = context.header.declination
+            states[event.device, default: State(tracker: HeadingStepTracker(declinationDegrees: declination), last: nil)]
+                .tracker.step(s, time: event.time)
             return []
         case .wifi(let scan):
             var st = state(event.device, context)
