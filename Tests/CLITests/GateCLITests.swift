@@ -91,6 +91,10 @@ enum GateFixtures {
         #expect(xml.components(separatedBy: "<testcase ").count - 1 == 2)
         #expect(xml.components(separatedBy: "<failure ").count - 1 == 1)
         #expect(xml.contains("gnss regressed on loop: inside95, anees"))
+        let j = try CLI.run(["regress", "--baseline", base, "--results", bad.path, "--json"])
+        #expect(j.status == 1)
+        let o = try JSONSerialization.jsonObject(with: Data(j.stdout.utf8)) as? [String: Any]
+        #expect(o?["passed"] as? Bool == false && o?["failures"] as? Int == 2)
     }
 
     @Test func regressBadDataExits65() throws {
@@ -143,6 +147,7 @@ enum GateFixtures {
         #expect((anees["ci_low"] as? Double ?? 0) > 0)
         let text = try CLI.run(["compare", a.path, c.path, "--resamples", "100"])
         #expect(text.status == 0 && text.stdout.contains("loop / gnss") && text.stdout.contains("anees"))
+        #expect(text.stdout.contains("metric changes with an interval exclude 0"))
         #expect(try CLI.run(["compare", a.path, dir.appendingPathComponent("nope.json").path]).status == 65)
     }
 

@@ -85,7 +85,10 @@ public struct RunComparison: Sendable {
             }
             out += pad(r.metric, 14) + pad(fmt4(r.a), 12) + pad(fmt4(r.b), 12) + pad(fmt4(r.difference), 12) + ci + "\n"
         }
-        out += "\n* the interval excludes 0: the change is larger than the run-to-run noise.\n"
+        let withCI = rows.filter { $0.interval != nil }
+        let real = withCI.filter { !$0.interval!.includesZero && $0.difference != 0 }
+        out += "\n\(real.count) of \(withCI.count) metric changes with an interval exclude 0"
+        out += real.isEmpty ? ".\n" : " (*): the change is larger than the run-to-run noise.\n"
         return out
     }
 
