@@ -1,0 +1,114 @@
+import Foundation
+
+/// Extended Kalman filter (`ekf`) over the S1 step state [E, N, ψ, s] or the S2 constant-velocity
+/// state [E, N, v_E, v_N] (`design/estimators.md` §7.2–7.3).
+///
+/// * Predict: x ← f(x, u), P ← F P Fᵀ + Q (F the Jacobian of f; exact for CV).
+/// * Update with any `MeasurementModel`: H = [∂h/∂p 0] (the model's 2-column Jacobian embedded in
+///   the E, N columns), ν = z − h(x) (angles wrapped by the model), S = HPHᵀ + R, χ² gate on
+///   νᵀS⁻¹ν, Joseph-form covariance and symmetrisation (`KalmanAlgebra`).
+/// * Inequality measurements (saturated TA, hidden APs) are applied as ordinary updates only
+///   when the current estimate violates them (§1.3, §3.2 step 6).
+/// * Position fixes (`PositionMeasurement`) take an allocation-free closed-form path.
+///
+/// Degenerate cases: a singular S leaves the state untouched and reports `.singular`.
+public final class ExtendedKalmanFilter: FusionFilter {
+    public var motion: MotionConfiguration
+    public private(set) var isInitialized = false
+    public private(set) var time = 0.0
+    public private(set) var mean = SIMD4<Double>.zero
+    public private(set) var covariance = Mat4.identity
+    /// Optional hook called after every prediction with (F, x⁻, P⁻) — used by the RTS smoother.
+    public var onPredict: ((Mat4, SIMD4<Double>, Mat4, Double) -> Void)?
+
+    public init(motion: MotionConfiguration) { self.motion = motion }
+
+    public func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
+        self.mean = mean; self.covariance = covariance.symmetrized; self.time = time; isInitialized = true
+    }
+
+    public func predict(to t: Double) {
+        guard isInitialized, t > time else { if !isInitialized { time = max(time, t) }; return }
+        let (f, q) = motion.timeTransition(dt: t - time)
+        mean = f * mean                                                     // x⁻ = F x
+        covariance = (covariance.congruence(f) + q).symmetrized            // P⁻ = F P Fᵀ + Q
+        time = t
+        onPredict?(f, mean, covariance, t)
+    }
+
+    public func predict(step: StepInput) {
+        guard motion.layout == .step else { predict(to: step.time); return }
+        predict(to: step.time)
+        guard isInitialized else { return }
+        let sm = motion.step
+        let f = sm.jacobian(mean, length: step.length)
+        let q = sm.noise(mean, length: step.length)
+        mean = sm.propagate(mean, length: step.length, headingChange: step.headingChange)   // x⁻ = f(x, u)
+        covariance = (covariance.congruence(f) + q).symmetrized                               // P⁻ = F P Fᵀ + Q
+        onPredict?(f, mean, covariance, time)
+    }
+
+    /// The fast path for a plain position fix z with covariance R; returns the NIS, or nil if
+    /// S is singular, or −NIS when gated. Allocation-free (benchmarked).
+    @discardableResult
+    public func updatePosition(_ z: SIMD2<Double>, ree: Double, ren: Double, rnn: Double, gate: Double? = nil) -> Double? {
+        KalmanAlgebra.updatePosition(mean: &mean, covariance: &covariance, z: z, ree: ree, ren: ren, rnn: rnn, gate: gate)
+    }
+
+    /// Constant-velocity predict by Δt with a fixed (F, Q): the benchmark's predict.
+    public func predict(f: Mat4, q: Mat4, dt: Double) {
+        mean = f * mean
+        covariance = (covariance.congruence(f) + q).symmetrized
+        time += dt
+    }
+
+    public func update(_ m: any MeasurementModel, gate: Double?) -> UpdateRecord {
+        let dim = m.dimension
+        guard isInitialized else { return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: gate, outcome: .uninitialized) }
+        let p = SIMD2(mean[0], mean[1])
+        var gate = gate
+        if let iq = m as? any InequalityMeasurement {
+            guard iq.isViolated(p) else { return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: nil, outcome: .notViolated) }
+            gate = nil
+        }
+        if let pm = m as? PositionMeasurement {
+            let r = pm.noise
+            let out = KalmanAlgebra.updatePosition(mean: &mean, covariance: &covariance, z: SIMD2(pm.z[0], pm.z[1]),
+                                                   ree: r[0, 0], ren: 0.5 * (r[0, 1] + r[1, 0]), rnn: r[1, 1], gate: gate)
+            guard let nis = out else { return UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: nil, gate: gate, outcome: .singular) }
+            if let a = motion.layout.angleIndex { mean[a] = Angle.wrap(mean[a]) }
+            return UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: abs(nis), gate: gate, outcome: nis < 0 ? .gated : .accepted)
+        }
+        let jac = m.jacobian(p)
+        let h = (0..<dim).map { SIMD4(jac[$0, 0], jac[$0, 1], 0, 0) }
+        let nu = m.innovation(m.predict(p))
+        switch KalmanAlgebra.update(mean: mean, covariance: covariance, h: h, innovation: nu, noise: m.noise,
+                                    gate: gate, angleIndex: motion.layout.angleIndex) {
+        case .success(let r):
+            mean = r.mean; covariance = r.covariance
+            return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: r.nis, gate: gate, outcome: .accepted)
+        case .failure(.gated(let d)):
+            return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: d, gate: gate, outcome: .gated)
+        case .failure(.singular):
+            return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: gate, outcome: .singular)
+        }
+    }
+
+    public func updateHeading(_ z: Double, variance: Double, time t: Double, gate: Double?) -> UpdateRecord {
+        guard isInitialized, motion.layout == .step else {
+            return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: nil, gate: gate, outcome: .uninitialized)
+        }
+        let nu = Angle.wrap(z - mean[2])
+        switch KalmanAlgebra.update(mean: mean, covariance: covariance, h: [SIMD4(0, 0, 1, 0)], innovation: [nu],
+                                    noise: Matrix(rows: 1, cols: 1, data: [variance]), gate: gate, angleIndex: 2) {
+        case .success(let r):
+            mean = r.mean; covariance = r.covariance
+            return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: r.nis, gate: gate, outcome: .accepted)
+        case .failure(.gated(let d)): return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: d, gate: gate, outcome: .gated)
+        case .failure(.singular): return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: nil, gate: gate, outcome: .singular)
+        }
+    }
+
+    public func snapshot() -> FilterSnapshot { FilterSnapshot(time: time, mean: mean, covariance: covariance, initialized: isInitialized, payload: nil) }
+    public func restore(_ s: FilterSnapshot) { time = s.time; mean = s.mean; covariance = s.covariance; isInitialized = s.initialized }
+}

@@ -1,0 +1,110 @@
+import Foundation
+
+/// Which 4-dimensional state a filter carries (`design/estimators.md` §7.2).
+public enum StateLayout: String, Sendable, CaseIterable {
+    /// S1, step-driven: x = [E, N, ψ, s] (m, m, rad clockwise from true north, step-length scale).
+    case step
+    /// S2, time-driven constant velocity for traces without IMU: x = [E, N, v_E, v_N] (m, m/s).
+    case constantVelocity = "cv"
+
+    /// Index of the state component that is an angle (wrapped to (−π, π]), if any.
+    public var angleIndex: Int? { self == .step ? 2 : nil }
+}
+
+/// One step of pedestrian dead reckoning as filter input.
+public struct StepInput: Sendable, Equatable {
+    /// Step time, trace s.
+    public var time: Double
+    /// Model step length L̂ (Weinberg), m.
+    public var length: Double
+    /// Heading change since the previous step from the gyroscope, Δψ, rad (clockwise positive).
+    public var headingChange: Double
+    public init(time: Double, length: Double, headingChange: Double) {
+        self.time = time; self.length = length; self.headingChange = headingChange
+    }
+}
+
+/// S1 step-driven motion (`design/estimators.md` §7.2):
+///
+/// 1. E⁺ = E + s L̂ sin ψ, N⁺ = N + s L̂ cos ψ, ψ⁺ = ψ + Δψ, s⁺ = s.
+/// 2. F = [[1,0, sL̂cosψ, L̂sinψ],[0,1, −sL̂sinψ, L̂cosψ],[0,0,1,0],[0,0,0,1]].
+/// 3. Q = Γ diag(σ_L², σ_Δψ²) Γᵀ + diag(0,0,0,σ_s²), Γ = [[s sinψ, 0],[s cosψ, 0],[0,1],[0,0]],
+///    σ_L = `lengthSigmaFraction`·L̂ (m), σ_Δψ (rad/step), σ_s (1/step).
+/// 4. Between steps (time-driven, Δt s): E, N random walk `positionDiffusion`·Δt (m²), ψ random
+///    walk `headingDiffusion`·Δt (rad²: gyro bias), s random walk `scaleDiffusion`·Δt.
+public struct StepMotionModel: Sendable, Equatable {
+    public var lengthSigmaFraction: Double = 0.1
+    public var headingSigmaPerStep: Double = Angle.radians(1.5)
+    public var scaleSigmaPerStep: Double = 0.005
+    /// m²/s of position random walk between steps (phone moved without detected steps).
+    public var positionDiffusion: Double = 0.05
+    /// rad²/s of heading random walk (gyro bias drift), default (0.3°)²/s.
+    public var headingDiffusion: Double = Angle.radians(0.3) * Angle.radians(0.3)
+    /// 1/s of step-scale random walk.
+    public var scaleDiffusion: Double = 1e-6
+    public init() {}
+
+    @inlinable public func propagate(_ x: SIMD4<Double>, length l: Double, headingChange dpsi: Double) -> SIMD4<Double> {
+        let d = x[3] * l
+        return SIMD4(x[0] + d * sin(x[2]), x[1] + d * cos(x[2]), Angle.wrap(x[2] + dpsi), x[3])
+    }
+    @inlinable public func jacobian(_ x: SIMD4<Double>, length l: Double) -> Mat4 {
+        let s = x[3], sp = sin(x[2]), cp = cos(x[2])
+        return Mat4(r0: SIMD4(1, 0, s * l * cp, l * sp), r1: SIMD4(0, 1, -s * l * sp, l * cp),
+                    r2: SIMD4(0, 0, 1, 0), r3: SIMD4(0, 0, 0, 1))
+    }
+    @inlinable public func noise(_ x: SIMD4<Double>, length l: Double) -> Mat4 {
+        let sl = lengthSigmaFraction * l, sp = sin(x[2]), cp = cos(x[2]), s = x[3]
+        let g0 = SIMD4(s * sp, s * cp, 0, 0)            // Γ column 0 (length error)
+        var q = Mat4.outer(g0, g0)
+        q = sl * sl * q
+        q[2, 2] += headingSigmaPerStep * headingSigmaPerStep
+        q[3, 3] += scaleSigmaPerStep * scaleSigmaPerStep
+        return q
+    }
+    @inlinable public func diffusion(dt: Double) -> Mat4 {
+        .diagonal(SIMD4(positionDiffusion * dt, positionDiffusion * dt, headingDiffusion * dt, scaleDiffusion * dt))
+    }
+}
+
+/// S2 constant velocity (`design/estimators.md` §7.2): x = [E, N, v_E, v_N],
+/// F = [[I, Δt I],[0, I]], Q = q [[Δt³/3, Δt²/2],[Δt²/2, Δt]] ⊗ I₂ (q in m²/s³; 0.1–1 for pedestrians).
+///
+/// `noiseForm = .piecewiseConstantAcceleration` uses the discrete white-noise-acceleration
+/// Q = q [[Δt⁴/4, Δt³/2],[Δt³/2, Δt²]] ⊗ I₂ (q in m²/s⁴, FilterPy's `Q_discrete_white_noise`),
+/// which is what the benchmark compares against FilterPy and numpy.
+public struct ConstantVelocityModel: Sendable, Equatable {
+    public enum NoiseForm: String, Sendable { case continuous, piecewiseConstantAcceleration = "piecewise" }
+    public var q: Double = 0.5
+    public var noiseForm: NoiseForm = .continuous
+    public init(q: Double = 0.5, noiseForm: NoiseForm = .continuous) { self.q = q; self.noiseForm = noiseForm }
+    @inlinable public func transition(dt: Double) -> Mat4 {
+        Mat4(r0: SIMD4(1, 0, dt, 0), r1: SIMD4(0, 1, 0, dt), r2: SIMD4(0, 0, 1, 0), r3: SIMD4(0, 0, 0, 1))
+    }
+    @inlinable public func noise(dt: Double) -> Mat4 {
+        let a: Double, b: Double, c: Double
+        switch noiseForm {
+        case .continuous: a = q * dt * dt * dt / 3; b = q * dt * dt / 2; c = q * dt
+        case .piecewiseConstantAcceleration: a = q * dt * dt * dt * dt / 4; b = q * dt * dt * dt / 2; c = q * dt * dt
+        }
+        return Mat4(r0: SIMD4(a, 0, b, 0), r1: SIMD4(0, a, 0, b), r2: SIMD4(b, 0, c, 0), r3: SIMD4(0, b, 0, c))
+    }
+}
+
+/// Motion configuration shared by every filter.
+public struct MotionConfiguration: Sendable, Equatable {
+    public var layout: StateLayout
+    public var step: StepMotionModel
+    public var constantVelocity: ConstantVelocityModel
+    public init(layout: StateLayout, step: StepMotionModel = .init(), constantVelocity: ConstantVelocityModel = .init()) {
+        self.layout = layout; self.step = step; self.constantVelocity = constantVelocity
+    }
+
+    /// Time-driven transition over Δt: (F, Q). For `step` this is the identity plus diffusion.
+    @inlinable public func timeTransition(dt: Double) -> (f: Mat4, q: Mat4) {
+        switch layout {
+        case .constantVelocity: return (constantVelocity.transition(dt: dt), constantVelocity.noise(dt: dt))
+        case .step: return (.identity, step.diffusion(dt: dt))
+        }
+    }
+}

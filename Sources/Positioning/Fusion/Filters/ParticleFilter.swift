@@ -1,0 +1,326 @@
+import Foundation
+
+/// Sequential importance resampling particle filter (`pf`, `design/estimators.md` §7.3).
+///
+/// State per particle: the same 4-vector as the Kalman filters, stored as four separate
+/// arrays (structure of arrays) in manually allocated buffers so the hot loops run over raw
+/// pointers (class-stored Swift arrays measured 2.5–4× slower, `design/toolchain.md` §4).
+///
+/// 1. Proposal = the motion model with sampled noise: S1 step, L = s·L̂ + s·σ_L·ε, E += L sin ψ,
+///    N += L cos ψ, ψ += Δψ + σ_Δψ·ε, s += σ_s·ε; S2 CV with the exact Gaussian of Q
+///    (2 normal draws per axis for the continuous form, 1 for piecewise-constant acceleration).
+/// 2. Wall constraints: a particle whose move crosses a wall segment gets weight 0.
+/// 3. Weight: log wᵢ += log p(z | pᵢ) (`MeasurementModel.logLikelihood`; a closed-form Gaussian
+///    for position fixes), shifted so max log w = 0; wᵢ = exp(log wᵢ)/Σ.
+/// 4. N_eff = 1/Σwᵢ² < N·`resampleThreshold` (default ½) ⇒ systematic resampling (one uniform
+///    draw) + optional roughening of E, N by σ = K·(range)·N^(−1/4).
+/// 5. Output: weighted mean (circular for ψ) and covariance. If every weight underflows the
+///    update is rejected (`.singular`) and the cloud is kept.
+/// Seeded xoshiro256** + ziggurat normals: one seed, identical output.
+public final class ParticleFilter: FusionFilter {
+    public var motion: MotionConfiguration
+    public let count: Int
+    public var resampleThreshold = 0.5
+    /// Gordon's roughening constant K (0 = none).
+    public var roughening = 0.0
+    public var walls: [Wall] = []
+    public private(set) var isInitialized = false
+    public private(set) var time = 0.0
+    /// Number of resampling events so far.
+    public private(set) var resampleCount = 0
+    /// Effective sample size after the last update.
+    public private(set) var effectiveSampleSize: Double
+
+    var rng: Xoshiro256
+    let normal = ZigguratNormal.shared
+    let a0, a1, a2, a3: UnsafeMutablePointer<Double>     // E, N, ψ|vE, s|vN
+    let b0, b1, b2, b3: UnsafeMutablePointer<Double>     // resampling scratch
+    let lw: UnsafeMutablePointer<Double>                 // log weights (max 0)
+    let w: UnsafeMutablePointer<Double>                  // normalised weights
+    private var cached: (SIMD4<Double>, Mat4)?
+
+    public init(motion: MotionConfiguration, count: Int, seed: UInt64) {
+        precondition(count > 0)
+        self.motion = motion; self.count = count
+        rng = Xoshiro256(seed: seed)
+        func buf() -> UnsafeMutablePointer<Double> {
+            let p = UnsafeMutablePointer<Double>.allocate(capacity: count); p.initialize(repeating: 0, count: count); return p
+        }
+        a0 = buf(); a1 = buf(); a2 = buf(); a3 = buf(); b0 = buf(); b1 = buf(); b2 = buf(); b3 = buf(); lw = buf(); w = buf()
+        effectiveSampleSize = Double(count)
+        for i in 0..<count { w[i] = 1 / Double(count) }
+    }
+    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w] { p.deallocate() } }
+
+    public func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
+        let l = covariance.cholesky ?? Mat4.diagonal(pointwiseMax(covariance.diagonal, .zero).squareRoot())
+        for i in 0..<count {
+            let e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
+            var x = mean + l * e
+            if let a = motion.layout.angleIndex { x[a] = Angle.wrap(x[a]) }
+            a0[i] = x[0]; a1[i] = x[1]; a2[i] = x[2]; a3[i] = x[3]; lw[i] = 0; w[i] = 1 / Double(count)
+        }
+        self.time = time; isInitialized = true; cached = nil; effectiveSampleSize = Double(count)
+    }
+
+    // MARK: prediction
+
+    public func predict(to t: Double) {
+        guard isInitialized, t > time else { if !isInitialized { time = max(time, t) }; return }
+        let dt = t - time
+        time = t; cached = nil
+        switch motion.layout {
+        case .constantVelocity: predictCV(dt: dt)
+        case .step:
+            let sm = motion.step
+            let sp = (sm.positionDiffusion * dt).squareRoot(), sh = (sm.headingDiffusion * dt).squareRoot()
+            let ss = (sm.scaleDiffusion * dt).squareRoot()
+            for i in 0..<count {
+                let oe = a0[i], on = a1[i]
+                a0[i] += sp * normal.next(&rng); a1[i] += sp * normal.next(&rng)
+                a2[i] = Angle.wrap(a2[i] + sh * normal.next(&rng)); a3[i] += ss * normal.next(&rng)
+                if !walls.isEmpty, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
+            }
+        }
+    }
+
+    /// CV propagation with exact sampling of Q (see type doc).
+    func predictCV(dt: Double) {
+        let cv = motion.constantVelocity
+        let n = count
+        var g = rng
+        let z = normal
+        switch cv.noiseForm {
+        case .piecewiseConstantAcceleration:
+            // position noise ½Δt²·a, velocity noise Δt·a, a ~ N(0, q)
+            let sa = cv.q.squareRoot() * dt, sp = 0.5 * dt * sa
+            for i in 0..<n {
+                let ax = z.next(&g), ay = z.next(&g)
+                let oe = a0[i], on = a1[i]
+                a0[i] = oe + a2[i] * dt + sp * ax; a1[i] = on + a3[i] * dt + sp * ay
+                a2[i] += sa * ax; a3[i] += sa * ay
+            }
+        case .continuous:
+            // Cholesky of q[[Δt³/3, Δt²/2],[Δt²/2, Δt]]: l11 = √(qΔt³/3), l21 = √q·(Δt²/2)/√(Δt³/3), l22 = √(qΔt/4)
+            let l11 = (cv.q * dt * dt * dt / 3).squareRoot()
+            let l21 = cv.q.squareRoot() * (dt * dt / 2) / (dt * dt * dt / 3).squareRoot()
+            let l22 = (cv.q * dt / 4).squareRoot()
+            for i in 0..<n {
+                let u0 = z.next(&g), u1 = z.next(&g), u2 = z.next(&g), u3 = z.next(&g)
+                a0[i] += a2[i] * dt + l11 * u0; a1[i] += a3[i] * dt + l11 * u2
+                a2[i] += l21 * u0 + l22 * u1; a3[i] += l21 * u2 + l22 * u3
+            }
+        }
+        rng = g
+        if !walls.isEmpty { markWallCrossings(dt: dt) }
+    }
+
+    private func markWallCrossings(dt: Double) {
+        // Approximate the move by the velocity over Δt (CV): from p − vΔt to p.
+        for i in 0..<count {
+            let p = SIMD2(a0[i], a1[i]), v = SIMD2(a2[i], a3[i])
+            if crossesWall(p - v * dt, p) { lw[i] = -.infinity }
+        }
+    }
+
+    public func predict(step: StepInput) {
+        guard motion.layout == .step else { predict(to: step.time); return }
+        predict(to: step.time)
+        guard isInitialized else { return }
+        cached = nil
+        let sm = motion.step
+        let sl = sm.lengthSigmaFraction * step.length, sh = sm.headingSigmaPerStep, ss = sm.scaleSigmaPerStep
+        for i in 0..<count {
+            let s = a3[i], psi = a2[i]
+            let l = s * step.length + s * sl * normal.next(&rng)
+            let oe = a0[i], on = a1[i]
+            a0[i] = oe + l * sin(psi); a1[i] = on + l * cos(psi)
+            a2[i] = Angle.wrap(psi + step.headingChange + sh * normal.next(&rng))
+            a3[i] = s + ss * normal.next(&rng)
+            if !walls.isEmpty, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
+        }
+    }
+
+    /// Whether segment p→q properly intersects any wall (orientation test).
+    func crossesWall(_ p: SIMD2<Double>, _ q: SIMD2<Double>) -> Bool {
+        @inline(__always) func cross(_ a: SIMD2<Double>, _ b: SIMD2<Double>) -> Double { a.x * b.y - a.y * b.x }
+        let d = q - p
+        for wl in walls {
+            let e = wl.b - wl.a
+            let den = cross(d, e)
+            if abs(den) < 1e-12 { continue }
+            let t = cross(wl.a - p, e) / den, u = cross(wl.a - p, d) / den
+            if t > 0, t <= 1, u >= 0, u <= 1 { return true }
+        }
+        return false
+    }
+
+    // MARK: update
+
+    /// Gaussian position likelihood, allocation-free (benchmarked). Returns false if every
+    /// weight vanished (the update is then undone).
+    @discardableResult
+    public func updatePosition(_ z: SIMD2<Double>, ree: Double, ren: Double, rnn: Double) -> Bool {
+        let det = ree * rnn - ren * ren
+        guard det > 0 else { return false }
+        let i00 = rnn / det, i01 = -ren / det, i11 = ree / det
+        let n = count
+        var mx = -Double.infinity
+        for i in 0..<n {
+            let dx = a0[i] - z.x, dy = a1[i] - z.y
+            let l = lw[i] - 0.5 * (i00 * dx * dx + 2 * i01 * dx * dy + i11 * dy * dy)
+            b0[i] = l                                           // b0 = candidate log weights
+            mx = l > mx ? l : mx
+        }
+        return commitWeights(maxLog: mx)
+    }
+
+    /// Shift candidate log weights (in b0) by their max, normalise, compute N_eff, resample.
+    private func commitWeights(maxLog mx: Double) -> Bool {
+        guard mx.isFinite else { return false }
+        let n = count
+        var sum = 0.0
+        for i in 0..<n { let l = b0[i] - mx; lw[i] = l; let e = exp(l); w[i] = e; sum += e }
+        let inv = 1 / sum
+        var sq = 0.0
+        for i in 0..<n { let v = w[i] * inv; w[i] = v; sq += v * v }
+        effectiveSampleSize = 1 / sq
+        cached = nil
+        if effectiveSampleSize < resampleThreshold * Double(n) { resample() }
+        return true
+    }
+
+    /// Systematic resampling: one u ~ U[0, 1/N), pointers u + k/N through the cumulative
+    /// weights; gather into scratch buffers and swap contents back.
+    public func resample() {
+        let n = count, step = 1 / Double(n)
+        var u = rng.uniform() * step
+        var c = w[0], j = 0
+        for i in 0..<n {
+            while u > c && j < n - 1 { j += 1; c += w[j] }
+            b0[i] = a0[j]; b1[i] = a1[j]; b2[i] = a2[j]; b3[i] = a3[j]
+            u += step
+        }
+        a0.update(from: b0, count: n); a1.update(from: b1, count: n); a2.update(from: b2, count: n); a3.update(from: b3, count: n)
+        for i in 0..<n { lw[i] = 0; w[i] = step }
+        effectiveSampleSize = Double(n)
+        resampleCount += 1
+        if roughening > 0 { roughen() }
+        cached = nil
+    }
+
+    private func roughen() {
+        let n = count
+        var lo = SIMD2(Double.infinity, .infinity), hi = -lo
+        for i in 0..<n { let p = SIMD2(a0[i], a1[i]); lo = pointwiseMin(lo, p); hi = pointwiseMax(hi, p) }
+        let k = roughening * pow(Double(n), -0.25)
+        let s = k * (hi - lo)
+        for i in 0..<n { a0[i] += s.x * normal.next(&rng); a1[i] += s.y * normal.next(&rng) }
+    }
+
+    public func update(_ m: any MeasurementModel, gate: Double?) -> UpdateRecord {
+        let dim = m.dimension
+        func record(_ nis: Double?, _ g: Double?, _ o: UpdateRecord.Outcome) -> UpdateRecord {
+            UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nis, gate: g, outcome: o)
+        }
+        guard isInitialized else { return record(nil, gate, .uninitialized) }
+        let (mu, p) = estimate()
+        let pos = SIMD2(mu[0], mu[1])
+        // NIS from the cloud's moments (linearised): S = H P Hᵀ + R, for logging and gating.
+        var nis: Double?
+        let isInequality = m is any InequalityMeasurement
+        if !isInequality {
+            let jac = m.jacobian(pos)
+            let h = (0..<dim).map { SIMD4(jac[$0, 0], jac[$0, 1], 0, 0) }
+            var s = m.noise
+            for i in 0..<dim { for j in 0..<dim { s[i, j] += (h[i] * (p * h[j])).sum() } }
+            if let si = s.spdInverse {
+                let nu = m.innovation(m.predict(pos))
+                var d = 0.0
+                for i in 0..<dim { for j in 0..<dim { d += nu[i] * si[i, j] * nu[j] } }
+                nis = d
+                if let g = gate, d > g { return record(d, g, .gated) }
+            }
+        }
+        let ok: Bool
+        if let pm = m as? PositionMeasurement {
+            let r = pm.noise
+            ok = updatePosition(SIMD2(pm.z[0], pm.z[1]), ree: r[0, 0], ren: 0.5 * (r[0, 1] + r[1, 0]), rnn: r[1, 1])
+        } else {
+            var mx = -Double.infinity
+            for i in 0..<count {
+                let l = lw[i] + m.logLikelihood(SIMD2(a0[i], a1[i]))
+                b0[i] = l.isNaN ? -.infinity : l
+                mx = Swift.max(mx, b0[i])
+            }
+            ok = commitWeights(maxLog: mx)
+        }
+        return record(nis, isInequality ? nil : gate, ok ? .accepted : .singular)
+    }
+
+    public func updateHeading(_ z: Double, variance: Double, time t: Double, gate: Double?) -> UpdateRecord {
+        guard isInitialized, motion.layout == .step else {
+            return UpdateRecord(time: t, source: .pf, dimension: 1, nis: nil, gate: gate, outcome: .uninitialized)
+        }
+        let (mu, p) = estimate()
+        let nu0 = Angle.wrap(z - mu[2])
+        let nis = nu0 * nu0 / (p[2, 2] + variance)
+        if let g = gate, nis > g { return UpdateRecord(time: t, source: .pf, dimension: 1, nis: nis, gate: g, outcome: .gated) }
+        var mx = -Double.infinity
+        for i in 0..<count {
+            let d = Angle.wrap(z - a2[i])
+            let l = lw[i] - 0.5 * d * d / variance
+            b0[i] = l; mx = Swift.max(mx, l)
+        }
+        let ok = commitWeights(maxLog: mx)
+        return UpdateRecord(time: t, source: .pf, dimension: 1, nis: nis, gate: gate, outcome: ok ? .accepted : .singular)
+    }
+
+    // MARK: output
+
+    /// Weighted mean (ψ circular) and covariance of the cloud.
+    public func estimate() -> (SIMD4<Double>, Mat4) {
+        if let c = cached { return c }
+        var m = SIMD4<Double>.zero
+        var sn = 0.0, cs = 0.0
+        for i in 0..<count {
+            let wi = w[i]
+            m += wi * SIMD4(a0[i], a1[i], a2[i], a3[i])
+            if motion.layout == .step { sn += wi * sin(a2[i]); cs += wi * cos(a2[i]) }
+        }
+        if motion.layout == .step { m[2] = atan2(sn, cs) }
+        var p = Mat4.zero
+        for i in 0..<count {
+            var d = SIMD4(a0[i], a1[i], a2[i], a3[i]) - m
+            if motion.layout == .step { d[2] = Angle.wrap(d[2]) }
+            p = p + w[i] * Mat4.outer(d, d)
+        }
+        let r = (m, p.symmetrized)
+        cached = r
+        return r
+    }
+    public var mean: SIMD4<Double> { estimate().0 }
+    public var covariance: Mat4 { estimate().1 }
+
+    /// Particle positions and weights (copies; for tests and plots).
+    public var particles: [(position: SIMD2<Double>, weight: Double)] { (0..<count).map { (SIMD2(a0[$0], a1[$0]), w[$0]) } }
+
+    final class Cloud {
+        let data: [Double]; let rng: Xoshiro256
+        init(data: [Double], rng: Xoshiro256) { self.data = data; self.rng = rng }
+    }
+    public func snapshot() -> FilterSnapshot {
+        var d = [Double](); d.reserveCapacity(6 * count)
+        for p in [a0, a1, a2, a3, lw, w] { d.append(contentsOf: UnsafeBufferPointer(start: p, count: count)) }
+        let (mu, p) = isInitialized ? estimate() : (SIMD4<Double>.zero, Mat4.identity)
+        return FilterSnapshot(time: time, mean: mu, covariance: p, initialized: isInitialized, payload: Cloud(data: d, rng: rng))
+    }
+    public func restore(_ s: FilterSnapshot) {
+        time = s.time; isInitialized = s.initialized; cached = nil
+        guard let c = s.payload as? Cloud else { return }
+        c.data.withUnsafeBufferPointer { d in
+            for (k, p) in [a0, a1, a2, a3, lw, w].enumerated() { p.update(from: d.baseAddress! + k * count, count: count) }
+        }
+        rng = c.rng
+    }
+}
