@@ -3,22 +3,6 @@ import Foundation
 import Positioning
 import Replay
 
-/// SplitMix64 with a Box–Muller Gaussian: seeded, so every generated trace is reproducible.
-struct BenchRNG {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func uniform() -> Double { Double(next() >> 11) * 0x1p-53 }
-    mutating func gaussian() -> Double {
-        let u1 = max(uniform(), 1e-300), u2 = uniform()
-        return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
-    }
-}
 
 /// The benchmark trace: a pedestrian walking a 60 m × 40 m loop for as long as needed,
 /// with 1 Hz GNSS fixes and 1 Hz continuous ground truth, and 100 Hz accelerometer,
@@ -28,7 +12,7 @@ enum BenchTrace {
     static let origin = Geodetic(latitude: 48.137, longitude: 11.575, height: 520)
 
     static func write(events target: Int, to url: URL, seed: UInt64 = 42) throws -> Int {
-        var rng = BenchRNG(state: seed)
+        var rng = SplitMix64(seed: seed)
         let header = TraceHeader(origin: origin, device: "bench-phone", declination: 3.2, name: "bench-\(target)")
         let w = try TraceWriter(url: url, header: header)
         let frame = LocalFrame(origin: origin)

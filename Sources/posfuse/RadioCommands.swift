@@ -147,8 +147,7 @@ struct EvaluateRadio: ParsableCommand {
                     for u in lowoURLs { rows += try UJIIndoorLocReader.read(u) }
                     // Seeded split (SplitMix64 per row index).
                     for (i, r) in rows.enumerated() {
-                        var z = seed &+ UInt64(i) &* 0x9E37_79B9_7F4A_7C15
-                        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9; z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB; z ^= z >> 31
+                        let z = SplitMix64.finalize(seed &+ UInt64(i) &* SplitMix64.increment)
                         if Double(z >> 11) * 0x1p-53 < trainFraction { trainRows.append(r) } else { testRows.append(r) }
                     }
                 }

@@ -2,24 +2,8 @@ import Testing
 import Foundation
 @testable import Positioning
 
-/// Deterministic 64-bit generator (SplitMix64) for seeded Monte Carlo in tests.
-struct TestRNG {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// U[0, 1).
-    mutating func uniform() -> Double { Double(next() >> 11) * 0x1p-53 }
-    mutating func gaussian() -> Double {
-        let u1 = max(uniform(), 1e-300), u2 = uniform()
-        return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
-    }
-}
+/// Seeded generator for Monte Carlo tests in this target.
+typealias TestRNG = SplitMix64
 
 @Suite struct TimingAdvanceTableTests {
     /// §1.1 Δ table, exact c: GSM 553.46, LTE 78.07, NR μ=0..3 78.07/39.04/19.52/9.76, one-way µs 299.79.

@@ -85,17 +85,9 @@ public enum GPXImporter {
     }
 
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
-        var events: [TraceEvent] = []
-        var report = ImportReport()
-        var first: Geodetic? = nil
-        for u in urls {
+        try importEachFile(urls, options: options, originNote: "first point") { u in
             let r = try parse(try Data(contentsOf: u), file: u.path, options: options)
-            events += r.events; report.merge(r.report)
-            if first == nil { first = r.first }
+            return (r.events, r.report, r.first, [:])
         }
-        let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : nil
-        return assembleTrace(events: events, defaultOrigin: first ?? Geodetic(latitude: 0, longitude: 0), options: options,
-                             name: name, device: nil, report: report,
-                             extraNotes: options.origin == nil ? ["origin = first point"] : [])
     }
 }

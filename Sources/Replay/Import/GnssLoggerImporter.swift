@@ -96,20 +96,9 @@ public enum GnssLoggerImporter {
     }
 
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
-        var events: [TraceEvent] = []
-        var report = ImportReport()
-        var first: Geodetic? = nil
-        var side: [String: [String]] = [:]
-        for u in urls {
+        try importEachFile(urls, options: options, originNote: "first GNSS fix", addsStaticTruth: true) { u in
             let r = try parse(ByteBuffer(url: u), file: u.path, options: options)
-            events += r.events; report.merge(r.report)
-            if first == nil { first = r.first }
-            for (k, v) in r.side { if side[k] == nil { side[k] = v } else { side[k]! += v.dropFirst() } }
+            return (r.events, r.report, r.first, r.side)
         }
-        addStaticTruth(&events, truth: options.staticTruth, device: options.device)
-        let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : nil
-        return assembleTrace(events: events, defaultOrigin: first ?? Geodetic(latitude: 0, longitude: 0), options: options,
-                             name: name, device: nil, report: report, sideFiles: side,
-                             extraNotes: options.origin == nil ? ["origin = first GNSS fix"] : [])
     }
 }

@@ -121,6 +121,32 @@ public enum ImportFormat: String, CaseIterable, Sendable {
     public var isReference: Bool { self == .opencellid || self == .wigle }
 }
 
+/// What an importer's per-file parser returns.
+typealias ParsedFile = (events: [TraceEvent], report: ImportReport, first: Geodetic?, side: [String: [String]])
+
+/// Imports several files of one format into one trace: parses each with `parse`, merges
+/// the reports and side files (a side file's header line is kept once), adds the static
+/// truth point when one is given, and takes the first file's first position as the origin
+/// unless `options.origin` is set (`originNote` says which position that is).
+func importEachFile(_ urls: [URL], options: ImportOptions, originNote: String, addsStaticTruth: Bool = false,
+                    parse: (URL) throws -> ParsedFile) throws -> ImportedTrace {
+    var events: [TraceEvent] = []
+    var report = ImportReport()
+    var first: Geodetic? = nil
+    var side: [String: [String]] = [:]
+    for u in urls {
+        let r = try parse(u)
+        events += r.events; report.merge(r.report)
+        if first == nil { first = r.first }
+        for (k, v) in r.side { if side[k] == nil { side[k] = v } else { side[k]! += v.dropFirst() } }
+    }
+    if addsStaticTruth { addStaticTruth(&events, truth: options.staticTruth, device: options.device) }
+    let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : nil
+    return assembleTrace(events: events, defaultOrigin: first ?? Geodetic(latitude: 0, longitude: 0), options: options,
+                         name: name, device: nil, report: report, sideFiles: side,
+                         extraNotes: options.origin == nil ? ["origin = \(originNote)"] : [])
+}
+
 /// Assembles an `ImportedTrace`: sorts events stably by time, picks the origin
 /// (`options.origin`, else the importer's default) and counts events per type.
 public func assembleTrace(events: [TraceEvent], defaultOrigin: Geodetic, options: ImportOptions, name: String?,

@@ -152,19 +152,9 @@ public enum NMEAImporter {
     }
 
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
-        var events: [TraceEvent] = []
-        var report = ImportReport()
-        var first: Geodetic? = nil
-        for u in urls {
-            let text = String(decoding: try Data(contentsOf: u), as: UTF8.self)
-            let r = try parse(text, file: u.path, options: options)
-            events += r.events; report.merge(r.report)
-            if first == nil { first = r.first }
+        try importEachFile(urls, options: options, originNote: "first fix", addsStaticTruth: true) { u in
+            let r = try parse(String(decoding: try Data(contentsOf: u), as: UTF8.self), file: u.path, options: options)
+            return (r.events, r.report, r.first, [:])
         }
-        addStaticTruth(&events, truth: options.staticTruth, device: options.device)
-        let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : nil
-        return assembleTrace(events: events, defaultOrigin: first ?? Geodetic(latitude: 0, longitude: 0), options: options,
-                             name: name, device: nil, report: report,
-                             extraNotes: options.origin == nil ? ["origin = first fix"] : [])
     }
 }

@@ -1,4 +1,5 @@
 import CGSL
+import Positioning
 
 /// Seeded pseudo-random stream for the simulator: GSL's MT19937 with ziggurat Gaussians.
 ///
@@ -30,12 +31,7 @@ public final class SimRNG {
         return h
     }
     /// SplitMix64 finaliser.
-    static func mix(_ x: UInt64) -> UInt64 {
-        var z = x &+ 0x9e37_79b9_7f4a_7c15
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
+    static func mix(_ x: UInt64) -> UInt64 { SplitMix64.finalize(x &+ SplitMix64.increment) }
 
     /// N(0, σ²) by the ziggurat method.
     @inline(__always) public func gaussian(_ sigma: Double = 1) -> Double {
