@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -77,4 +78,47 @@ struct RunResult: Codable {
     var seconds: Double
     var peak_rss_mib: Double
     var eventsPerSecond: Double { Double(events) / seconds }
+
+    static let tableHeader = "events      impl                 seconds   events/s     peak RSS MiB   speed-up"
+    /// One row of the throughput table (columns of `tableHeader`).
+    var row: String {
+        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s : s + String(repeating: " ", count: w - s.count) }
+        return pad(String(events), 12) + pad(impl, 21) + pad(String(format: "%.2f", seconds), 10)
+            + pad(String(format: "%.0f", eventsPerSecond), 13) + pad(String(format: "%.1f", peak_rss_mib), 15)
+    }
+}
+
+/// Runs the Swift side and the Python reader on generated traces of each length (comma
+/// separated event counts in `lengths`), each in its own process so peak RSS is per run.
+/// The trace of each length is generated once into `dir` and reused. `worker` is the
+/// posfuse-bench subcommand that measures one file (`read`, `replay-one`); a missing
+/// Python interpreter leaves the Python column empty.
+func compareWithPython(lengths: String, dir: String, python: String, script: String, worker: String,
+                       repeat count: Int, eachRow: (RunResult, RunResult?) -> Void) throws -> [(swift: RunResult, python: RunResult?)] {
+    let ns = lengths.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    guard !ns.isEmpty else { throw ValidationError("--lengths must list event counts") }
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let me = Measure.executablePath
+    let py = Measure.which(python)
+    if py == nil { FileHandle.standardError.write(Data("\(python) not found: Python column skipped\n".utf8)) }
+    var rows: [(swift: RunResult, python: RunResult?)] = []
+    for n in ns {
+        let path = "\(dir)/bench-\(n).jsonl"
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = try Measure.run(me, ["generate", "--events", String(n), "--out", path])
+        }
+        let s = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(me, [worker, path, "--repeat", String(count)]).utf8))
+        var p: RunResult?
+        if let py { p = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(py, [script, path]).utf8)) }
+        eachRow(s, p)
+        rows.append((s, p))
+    }
+    return rows
+}
+
+/// Prints a Swift row with its speed-up over Python, then the Python row.
+func printComparisonRows(_ s: RunResult, _ p: RunResult?) {
+    let speedup = p.map { String(format: "%.1fx", s.eventsPerSecond / $0.eventsPerSecond) } ?? "–"
+    print(s.row + "   " + speedup)
+    if let p { print(p.row) }
 }

@@ -116,44 +116,19 @@ struct ReaderSuite: ParsableCommand {
     @Option(name: .customLong("repeat"), help: "Swift repetitions per length (best time is reported).") var repeat_: Int = 3
 
     func run() throws {
-        let ns = lengths.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !ns.isEmpty else { throw ValidationError("--lengths must list event counts") }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let me = Measure.executablePath
-        let py = Measure.which(python)
-        if py == nil { FileHandle.standardError.write(Data("\(python) not found: Python column skipped\n".utf8)) }
-        var rows: [(Int, RunResult, RunResult?)] = []
-        for n in ns {
-            let path = "\(dir)/bench-\(n).jsonl"
-            if !FileManager.default.fileExists(atPath: path) {
-                _ = try Measure.run(me, ["generate", "--events", String(n), "--out", path])
-            }
-            let s = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(me, ["read", path, "--repeat", String(repeat_)]).utf8))
-            var p: RunResult?
-            if let py { p = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(py, [script, path]).utf8)) }
-            rows.append((n, s, p))
-        }
+        let rows = try compareWithPython(lengths: lengths, dir: dir, python: python, script: script, worker: "read",
+                                         repeat: repeat_) { _, _ in }
         printTable(rows)
     }
 
-    private func printTable(_ rows: [(Int, RunResult, RunResult?)]) {
+    private func printTable(_ rows: [(swift: RunResult, python: RunResult?)]) {
         print("read trace (1 Hz GNSS + truth, 100 Hz acc/gyro/mag), one core, best of \(repeat_) for Swift")
-        print("events      impl                 seconds   events/s     peak RSS MiB   speed-up")
-        for (_, s, p) in rows {
-            let speedup = p.map { String(format: "%.1fx", s.eventsPerSecond / $0.eventsPerSecond) } ?? "–"
-            print(fmt(s) + "   " + speedup)
-            if let p { print(fmt(p)) }
-        }
+        print(RunResult.tableHeader)
+        for (s, p) in rows { printComparisonRows(s, p) }
         if rows.count >= 2 {
-            let a = rows.first!, b = rows.last!
-            print(String(format: "memory vs length: Swift %.1f → %.1f MiB for %.1fx the events", a.1.peak_rss_mib, b.1.peak_rss_mib,
-                         Double(b.1.events) / Double(a.1.events)))
+            let a = rows.first!.swift, b = rows.last!.swift
+            print(String(format: "memory vs length: Swift %.1f → %.1f MiB for %.1fx the events", a.peak_rss_mib, b.peak_rss_mib,
+                         Double(b.events) / Double(a.events)))
         }
-    }
-
-    private func fmt(_ r: RunResult) -> String {
-        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s : s + String(repeating: " ", count: w - s.count) }
-        return pad(String(r.events), 12) + pad(r.impl, 21) + pad(String(format: "%.2f", r.seconds), 10)
-            + pad(String(format: "%.0f", r.eventsPerSecond), 13) + pad(String(format: "%.1f", r.peak_rss_mib), 15)
     }
 }

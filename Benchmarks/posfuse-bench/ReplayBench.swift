@@ -41,30 +41,9 @@ struct ReplaySuite: ParsableCommand {
     @Option(name: .customLong("repeat"), help: "Swift repetitions per length (best time is reported).") var repeat_: Int = 1
 
     func run() throws {
-        let ns = lengths.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !ns.isEmpty else { throw ValidationError("--lengths must list event counts") }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let me = Measure.executablePath
-        let py = Measure.which(python)
         print("read + replay (default pipeline) + score, one core; Python: json reader only")
-        print("events      impl                 seconds   events/s     peak RSS MiB   speed-up")
-        for n in ns {
-            let path = "\(dir)/bench-\(n).jsonl"
-            if !FileManager.default.fileExists(atPath: path) {
-                _ = try Measure.run(me, ["generate", "--events", String(n), "--out", path])
-            }
-            let s = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(me, ["replay-one", path, "--repeat", String(repeat_)]).utf8))
-            var p: RunResult?
-            if let py { p = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(py, [script, path]).utf8)) }
-            let speedup = p.map { String(format: "%.1fx", s.eventsPerSecond / $0.eventsPerSecond) } ?? "–"
-            print(row(s) + "   " + speedup)
-            if let p { print(row(p)) }
-        }
-    }
-
-    private func row(_ r: RunResult) -> String {
-        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s : s + String(repeating: " ", count: w - s.count) }
-        return pad(String(r.events), 12) + pad(r.impl, 21) + pad(String(format: "%.2f", r.seconds), 10)
-            + pad(String(format: "%.0f", r.eventsPerSecond), 13) + pad(String(format: "%.1f", r.peak_rss_mib), 15)
+        print(RunResult.tableHeader)
+        _ = try compareWithPython(lengths: lengths, dir: dir, python: python, script: script, worker: "replay-one",
+                                  repeat: repeat_, eachRow: printComparisonRows)
     }
 }
