@@ -263,11 +263,11 @@ public struct WLANEvaluation: Sendable {
                 } else if f.source == .hapel { raw.hapelAll.append(e) }
             }
             // Waypoints: nearest fix in time per source.
-            for (i, t) in truth.times.enumerated() {
+            for (t, truthPosition) in zip(truth.times, truth.positions) {
                 for src in [Source.wcl, .hapel] {
                     let c = fx.filter { $0.source == src && abs($0.time - t) <= waypointWindow }
                     guard let n = c.min(by: { abs($0.time - t) < abs($1.time - t) }) else { continue }
-                    let e = norm(n.position - truth.positions[i])
+                    let e = norm(n.position - truthPosition)
                     if src == .wcl { raw.wclWaypoint.append(e) } else { raw.hapelWaypoint.append(e) }
                 }
             }

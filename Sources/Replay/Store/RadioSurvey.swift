@@ -19,17 +19,17 @@ public struct RecordedWalk: Sendable {
     }
 }
 
-/// Ground-truth track of one subject in a given ENU frame, with linear interpolation in time.
+/// Ground-truth track of one subject of a recorded walk in a given ENU frame, for the
+/// radio evaluations: the scorer's `GroundTruthTrack` (linear interpolation between samples
+/// no more than `maxGap` s apart, never extrapolating) plus the floor of each sample.
 ///
 /// Truth comes from `gt` events (geodetic positions are converted to `frame`; `local`
 /// positions are taken as already in the frame, as for floor-plan data) or, when a walk has
 /// no `gt` for the subject and `gnssFallback` is set, from the phone's `gnss` fixes.
-/// Interpolation is linear between neighbouring samples no more than `maxGap` s apart, and
-/// never extrapolates.
 public struct TruthTrack: Sendable {
-    public var times: [Double]
-    public var positions: [SIMD2<Double>]
-    public var floors: [Int?]
+    public private(set) var track: GroundTruthTrack
+    /// Floor of each sample of `track` (nil when the source gives none).
+    public private(set) var floors: [Int?]
     public var maxGap: Double
 
     public init(walk: RecordedWalk, frame: LocalFrame, subject: String = Fix.defaultSubject,
@@ -51,29 +51,32 @@ public struct TruthTrack: Sendable {
                 }
             }
         }
-        s.sort { $0.0 < $1.0 }
-        times = s.map(\.0); positions = s.map(\.1); floors = s.map(\.2)
+        // Stable time order; of samples at the same time the last one counts (as in GroundTruthTrack).
+        s = s.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element)
+        track = GroundTruthTrack(subject: subject)
+        floors = []
+        for (t, p, f) in s {
+            if track.lastTime == t { floors[floors.count - 1] = f } else { floors.append(f) }
+            track.append(time: t, position: p)
+        }
     }
 
-    public var isEmpty: Bool { times.isEmpty }
+    public var isEmpty: Bool { track.isEmpty }
+    public var times: [Double] { track.times }
+    public var positions: [SIMD2<Double>] { zip(track.east, track.north).map { SIMD2($0, $1) } }
 
     /// Position at time t, or nil outside the track or across a gap longer than `maxGap`.
-    public func position(at t: Double) -> SIMD2<Double>? {
-        guard let first = times.first, let last = times.last, t >= first - 1e-9, t <= last + 1e-9 else { return nil }
-        var lo = 0, hi = times.count - 1
-        while hi - lo > 1 { let m = (lo + hi) / 2; if times[m] <= t { lo = m } else { hi = m } }
-        if abs(times[lo] - t) < 1e-9 { return positions[lo] }
-        if abs(times[hi] - t) < 1e-9 { return positions[hi] }
-        guard times[hi] - times[lo] <= maxGap else { return nil }
-        let a = (t - times[lo]) / (times[hi] - times[lo])
-        return positions[lo] + a * (positions[hi] - positions[lo])
-    }
+    public func position(at t: Double) -> SIMD2<Double>? { try? track.position(at: t, maxGap: maxGap).get() }
 
+    /// Floor of the sample nearest in time to t.
     public func floor(at t: Double) -> Int? {
+        let times = track.times
         guard !times.isEmpty else { return nil }
-        var best = 0
-        for i in times.indices where abs(times[i] - t) < abs(times[best] - t) { best = i }
-        return floors[best]
+        var lo = 0, hi = times.count
+        while lo < hi { let m = (lo + hi) / 2; if times[m] < t { lo = m + 1 } else { hi = m } }   // first time ≥ t
+        if lo == times.count { return floors[lo - 1] }
+        if lo > 0 && t - times[lo - 1] <= times[lo] - t { return floors[lo - 1] }
+        return floors[lo]
     }
 }
 
