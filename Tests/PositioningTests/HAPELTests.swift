@@ -85,7 +85,7 @@ struct SparseCorridor {
 
 @Suite struct HAPELTests {
     @Test func headingFromRotationVector() {
-        var t = HeadingStepTracker()
+        var t = PedestrianDeadReckoning()
         let psi = Angle.radians(60), half = -psi / 2
         t.update(IMUSample(kind: .rotationVector, x: 0, y: 0, z: sin(half), w: cos(half)), time: 0)
         #expect(abs(Angle.wrap(t.heading! - psi)) < 1e-9)
@@ -97,7 +97,7 @@ struct SparseCorridor {
 
     /// Gyro + magnetometer complementary heading: a flat phone turning at 10°/s about up.
     @Test func gyroMagnetometerHeading() {
-        var t = HeadingStepTracker()
+        var t = PedestrianDeadReckoning()
         // Flat device: gravity reaction along +z. Field pointing north (device y when ψ=0) and down.
         for i in 0...100 {
             let time = Double(i) * 0.02
@@ -113,7 +113,7 @@ struct SparseCorridor {
     }
 
     @Test func accelerometerStepDetector() {
-        var t = HeadingStepTracker()
+        var t = PedestrianDeadReckoning()
         t.update(IMUSample(kind: .magnetometer, x: 0, y: 20, z: -40), time: 0)
         // 2 Hz walking bounce of ±2 m/s² on gravity, 50 Hz, 10 s → ≈ 20 steps.
         for i in 0..<500 {

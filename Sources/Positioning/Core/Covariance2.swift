@@ -59,7 +59,7 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
         let ax = principalAxes
         let s1 = ax.major, s2 = ax.minor
         if s1 <= 0 { return 0 }
-        if s2 <= 1e-12 * s1 {
+        if s2 <= 1e-6 * s1 {
             // Degenerate: 1-D Gaussian; radius r with P(|x| < r) = p.
             return s1 * sqrt(2) * inverseErf(p)
         }
@@ -78,7 +78,8 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
             return acc / Double(n)
         }
         var lo = 0.0, hi = 4 * s1
-        while prob(hi) < p { hi *= 2 }
+        var doublings = 0
+        while prob(hi) < p && doublings < 64 { hi *= 2; doublings += 1 }   // bounded: rounding can keep prob just below p
         for _ in 0..<60 {
             let mid = 0.5 * (lo + hi)
             if prob(mid) < p { lo = mid } else { hi = mid }

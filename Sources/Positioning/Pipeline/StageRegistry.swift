@@ -34,7 +34,10 @@ public enum StageRegistry {
         Entry(name: "peer", sources: [.peer]) { o in try PeerStage(options: o) },
         // camloc: two-photo object localisation (CamLocStage.init(options:)).
         Entry(name: "camloc", sources: [.camloc]) { o in try CamLocStage(options: o) },
-        // Fusion filters (ekf, ukf, pf, smoother) register here, after all estimators.
+        // Fusion filters over PDR, after all estimators (FusionStage; options in docs/pipeline.yaml).
+        Entry(name: "ekf", sources: [.ekf]) { o in try FusionStage(kind: .ekf, options: o) },
+        Entry(name: "ukf", sources: [.ukf]) { o in try FusionStage(kind: .ukf, options: o) },
+        Entry(name: "pf", sources: [.pf]) { o in try FusionStage(kind: .pf, options: o) },
     ]
 
     /// Build the pipeline: `options[name]` overrides defaults; a stage runs when its

@@ -127,7 +127,7 @@ public final class HAPELStage: PipelineStage {
     /// r_th from the stage options overrides the trace header's.
     let thresholdOverride: Double?
     private struct State {
-        var tracker: HeadingStepTracker
+        var tracker: PedestrianDeadReckoning
         var last: Fix?
     }
     private var states: [String: State] = [:]
@@ -139,7 +139,7 @@ public final class HAPELStage: PipelineStage {
     public var sources: [Source] { [.hapel] }
 
     private func state(_ device: String, _ ctx: PipelineContext) -> State {
-        states[device] ?? State(tracker: HeadingStepTracker(declinationDegrees: ctx.header.declination), last: nil)
+        states[device] ?? State(tracker: PedestrianDeadReckoning(declinationDegrees: ctx.header.declination), last: nil)
     }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
@@ -147,12 +147,12 @@ public final class HAPELStage: PipelineStage {
         case .imu(let s):
             // One lookup, updated in place: no copy of the state or the context per IMU sample.
             let declination = context.header.declination
-            states[event.device, default: State(tracker: HeadingStepTracker(declinationDegrees: declination), last: nil)]
+            states[event.device, default: State(tracker: PedestrianDeadReckoning(declinationDegrees: declination), last: nil)]
                 .tracker.update(s, time: event.time)
             return []
         case .step(let s):
             let declination = context.header.declination
-            states[event.device, default: State(tracker: HeadingStepTracker(declinationDegrees: declination), last: nil)]
+            states[event.device, default: State(tracker: PedestrianDeadReckoning(declinationDegrees: declination), last: nil)]
                 .tracker.step(s, time: event.time)
             return []
         case .wifi(let scan):

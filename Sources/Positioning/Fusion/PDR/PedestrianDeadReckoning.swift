@@ -1,11 +1,12 @@
 import Foundation
 
-/// Minimal heading + step tracker for HAPEL (`design/estimators.md` §3.2 inputs, §6).
-///
-/// This is deliberately small: the full pedestrian dead reckoning of the fusion layer
-/// (Sources/Positioning/Fusion/PDR) is expected to replace it; until it lands on main this
-/// keeps HAPEL self-contained. Conventions: heading ψ in radians clockwise from true north,
-/// the walking direction is the device +y axis (top of the screen) projected on the horizon.
+/// Pedestrian dead reckoning (`design/estimators.md` §6): steps, step lengths and heading
+/// from the accelerometer, gyroscope, magnetometer or rotation vector. One tracker per phone;
+/// HAPEL uses its heading and displacement, the fusion filters its steps (`takeSteps()`:
+/// model length L̂ and the heading change Δψ between steps from the gyroscope alone) and its
+/// absolute heading when the magnetic field is clean (`takeHeading()`).
+/// Conventions: heading ψ in radians clockwise from true north, the walking direction is the
+/// device +y axis (top of the screen) projected on the horizon.
 ///
 /// Heading:
 /// 1. With a rotation vector (device → ENU quaternion), ψ = atan2(E, N) of R·[0, 1, 0].
@@ -20,7 +21,24 @@ import Foundation
 /// Weinberg L = K·(a_max − a_min)^{1/4} over the last 0.7 s, K = 0.52, clamped to [0.3, 1.2] m.
 /// OS step events (with or without a length) take precedence once one has been seen.
 /// Each step adds L·u(ψ) to the displacement.
-public struct HeadingStepTracker: Sendable {
+///
+/// Filter inputs: Δψ of a step is the change of the gyro-integrated heading since the previous
+/// step (or of the rotation-vector heading, unwrapped), so that it is independent of the
+/// magnetometer corrections that `takeHeading()` reports as absolute measurements.
+/// Per-user calibration of K: `PedestrianDeadReckoning.calibratedWeinbergK(trueDistance:)`.
+public struct PedestrianDeadReckoning: Sendable {
+    /// One detected (or OS-reported) step, for the filters.
+    public struct Step: Sendable, Equatable {
+        public var time: Double
+        /// Model step length L̂, m.
+        public var length: Double
+        /// Heading change since the previous step, gyroscope only, rad (clockwise positive).
+        public var headingChange: Double
+        /// Fused heading at the step (gyro + magnetometer), rad; nil before the first heading.
+        public var heading: Double?
+        /// Weinberg (a_max − a_min)^{1/4} of the step (m/s²)^{1/4}; nil for OS steps.
+        public var weinbergRoot: Double?
+    }
     public var declination: Double
     public private(set) var heading: Double?
     public private(set) var lastStepTime: Double?
@@ -42,6 +60,32 @@ public struct HeadingStepTracker: Sendable {
     private var smooth: [(t: Double, v: Double)] = []
     private var smoothSum = 0.0
     private var lastSignal = 0.0
+    // Filter outputs.
+    private var relativeHeading = 0.0            // gyro-integrated (or rotation vector), unwrapped, rad
+    private var relativeAtLastStep: Double?
+    private var steps: [Step] = []
+    private var absoluteHeading: (time: Double, heading: Double)?
+    /// Σ (a_max − a_min)^{1/4} over the detected steps, for the calibration of K.
+    public private(set) var weinbergRootSum = 0.0
+
+    /// Steps since the previous call, oldest first.
+    public mutating func takeSteps() -> [Step] {
+        defer { steps.removeAll(keepingCapacity: true) }
+        return steps
+    }
+
+    /// The latest absolute heading from a clean magnetometer (or the rotation vector) since
+    /// the previous call: (time s, ψ rad clockwise from true north), or nil.
+    public mutating func takeHeading() -> (time: Double, heading: Double)? {
+        defer { absoluteHeading = nil }
+        return absoluteHeading
+    }
+
+    /// Per-user Weinberg constant K = D_true / Σₖ (a_max − a_min)ₖ^{1/4} (`estimators.md` §6)
+    /// from a walked distance with known length (m), or nil before any detected step.
+    public func calibratedWeinbergK(trueDistance: Double) -> Double? {
+        weinbergRootSum > 0 && trueDistance > 0 ? trueDistance / weinbergRootSum : nil
+    }
 
     public init(declinationDegrees: Double = 0) { declination = Angle.radians(declinationDegrees) }
 
@@ -59,7 +103,7 @@ public struct HeadingStepTracker: Sendable {
 
     public mutating func update(_ s: IMUSample, time: Double) {
         switch s.kind {
-        case .rotationVector: updateRotationVector(s)
+        case .rotationVector: updateRotationVector(s, time: time)
         case .accelerometer: updateAccelerometer(s.vector, time: time)
         case .gyroscope: updateGyro(s.vector, time: time)
         case .magnetometer: updateMagnetometer(s.vector, time: time)
@@ -70,23 +114,30 @@ public struct HeadingStepTracker: Sendable {
     /// An OS step event.
     public mutating func step(_ e: StepEvent, time: Double) {
         usesOSSteps = true
-        addStep(length: e.length ?? defaultStepLength, time: time)
+        addStep(length: e.length ?? defaultStepLength, time: time, weinbergRoot: nil)
     }
 
-    private mutating func addStep(length: Double, time: Double) {
+    private mutating func addStep(length: Double, time: Double, weinbergRoot: Double?) {
         lastStepTime = time
         stepCount += 1
+        let dpsi = relativeAtLastStep.map { Angle.wrap(relativeHeading - $0) } ?? 0
+        relativeAtLastStep = relativeHeading
+        if let r = weinbergRoot { weinbergRootSum += r }
+        steps.append(Step(time: time, length: length, headingChange: dpsi, heading: heading, weinbergRoot: weinbergRoot))
         guard let h = heading else { return }
         displacement += length * Angle.unit(h)
     }
 
-    private mutating func updateRotationVector(_ s: IMUSample) {
+    private mutating func updateRotationVector(_ s: IMUSample, time: Double) {
         hasRotationVector = true
         // R·[0,1,0] for unit quaternion q = (x, y, z, w): second column of R.
         let x = s.x, y = s.y, z = s.z, w = s.w
         let e = 2 * (x * y - z * w), n = 1 - 2 * (x * x + z * z)
         guard abs(e) + abs(n) > 1e-9 else { return }
-        heading = Angle.wrap(atan2(e, n) + declination)
+        let h = Angle.wrap(atan2(e, n) + declination)
+        relativeHeading += Angle.wrap(h - (heading ?? h))
+        heading = h
+        absoluteHeading = (time, h)
     }
 
     private mutating func updateAccelerometer(_ a: SIMD3<Double>, time: Double) {
@@ -109,18 +160,21 @@ public struct HeadingStepTracker: Sendable {
         if let l = lastStepTime, time - l < 0.3 { return }
         let recent = accHistory.filter { time - $0.t <= 0.7 }.map(\.a)
         let span = (recent.max() ?? 0) - (recent.min() ?? 0)
-        let len = span > 0 ? min(1.2, max(0.3, weinbergK * pow(span, 0.25))) : defaultStepLength
-        addStep(length: len, time: time)
+        let root = pow(span, 0.25)
+        let len = span > 0 ? min(1.2, max(0.3, weinbergK * root)) : defaultStepLength
+        addStep(length: len, time: time, weinbergRoot: span > 0 ? root : nil)
     }
 
     private mutating func updateGyro(_ w: SIMD3<Double>, time: Double) {
         defer { lastGyroTime = time }
-        guard !hasRotationVector, let g = gravity, let t0 = lastGyroTime, let h = heading else { return }
+        guard !hasRotationVector, let g = gravity, let t0 = lastGyroTime else { return }
         let gn = (g * g).sum().squareRoot()
         guard gn > 1e-6 else { return }
         let dt = time - t0
         guard dt > 0, dt < 1 else { return }
         let rateUp = (w * g).sum() / gn   // ω about the up axis (counter-clockwise positive)
+        relativeHeading -= rateUp * dt
+        guard let h = heading else { return }
         heading = Angle.wrap(h - rateUp * dt)
     }
 
@@ -139,6 +193,7 @@ public struct HeadingStepTracker: Sendable {
         magReference = ref + 0.01 * (b - ref)
         guard let h = heading else { heading = psiMag; return }
         guard abs(b - ref) <= 10 else { return }   // magnetically disturbed: gyro only
+        absoluteHeading = (time, psiMag)
         let dt = lastMagTime.map { max(0, min(1, time - $0)) } ?? 0
         heading = Angle.wrap(h + dt / 5 * Angle.wrap(psiMag - h))
     }

@@ -1,0 +1,318 @@
+import Foundation
+
+/// Pipeline stages `ekf`, `ukf` and `pf`: one recursive filter per phone over pedestrian dead
+/// reckoning, fed by the upstream estimators (`design/estimators.md` §6–7).
+///
+/// **State.** S1 step-driven x = [E, N, ψ, s] (m, m, rad clockwise from true north, step-length
+/// scale) when the phone has an accelerometer; S2 constant velocity x = [E, N, v_E, v_N] otherwise
+/// (`layout: auto|step|cv`). S1 predicts once per detected step with L̂ (Weinberg) and Δψ
+/// (gyroscope), S2 by time; the magnetometer's absolute heading (clean field only, ≤ one update
+/// per `heading_interval_s`) updates ψ with σ = `heading_sigma_deg`.
+///
+/// **Measurements.** Every upstream `.fix` of a source in `inputs` for this phone becomes a loose
+/// position update z = p̂, R = α²Σ (`PositionMeasurement`, α = `inflation.<source>`, default 1);
+/// for the sources listed in `tight` the stage uses their `.measurement` models instead (TA range,
+/// TDoA vector, peer range, CamLoc range-bearing, hidden-AP likelihood) and ignores their fixes,
+/// so no information is used twice. Object subjects (`object:…`, CamLoc) are never phones.
+///
+/// **Gating and health.** χ² gate at the model's probability (default 0.99 → 9.21 for m = 2);
+/// accepted/gated counts and Σ NIS per source (`counters`). `divergence_rejections` (5)
+/// consecutive gated loose fixes of one source re-initialise the filter at the latest of them
+/// (§7.5). Late inputs rewind and replay within `history_s` (§7.1).
+///
+/// **Initialisation.** At the first loose fix: p = fix, P_pp = Σ_fix; S1: ψ from the PDR heading
+/// with σ `initial_heading_sigma_deg` (no heading yet: waits up to 10 s, then starts at 0 with
+/// σ = 180° for the particle filter or waits for the EKF/UKF), s = 1 ± `initial_scale_sigma`;
+/// S2: v = 0 ± `initial_speed_sigma_mps`.
+///
+/// **Output.** A fix after each measurement update, and after steps at most every
+/// `output_interval_s`; covariance = P_pp (the filter's own, so NEES/inside95 measure its
+/// consistency).
+public final class FusionStage: PipelineStage {
+    public enum Kind: String, Sendable { case ekf, ukf, pf }
+    public enum LayoutChoice: String, Sendable { case auto, step, cv }
+
+    public struct Settings: Sendable {
+        public var kind: Kind
+        public var layout: LayoutChoice = .auto
+        public var motion = MotionConfiguration(layout: .step)
+        public var inputs: Set<Source> = [.gnss, .cell, .cellTA, .wcl, .hapel, .tdoa, .peer]
+        public var tight: Set<Source> = []
+        public var inflation: [Source: Double] = [:]
+        public var gateProbability: Double? = 0.99
+        public var headingSigma = Angle.radians(10)
+        public var headingInterval = 5.0
+        public var initialHeadingSigma = Angle.radians(20)
+        public var initialScaleSigma = 0.15
+        public var initialSpeedSigma = 1.5
+        public var weinbergK = 0.52
+        public var outputInterval = 1.0
+        public var divergenceRejections = 5
+        public var historySeconds = 10.0
+        public var particles = 2000
+        public var seed: UInt64 = 1
+        public var resampleThreshold = 0.5
+        public var roughening = 0.0
+        public var sigmaPoints = SigmaPointParameters()
+        public init(kind: Kind) { self.kind = kind }
+    }
+
+    public let settings: Settings
+    public let source: Source
+    public var sources: [Source] { [source] }
+    /// Keep per-epoch filter history for the RTS smoother (`SmootherStage`).
+    let recordEpochs: Bool
+    /// Keep every update's NIS (consistency evaluation).
+    public var logNIS = false
+    private var tracks: [String: FusionTrack] = [:]
+    private var deviceOrder: [String] = []
+
+    public init(settings: Settings, emitting source: Source? = nil, recordEpochs: Bool = false) {
+        self.settings = settings
+        self.source = source ?? Source(rawValue: settings.kind.rawValue)!
+        self.recordEpochs = recordEpochs
+    }
+
+    // MARK: diagnostics
+
+    /// Per-source update counters, summed over phones.
+    public var counters: [Source: SourceCounters] {
+        var out: [Source: SourceCounters] = [:]
+        for t in tracks.values {
+            for (s, c) in t.counters {
+                var a = out[s, default: SourceCounters()]
+                a.accepted += c.accepted; a.gated += c.gated; a.singular += c.singular
+                a.nisSum += c.nisSum; a.dofSum += c.dofSum
+                out[s] = a
+            }
+        }
+        return out
+    }
+    public var reinitializations: Int { tracks.values.reduce(0) { $0 + $1.reinitializations } }
+    public var rewinds: Int { tracks.values.reduce(0) { $0 + $1.rewinds } }
+    public var droppedLate: Int { tracks.values.reduce(0) { $0 + $1.tooLate } }
+    /// Every update's (time, source, m, NIS, accepted) per phone, when `logNIS` is set.
+    public var nisLog: [String: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)]] {
+        tracks.mapValues(\.nisLog)
+    }
+    /// Epoch logs per phone (for the smoother), in order of the phones' first appearance.
+    var epochLogs: [(device: String, epochs: [FilterEpoch])] { deviceOrder.compactMap { d in tracks[d].map { (d, $0.epochs) } } }
+
+    // MARK: processing
+
+    public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+        var out: [StageResult] = []
+        let device = event.device
+        switch event.payload {
+        case .imu(let s):
+            let t = track(device, context)
+            t.seenIMU = true
+            t.pdr.update(s, time: event.time)
+            out += drainPDR(t, device: device)
+        case .step(let e):
+            let t = track(device, context)
+            t.seenIMU = true
+            t.pdr.step(e, time: event.time)
+            out += drainPDR(t, device: device)
+        default: break
+        }
+        for r in upstream {
+            switch r {
+            case .fix(let f) where settings.inputs.contains(f.source) && !settings.tight.contains(f.source)
+                && !f.source.isFusion && !f.subject.hasPrefix("object:"):
+                out += update(fix: f, context)
+            case .measurement(let m, let subject) where settings.tight.contains(m.source) && !subject.hasPrefix("object:"):
+                let t = track(subject, context)
+                guard t.filter.isInitialized else { continue }
+                t.apply(.update(m), gate: gate)
+                out.append(emit(t, device: subject))
+            default: continue
+            }
+        }
+        return out
+    }
+
+    private func gate(_ m: any MeasurementModel) -> Double? {
+        guard let p = m.gateProbability, let g = settings.gateProbability else { return nil }
+        return ChiSquare.quantile(min(p, g), dof: m.dimension)
+    }
+
+    private func track(_ device: String, _ context: PipelineContext) -> FusionTrack {
+        if let t = tracks[device] { return t }
+        var pdr = PedestrianDeadReckoning(declinationDegrees: context.header.declination)
+        pdr.weinbergK = settings.weinbergK
+        let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device), pdr: pdr,
+                            historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
+        tracks[device] = t
+        deviceOrder.append(device)
+        return t
+    }
+
+    private func makeFilter(layout: StateLayout, device: String) -> any FusionFilter {
+        var motion = settings.motion
+        motion.layout = layout
+        switch settings.kind {
+        case .ekf: return ExtendedKalmanFilter(motion: motion)
+        case .ukf: return UnscentedKalmanFilter(motion: motion, sigma: settings.sigmaPoints)
+        case .pf:
+            // One stream per phone: the seed mixed with the phone id, so phones are independent
+            // and the result does not depend on the order phones appear in.
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in device.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+            let pf = ParticleFilter(motion: motion, count: settings.particles, seed: SplitMix64.finalize(settings.seed ^ h))
+            pf.resampleThreshold = settings.resampleThreshold
+            pf.roughening = settings.roughening
+            return pf
+        }
+    }
+
+    /// Steps and absolute headings from the phone's PDR into the filter.
+    private func drainPDR(_ t: FusionTrack, device: String) -> [StageResult] {
+        var out: [StageResult] = []
+        let steps = t.pdr.takeSteps()
+        let heading = t.pdr.takeHeading()
+        guard t.filter.isInitialized, t.filter.motion.layout == .step else { return out }
+        for s in steps {
+            t.apply(.step(StepInput(time: s.time, length: s.length, headingChange: s.headingChange)), gate: gate)
+            if s.time - t.lastEmitTime >= settings.outputInterval { out.append(emit(t, device: device)) }
+        }
+        if let h = heading, h.time - t.lastHeadingUpdate >= settings.headingInterval {
+            t.lastHeadingUpdate = h.time
+            t.apply(.heading(time: h.time, value: h.heading, variance: settings.headingSigma * settings.headingSigma), gate: gate)
+        }
+        return out
+    }
+
+    private func update(fix f: Fix, _ context: PipelineContext) -> [StageResult] {
+        let t = track(f.subject, context)
+        guard f.covariance.determinant > 0, f.position.x.isFinite, f.position.y.isFinite else { return [] }
+        if !t.filter.isInitialized {
+            guard initialize(t, at: f) else { return [] }
+            return [emit(t, device: f.subject)]
+        }
+        let alpha = settings.inflation[f.source] ?? 1
+        let m = PositionMeasurement(fix: f, inflation: alpha, gateProbability: 0.99)
+        guard let r = t.apply(.update(m), gate: gate) else { return [] }
+        if r.outcome == .gated {
+            t.consecutiveGated[f.source, default: 0] += 1
+            if t.consecutiveGated[f.source]! >= settings.divergenceRejections {
+                // Divergence (§7.5): the filter disagrees with a run of this source's fixes.
+                t.reinitializations += 1
+                t.consecutiveGated = [:]
+                _ = initialize(t, at: f, keepingHeading: true)
+            }
+        } else if r.outcome == .accepted {
+            t.consecutiveGated[f.source] = 0
+        }
+        return [emit(t, device: f.subject)]
+    }
+
+    /// Starts the phone's filter at a fix. Returns false while waiting for a heading (S1, Kalman).
+    private func initialize(_ t: FusionTrack, at f: Fix, keepingHeading: Bool = false) -> Bool {
+        let c = f.covariance.scaled(pow(settings.inflation[f.source] ?? 1, 2))
+        let layout: StateLayout
+        switch settings.layout {
+        case .step: layout = .step
+        case .cv: layout = .constantVelocity
+        case .auto: layout = t.seenIMU ? .step : .constantVelocity
+        }
+        if t.filter.motion.layout != layout { t.filter.motion.layout = layout }
+        var x = SIMD4<Double>(f.position.x, f.position.y, 0, 0)
+        var p = Mat4.zero
+        p[0, 0] = c.ee; p[0, 1] = c.en; p[1, 0] = c.en; p[1, 1] = c.nn
+        switch layout {
+        case .step:
+            let previous = t.filter.isInitialized ? t.filter.mean[2] : nil
+            let psi = (keepingHeading ? previous : nil) ?? t.pdr.heading
+            if let psi {
+                x[2] = psi; p[2, 2] = pow(settings.initialHeadingSigma, 2)
+            } else if settings.kind == .pf {
+                x[2] = 0; p[2, 2] = .pi * .pi
+            } else {
+                return false
+            }
+            x[3] = t.filter.isInitialized && keepingHeading ? t.filter.mean[3] : 1
+            p[3, 3] = pow(settings.initialScaleSigma, 2)
+        case .constantVelocity:
+            p[2, 2] = pow(settings.initialSpeedSigma, 2); p[3, 3] = p[2, 2]
+        }
+        t.initialize(mean: x, covariance: p, time: f.time)
+        _ = t.pdr.takeSteps()
+        return true
+    }
+
+    private func emit(_ t: FusionTrack, device: String) -> StageResult {
+        t.lastEmitTime = t.filter.time
+        t.markEmitted()
+        return .fix(t.filter.fix(source: source, subject: device))
+    }
+}
+
+extension FusionStage {
+    /// Builds the stage from its pipeline options (all keys, units and defaults in
+    /// `docs/pipeline.yaml`).
+    public convenience init(kind: Kind, options o: StageOptions, emitting source: Source? = nil, recordEpochs: Bool = false) throws {
+        var s = Settings(kind: kind)
+        let layout = try o.string("layout", default: "auto")
+        guard let l = LayoutChoice(rawValue: layout) else {
+            throw ConfigurationError(path: "\(o.name).layout", reason: "expected auto, step or cv, got \(layout)")
+        }
+        s.layout = l
+        s.inputs = try Self.sources(o, "inputs", default: s.inputs)
+        s.tight = try Self.sources(o, "tight", default: [])
+        if let v = o.values["inflation"] {
+            guard case .map(let m) = v else { throw ConfigurationError(path: "\(o.name).inflation", reason: "expected a map source: factor") }
+            for (k, val) in m {
+                guard let src = Source(rawValue: k) else { throw ConfigurationError(path: "\(o.name).inflation.\(k)", reason: "unknown source") }
+                guard case .number(let a) = val, a > 0 else { throw ConfigurationError(path: "\(o.name).inflation.\(k)", reason: "expected a number > 0") }
+                s.inflation[src] = a
+            }
+        }
+        let g = try o.double("gate_probability", default: 0.99)
+        guard g > 0, g <= 1 else { throw ConfigurationError(path: "\(o.name).gate_probability", reason: "expected 0 < p ≤ 1 (1 = no gate)") }
+        s.gateProbability = g < 1 ? g : nil
+        s.headingSigma = Angle.radians(try o.double("heading_sigma_deg", default: 10))
+        s.headingInterval = try o.double("heading_interval_s", default: 5)
+        s.initialHeadingSigma = Angle.radians(try o.double("initial_heading_sigma_deg", default: 20))
+        s.initialScaleSigma = try o.double("initial_scale_sigma", default: 0.15)
+        s.initialSpeedSigma = try o.double("initial_speed_sigma_mps", default: 1.5)
+        s.weinbergK = try o.double("weinberg_k", default: 0.52)
+        s.outputInterval = try o.double("output_interval_s", default: 1)
+        s.divergenceRejections = try o.int("divergence_rejections", default: 5)
+        s.historySeconds = try o.double("history_s", default: 10)
+        var step = StepMotionModel()
+        step.lengthSigmaFraction = try o.double("step_length_sigma_fraction", default: step.lengthSigmaFraction)
+        step.headingSigmaPerStep = Angle.radians(try o.double("step_heading_sigma_deg", default: Angle.degrees(step.headingSigmaPerStep)))
+        step.scaleSigmaPerStep = try o.double("step_scale_sigma", default: step.scaleSigmaPerStep)
+        step.positionDiffusion = try o.double("position_diffusion_m2_per_s", default: step.positionDiffusion)
+        step.headingDiffusion = pow(Angle.radians(try o.double("heading_diffusion_deg_per_sqrt_s",
+                                                               default: Angle.degrees(step.headingDiffusion.squareRoot()))), 2)
+        s.motion.step = step
+        s.motion.constantVelocity.q = try o.double("cv_q_m2_per_s3", default: s.motion.constantVelocity.q)
+        s.particles = try o.int("particles", default: 2000)
+        s.seed = UInt64(try o.int("seed", default: 1))
+        s.resampleThreshold = try o.double("resample_threshold", default: 0.5)
+        s.roughening = try o.double("roughening", default: 0)
+        s.sigmaPoints = SigmaPointParameters(alpha: try o.double("ukf_alpha", default: 1), beta: try o.double("ukf_beta", default: 2),
+                                             kappa: try o.double("ukf_kappa", default: 0))
+        for (key, value, ok) in [("divergence_rejections", Double(s.divergenceRejections), s.divergenceRejections >= 1),
+                                 ("particles", Double(s.particles), s.particles >= 10),
+                                 ("heading_sigma_deg", s.headingSigma, s.headingSigma > 0),
+                                 ("output_interval_s", s.outputInterval, s.outputInterval >= 0),
+                                 ("history_s", s.historySeconds, s.historySeconds >= 0)] where !ok {
+            throw ConfigurationError(path: "\(o.name).\(key)", reason: "out of range: \(value)")
+        }
+        self.init(settings: s, emitting: source, recordEpochs: recordEpochs)
+    }
+
+    static func sources(_ o: StageOptions, _ key: String, default d: Set<Source>) throws -> Set<Source> {
+        guard let v = o.values[key] else { return d }
+        guard case .list(let l) = v else { throw ConfigurationError(path: "\(o.name).\(key)", reason: "expected a list of source names") }
+        return try Set(l.map { item -> Source in
+            guard case .string(let s) = item, let src = Source(rawValue: s), !src.isFusion else {
+                throw ConfigurationError(path: "\(o.name).\(key)", reason: "unknown estimator source \(item)")
+            }
+            return src
+        })
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+
+/// Per-source update counters of a fusion filter (`design/estimators.md` §7.5–7.6).
+public struct SourceCounters: Sendable, Equatable {
+    public var accepted = 0
+    public var gated = 0
+    public var singular = 0
+    /// Σ NIS and Σ m over the accepted and gated updates (ANIS = nisSum / dofSum; ≈ 1 when consistent).
+    public var nisSum = 0.0
+    public var dofSum = 0
+    public init() {}
+    public var averageNIS: Double? { dofSum > 0 ? nisSum / Double(dofSum) : nil }
+}
+
+/// One filter input, kept for rewind-and-replay and for the smoother.
+enum FusionInput {
+    case step(StepInput)
+    case update(any MeasurementModel)
+    case heading(time: Double, value: Double, variance: Double)
+
+    var time: Double {
+        switch self {
+        case .step(let s): return s.time
+        case .update(let m): return m.time
+        case .heading(let t, _, _): return t
+        }
+    }
+}
+
+/// One epoch of the filter's history for the Rauch–Tung–Striebel smoother: the prediction
+/// x⁻ₖ = f(x⁺ₖ₋₁), P⁻ₖ with its transition Jacobian Fₖ, and the posterior x⁺ₖ, P⁺ₖ after the
+/// epoch's updates. `emitted` marks epochs whose posterior was output as a fix.
+public struct FilterEpoch: Sendable {
+    public var time: Double
+    public var transition: Mat4
+    public var priorMean: SIMD4<Double>
+    public var priorCovariance: Mat4
+    public var posteriorMean: SIMD4<Double>
+    public var posteriorCovariance: Mat4
+    public var emitted = false
+}
+
+/// The filter of one phone inside `FusionStage`: the filter object, its PDR, the rewind
+/// history and the epoch log for smoothing.
+///
+/// Time order: inputs normally arrive in time order. An input older than the filter's time
+/// (a late Wi-Fi scan or audio result) rewinds: the filter is restored to the snapshot taken
+/// before the first later input still in the history (`historySeconds`), the late input is
+/// applied, and the later inputs are re-applied in order (§7.1). Older than the history: dropped
+/// and counted (`tooLate`).
+final class FusionTrack {
+    let filter: any FusionFilter
+    var pdr: PedestrianDeadReckoning
+    var counters: [Source: SourceCounters] = [:]
+    var consecutiveGated: [Source: Int] = [:]
+    var reinitializations = 0
+    var rewinds = 0
+    var tooLate = 0
+    var lastEmitTime = -Double.infinity
+    var lastHeadingUpdate = -Double.infinity
+    var seenIMU = false
+    /// NIS of every update in order (time, source, m, NIS, accepted) when logging is on.
+    var nisLog: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)] = []
+
+    private struct HistoryEntry { var input: FusionInput; var before: FilterSnapshot; var epochCount: Int }
+    private var history: [HistoryEntry] = []
+    let historySeconds: Double
+    let recordEpochs: Bool
+    private(set) var epochs: [FilterEpoch] = []
+    private let logNIS: Bool
+
+    init(filter: any FusionFilter, pdr: PedestrianDeadReckoning, historySeconds: Double, recordEpochs: Bool, logNIS: Bool) {
+        self.filter = filter; self.pdr = pdr; self.historySeconds = historySeconds
+        self.recordEpochs = recordEpochs; self.logNIS = logNIS
+    }
+
+    /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
+    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
+        filter.initialize(mean: mean, covariance: covariance, time: time)
+        history.removeAll()
+        if recordEpochs {
+            epochs.append(FilterEpoch(time: time, transition: .identity, priorMean: mean, priorCovariance: covariance,
+                                      posteriorMean: mean, posteriorCovariance: covariance))
+        }
+    }
+
+    /// Applies an input in time order (rewinding for a late one). Returns the record of the
+    /// input's own update (nil for steps and dropped inputs).
+    @discardableResult
+    func apply(_ input: FusionInput, gate: (any MeasurementModel) -> Double?) -> UpdateRecord? {
+        let t = input.time
+        guard filter.isInitialized else { return nil }
+        if t >= filter.time {
+            return run(input, gate: gate)
+        }
+        // Late input: find the first history entry later than t.
+        guard let first = history.first, t >= first.before.time else { tooLate += 1; return nil }
+        let i = history.firstIndex { $0.input.time > t } ?? history.count
+        guard i < history.count else { return run(input, gate: gate) }
+        rewinds += 1
+        let replay = history[i...].map(\.input)
+        filter.restore(history[i].before)
+        if recordEpochs { epochs.removeLast(epochs.count - history[i].epochCount) }
+        history.removeLast(history.count - i)
+        let record = run(input, gate: gate, countIt: true)
+        for r in replay { run(r, gate: gate, countIt: false) }
+        return record
+    }
+
+    @discardableResult
+    private func run(_ input: FusionInput, gate: (any MeasurementModel) -> Double?, countIt: Bool = true) -> UpdateRecord? {
+        history.append(HistoryEntry(input: input, before: filter.snapshot(), epochCount: epochs.count))
+        let horizon = input.time - historySeconds
+        if let k = history.firstIndex(where: { $0.input.time >= horizon }), k > 0 { history.removeFirst(k) }
+        var record: UpdateRecord?
+        switch input {
+        case .step(let s):
+            predict(length: s.length) { filter.predict(step: s) }
+        case .update(let m):
+            predict(length: nil) { filter.predict(to: m.time) }
+            record = filter.update(m, gate: gate(m))
+        case .heading(let time, let value, let variance):
+            predict(length: nil) { filter.predict(to: time) }
+            record = filter.updateHeading(value, variance: variance, time: time, gate: ChiSquare.quantile(0.99, dof: 1))
+        }
+        if let r = record, countIt { count(r) }
+        if recordEpochs, !epochs.isEmpty {
+            epochs[epochs.count - 1].posteriorMean = filter.mean
+            epochs[epochs.count - 1].posteriorCovariance = filter.covariance
+        }
+        return record
+    }
+
+    /// Runs a prediction and logs it as a new smoother epoch (when it moved the state in time
+    /// or by a step) with its transition Jacobian F: for a step of length L̂ the S1 Jacobian at
+    /// the previous mean (the time part is the identity in S1); for a time prediction the
+    /// identity (S1) or the constant-velocity F(Δt) (S2).
+    private func predict(length: Double?, _ body: () -> Void) {
+        guard recordEpochs else { body(); return }
+        let (t0, x0) = (filter.time, filter.mean)
+        body()
+        guard filter.time != t0 || filter.mean != x0 else { return }
+        let motion = filter.motion
+        let f: Mat4
+        switch (motion.layout, length) {
+        case (.step, let l?): f = motion.step.jacobian(x0, length: l)
+        case (.step, nil): f = .identity
+        case (.constantVelocity, _): f = motion.constantVelocity.transition(dt: filter.time - t0)
+        }
+        epochs.append(FilterEpoch(time: filter.time, transition: f, priorMean: filter.mean,
+                                  priorCovariance: filter.covariance, posteriorMean: filter.mean,
+                                  posteriorCovariance: filter.covariance))
+    }
+
+    private func count(_ r: UpdateRecord) {
+        var c = counters[r.source, default: SourceCounters()]
+        switch r.outcome {
+        case .accepted: c.accepted += 1
+        case .gated: c.gated += 1
+        case .singular: c.singular += 1
+        case .notViolated, .uninitialized: break
+        }
+        if let n = r.nis, r.outcome == .accepted || r.outcome == .gated { c.nisSum += n; c.dofSum += r.dimension }
+        counters[r.source] = c
+        if logNIS, let n = r.nis { nisLog.append((r.time, r.source, r.dimension, n, r.accepted)) }
+    }
+
+    func markEmitted() { if recordEpochs, !epochs.isEmpty { epochs[epochs.count - 1].emitted = true } }
+}

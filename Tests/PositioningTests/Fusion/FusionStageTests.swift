@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+@testable import Positioning
+
+
+private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
+/// FusionStage (ekf/ukf/pf pipeline stages) and PDR behaviour on synthetic input.
+@Suite struct FusionStageTests {
+    let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
+
+    func fix(_ t: Double, _ p: SIMD2<Double>, sigma: Double = 3) -> StageResult {
+        .fix(Fix(time: t, position: p, covariance: Covariance2(sigma: sigma), source: .gnss))
+    }
+    /// Feeds upstream fixes (no IMU: constant-velocity layout); returns the stage's fixes.
+    func run(_ stage: FusionStage, _ fixes: [StageResult]) -> [Fix] {
+        var out: [Fix] = []
+        for f in fixes {
+            guard case .fix(let x) = f else { continue }
+            let e = TraceEvent(time: x.time, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: 3)))
+            for r in stage.process(e, upstream: [f], context: context) { if case .fix(let y) = r { out.append(y) } }
+        }
+        return out
+    }
+
+    /// A late fix rewinds and replays: the final estimate equals in-order processing exactly
+    /// (same arithmetic in the same order), for the EKF and the UKF.
+    @Test(arguments: [FusionStage.Kind.ekf, .ukf]) func lateFixRewindsToTheInOrderResult(kind: FusionStage.Kind) throws {
+        var rng = TestRNG(seed: 11)
+        let fixes = (0..<20).map { k -> StageResult in
+            let t = Double(k)
+            return fix(t, SIMD2(1.2 * t + 3 * rng.gaussian(), 0.5 * t + 3 * rng.gaussian()))
+        }
+        var late = fixes
+        late.swapAt(12, 14)                     // order 11, 14, 13, 12, 15: two late fixes
+        let a = FusionStage(settings: .init(kind: kind)), b = FusionStage(settings: .init(kind: kind))
+        let inOrder = run(a, fixes), outOfOrder = run(b, late)
+        let x = try #require(inOrder.last), y = try #require(outOfOrder.last)
+        #expect(b.rewinds == 2 && a.rewinds == 0)
+        #expect(abs(x.position.x - y.position.x) < 1e-9 && abs(x.position.y - y.position.y) < 1e-9)
+        #expect(abs(x.covariance.ee - y.covariance.ee) < 1e-9 && abs(x.covariance.nn - y.covariance.nn) < 1e-9)
+        #expect(a.counters[.gnss]?.accepted == 19 && b.counters[.gnss]?.accepted == 19)   // the first fix initialises
+    }
+
+    /// A fix older than the rewind history is dropped and counted, never applied out of order.
+    @Test func tooLateIsDropped() {
+        var s = FusionStage.Settings(kind: .ekf); s.historySeconds = 3
+        let stage = FusionStage(settings: s)
+        _ = run(stage, (0..<10).map { fix(Double($0), SIMD2(0, 0)) } + [fix(2, SIMD2(0, 0))])
+        #expect(stage.droppedLate == 1)
+    }
+
+    /// Gating rejects an outlier; a run of consistent rejections (a real jump) re-initialises.
+    @Test func gatingAndDivergence() throws {
+        let stage = FusionStage(settings: .init(kind: .ekf))
+        var fixes = (0..<20).map { fix(Double($0), SIMD2(0, 0), sigma: 2) }
+        fixes.append(fix(20, SIMD2(200, 0), sigma: 2))                       // one outlier
+        fixes += (21..<30).map { fix(Double($0), SIMD2(0, 0), sigma: 2) }
+        fixes += (30..<40).map { fix(Double($0), SIMD2(500, 500), sigma: 2) }  // the phone really is elsewhere
+        let out = run(stage, fixes)
+        #expect(stage.counters[.gnss]!.gated >= 5)
+        #expect(stage.reinitializations == 1)
+        let last = try #require(out.last)
+        #expect(norm(last.position - SIMD2(500, 500)) < 5)
+        // The outlier did not move the track: the estimate at t = 20 is still near the origin.
+        let at20 = try #require(out.first { $0.time == 20 })
+        #expect(norm(at20.position) < 3)
+    }
+
+    /// On a straight constant-velocity walk with white fix noise the EKF beats the raw fixes.
+    @Test func filterBeatsRawFixesOnWhiteNoise() {
+        var rng = TestRNG(seed: 5)
+        var raw = 0.0, filtered = 0.0
+        let stage = FusionStage(settings: .init(kind: .ekf))
+        var truth: [Double: SIMD2<Double>] = [:]
+        var fixes: [StageResult] = []
+        for k in 0..<300 {
+            let t = Double(k), p = SIMD2(1.1 * t, 0.3 * t)
+            truth[t] = p
+            let z = p + SIMD2(5 * rng.gaussian(), 5 * rng.gaussian())
+            raw += norm(z - p)
+            fixes.append(fix(t, z, sigma: 5))
+        }
+        for f in run(stage, fixes) { filtered += norm(f.position - truth[f.time]!) }
+        #expect(filtered < 0.6 * raw, "filtered \(filtered / 300) m vs raw \(raw / 300) m")
+    }
+
+    @Test func badOptionsAreConfigurationErrors() {
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["layout": .string("3d")])) }
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["inputs": .list([.string("ekf")])])) }
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .pf, options: StageOptions(name: "pf", values: ["particles": .number(1)])) }
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["inflation": .map(["wifi": .number(2)])])) }
+    }
+}
+
+/// PDR on noise-free synthetic IMU: exact step count and gyro heading change.
+@Suite struct PDRTests {
+    /// Phone flat (gravity on +z), walking at 2 steps/s for 10 s: the vertical acceleration
+    /// carries a 2 Hz sinusoid of 2 m/s² amplitude; a −0.1 rad/s yaw rate (clockwise) turns by 1 rad.
+    @Test func stepsAndHeadingChange() {
+        var pdr = PedestrianDeadReckoning()
+        let rate = 100.0
+        for k in 0..<Int(12 * rate) {
+            let t = Double(k) / rate
+            let walking = t >= 1 && t < 11
+            let az = 9.80665 + (walking ? 2 * sin(2 * .pi * 2 * (t - 1)) : 0)
+            pdr.update(IMUSample(kind: .accelerometer, x: 0, y: 0, z: az), time: t)
+            pdr.update(IMUSample(kind: .gyroscope, x: 0, y: 0, z: walking ? -0.1 : 0), time: t)
+            if k % 2 == 0 { pdr.update(IMUSample(kind: .magnetometer, x: 0, y: 30, z: -40), time: t) }
+        }
+        let steps = pdr.takeSteps()
+        #expect(steps.count == 20, "\(steps.count) steps")
+        let turn = steps.dropFirst().reduce(0) { $0 + $1.headingChange }
+        // Between the first and the last step the phone turned 0.1 rad/s × (t_last − t_first).
+        let expected = 0.1 * (steps.last!.time - steps.first!.time)
+        #expect(abs(turn - expected) < 0.02, "turn \(turn) rad vs \(expected)")
+        #expect(steps.allSatisfy { $0.length >= 0.3 && $0.length <= 1.2 })
+        // Weinberg calibration: K = D / Σ root reproduces the walked distance.
+        let k = pdr.calibratedWeinbergK(trueDistance: 14)!
+        #expect(abs(k * pdr.weinbergRootSum - 14) < 1e-9)
+    }
+}
