@@ -38,6 +38,8 @@ public enum StageRegistry {
         Entry(name: "ekf", sources: [.ekf]) { o in try FusionStage(kind: .ekf, options: o) },
         Entry(name: "ukf", sources: [.ukf]) { o in try FusionStage(kind: .ukf, options: o) },
         Entry(name: "pf", sources: [.pf]) { o in try FusionStage(kind: .pf, options: o) },
+        // Offline RTS smoother over an EKF with the same options (SmootherStage).
+        Entry(name: "smoother", sources: [.smoother]) { o in try SmootherStage(options: o) },
     ]
 
     /// Build the pipeline: `options[name]` overrides defaults; a stage runs when its

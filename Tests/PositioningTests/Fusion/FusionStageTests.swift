@@ -119,3 +119,55 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(abs(k * pdr.weinbergRootSum - 14) < 1e-9)
     }
 }
+
+/// The RTS smoother equals the batch (all-epochs, information-form) solution on a
+/// linear-Gaussian constant-velocity problem, to 1e-9 relative.
+@Suite struct RTSSmootherTests {
+    @Test func smootherEqualsBatchSolution() throws {
+        let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
+        var s = FusionStage.Settings(kind: .ekf)
+        s.inflation = [:]; s.gateProbability = nil
+        let stage = SmootherStage(settings: s)
+        var rng = TestRNG(seed: 3)
+        let n = 12, sigma = 4.0
+        var z: [SIMD2<Double>] = []
+        for k in 0..<n {
+            let t = Double(k)
+            z.append(SIMD2(0.8 * t + sigma * rng.gaussian(), -0.4 * t + sigma * rng.gaussian()))
+            let f = Fix(time: t, position: z[k], covariance: Covariance2(sigma: sigma), source: .gnss)
+            _ = stage.process(TraceEvent(time: t, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: sigma))),
+                              upstream: [.fix(f)], context: context)
+        }
+        let smoothed = stage.finish(context: context).compactMap { r -> Fix? in if case .fix(let f) = r { return f }; return nil }
+        #expect(smoothed.count == n)
+
+        // Batch: minimise ‖x₀ − m₀‖²_{P₀⁻¹} + Σₖ ‖xₖ − F xₖ₋₁‖²_{Q⁻¹} + Σ_{k≥1} ‖zₖ − H xₖ‖²_{R⁻¹}.
+        let cv = s.motion.constantVelocity
+        let f = cv.transition(dt: 1).matrix, qi = try #require(cv.noise(dt: 1).spdInverse).matrix
+        let p0i = try #require(Mat4.diagonal(SIMD4(sigma * sigma, sigma * sigma, pow(s.initialSpeedSigma, 2), pow(s.initialSpeedSigma, 2))).spdInverse).matrix
+        let dim = 4 * n
+        var lam = Matrix(rows: dim, cols: dim), eta = [Double](repeating: 0, count: dim)
+        func add(_ r: Int, _ c: Int, _ m: Matrix, _ sign: Double = 1) {
+            for i in 0..<4 { for j in 0..<4 { lam[4 * r + i, 4 * c + j] += sign * m[i, j] } }
+        }
+        let m0 = [z[0].x, z[0].y, 0, 0]
+        add(0, 0, p0i)
+        for i in 0..<4 { for j in 0..<4 { eta[i] += p0i[i, j] * m0[j] } }
+        let ftqi = f.transposed * qi, ftqif = ftqi * f
+        for k in 1..<n {
+            add(k, k, qi); add(k - 1, k - 1, ftqif)
+            add(k, k - 1, qi * f, -1); add(k - 1, k, ftqi, -1)
+            let ri = 1 / (sigma * sigma)
+            lam[4 * k, 4 * k] += ri; lam[4 * k + 1, 4 * k + 1] += ri
+            eta[4 * k] += ri * z[k].x; eta[4 * k + 1] += ri * z[k].y
+        }
+        let cov = try #require(lam.spdInverse)
+        let x = cov * eta
+        for k in 0..<n {
+            let e = SIMD2(x[4 * k], x[4 * k + 1])
+            #expect(abs(smoothed[k].position.x - e.x) < 1e-9 * max(1, abs(e.x)) && abs(smoothed[k].position.y - e.y) < 1e-9 * max(1, abs(e.y)),
+                    "epoch \(k): \(smoothed[k].position) vs batch \(e)")
+            #expect(abs(smoothed[k].covariance.ee - cov[4 * k, 4 * k]) < 1e-9 * cov[4 * k, 4 * k])
+        }
+    }
+}

@@ -10,7 +10,8 @@ import Foundation
 /// per `heading_interval_s`) updates ψ with σ = `heading_sigma_deg`.
 ///
 /// **Measurements.** Every upstream `.fix` of a source in `inputs` for this phone becomes a loose
-/// position update z = p̂, R = α²Σ (`PositionMeasurement`, α = `inflation.<source>`, default 1);
+/// position update z = p̂, R = α²Σ (`PositionMeasurement`, α = `inflation.<source>`, defaults
+/// `Settings.defaultInflation`);
 /// for the sources listed in `tight` the stage uses their `.measurement` models instead (TA range,
 /// TDoA vector, peer range, CamLoc range-bearing, hidden-AP likelihood) and ignores their fixes,
 /// so no information is used twice. Object subjects (`object:…`, CamLoc) are never phones.
@@ -38,7 +39,11 @@ public final class FusionStage: PipelineStage {
         public var motion = MotionConfiguration(layout: .step)
         public var inputs: Set<Source> = [.gnss, .cell, .cellTA, .wcl, .hapel, .tdoa, .peer]
         public var tight: Set<Source> = []
-        public var inflation: [Source: Double] = [:]
+        /// α per source (R = α²Σ). Defaults: GNSS 3 (phone fixes carry a slowly varying bias:
+        /// α² ≈ τ/Δt for an error correlation time τ ≈ 10 s at 1 Hz), WCL and HAPEL 1.5
+        /// (consecutive scans share the shadowing); others 1. Measured effect in docs/fusion.md.
+        public var inflation: [Source: Double] = Settings.defaultInflation
+        public static let defaultInflation: [Source: Double] = [.gnss: 3, .wcl: 1.5, .hapel: 1.5]
         public var gateProbability: Double? = 0.99
         public var headingSigma = Angle.radians(10)
         public var headingInterval = 5.0
@@ -95,6 +100,8 @@ public final class FusionStage: PipelineStage {
     public var nisLog: [String: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)]] {
         tracks.mapValues(\.nisLog)
     }
+    /// State layout of each phone's filter.
+    var layouts: [String: StateLayout] { tracks.mapValues { $0.filter.motion.layout } }
     /// Epoch logs per phone (for the smoother), in order of the phones' first appearance.
     var epochLogs: [(device: String, epochs: [FilterEpoch])] { deviceOrder.compactMap { d in tracks[d].map { (d, $0.epochs) } } }
 

@@ -38,6 +38,8 @@ public struct FilterEpoch: Sendable {
     public var posteriorMean: SIMD4<Double>
     public var posteriorCovariance: Mat4
     public var emitted = false
+    /// The filter was (re)initialised here: the epoch does not follow from the previous one.
+    public var startsSegment = false
 }
 
 /// The filter of one phone inside `FusionStage`: the filter object, its PDR, the rewind
@@ -80,7 +82,7 @@ final class FusionTrack {
         history.removeAll()
         if recordEpochs {
             epochs.append(FilterEpoch(time: time, transition: .identity, priorMean: mean, priorCovariance: covariance,
-                                      posteriorMean: mean, posteriorCovariance: covariance))
+                                      posteriorMean: mean, posteriorCovariance: covariance, startsSegment: true))
         }
     }
 
