@@ -170,3 +170,18 @@ import Foundation
         #expect(r.stdout.contains("Example") && r.stdout.contains("posfuse \(command) "))
     }
 }
+
+/// docs/pipeline.yaml is the template of every option at its default: replaying with it must
+/// give exactly the numbers of a replay without --pipeline.
+@Suite struct PipelineTemplateTests {
+    @Test(arguments: ["crowd-peers", "rural-cell"]) func templateEqualsDefaults(trace: String) throws {
+        let folder = CLI.root.appendingPathComponent("Traces/\(trace)").path
+        guard FileManager.default.fileExists(atPath: folder) else { return }
+        let template = CLI.root.appendingPathComponent("docs/pipeline.yaml").path
+        let a = try CLI.run(["replay", folder, "--json"])
+        let b = try CLI.run(["replay", folder, "--json", "--pipeline", template])
+        #expect(a.status == 0 && b.status == 0, "\(b.stderr)")
+        #expect(a.stdout == b.stdout)
+        #expect(a.stdout.contains("\"source\":\"ekf\"") || a.stdout.contains("\"source\" : \"ekf\""))
+    }
+}

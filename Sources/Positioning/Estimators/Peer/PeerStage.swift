@@ -113,7 +113,9 @@ public final class PeerStage: PipelineStage {
         var ids = [device], seen: Set<String> = [device], queue = [device]
         while let cur = queue.first {
             queue.removeFirst()
-            for (other, r) in ranges[cur] ?? [:] where !seen.contains(other) && abs(t - r.time) <= rangeMaxAge && fresh(other) {
+            // Sorted: dictionary order is randomised per process, and the order of the
+            // least-squares terms must not change the result's last bits between runs.
+            for (other, r) in (ranges[cur] ?? [:]).sorted(by: { $0.key < $1.key }) where !seen.contains(other) && abs(t - r.time) <= rangeMaxAge && fresh(other) {
                 seen.insert(other); ids.append(other); queue.append(other)
             }
         }
@@ -128,7 +130,7 @@ public final class PeerStage: PipelineStage {
         }
         var edges: [CooperativePositioning.Edge] = []
         for a in ids {
-            for (b, r) in ranges[a] ?? [:] where a < b && index[b] != nil && abs(t - r.time) <= rangeMaxAge {
+            for (b, r) in (ranges[a] ?? [:]).sorted(by: { $0.key < $1.key }) where a < b && index[b] != nil && abs(t - r.time) <= rangeMaxAge {
                 let age = abs(t - r.time), infl = 2 * motionSpeed * age
                 edges.append(.init(a: index[a]!, b: index[b]!, range: r.range, sigma: (r.sigma * r.sigma + infl * infl).squareRoot()))
             }

@@ -83,7 +83,7 @@ public final class FusionStage: PipelineStage {
     /// Per-source update counters, summed over phones.
     public var counters: [Source: SourceCounters] {
         var out: [Source: SourceCounters] = [:]
-        for t in tracks.values {
+        for t in deviceOrder.compactMap({ tracks[$0] }) {
             for (s, c) in t.counters {
                 var a = out[s, default: SourceCounters()]
                 a.accepted += c.accepted; a.gated += c.gated; a.singular += c.singular
