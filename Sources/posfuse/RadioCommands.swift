@@ -7,7 +7,7 @@ import Replay
 struct Evaluate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Evaluate estimators on recorded data against ground truth.",
-        subcommands: [EvaluateRadio.self]
+        subcommands: [EvaluateRadio.self, EvaluateConsistency.self]
     )
 }
 

@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+@testable import Replay
+import Positioning
+
+@Suite struct ConsistencyEvaluationTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The band of the mean of N χ²₂ values; reference values from design/estimators.md §7.6
+    /// (generated with scipy.stats.chi2.ppf): N = 50 → [1.48, 2.59], N = 100 → [1.63, 2.41].
+    @Test func bandMatchesReference() {
+        let b50 = ConsistencyEvaluation.band(runs: 50), b100 = ConsistencyEvaluation.band(runs: 100)
+        #expect(abs(b50.lowerBound - 1.48) < 0.005 && abs(b50.upperBound - 2.59) < 0.005, "\(b50)")
+        #expect(abs(b100.lowerBound - 1.63) < 0.005 && abs(b100.upperBound - 2.41) < 0.005, "\(b100)")
+        let b1 = ConsistencyEvaluation.band(runs: 1)                      // single epoch n = 2: [0.051, 7.38]
+        #expect(abs(b1.lowerBound - 0.0506) < 0.001 && abs(b1.upperBound - 7.38) < 0.01)
+    }
+
+    /// A short seeded Monte Carlo of open-street: deterministic, and the filters are consistent.
+    @Test func shortOpenStreetRunIsDeterministicAndConsistent() throws {
+        let folder = Self.root.appendingPathComponent("Traces/open-street")
+        guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("scenario.yaml").path) else { return }
+        let a = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40)
+        let b = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40)
+        #expect(a == b)
+        let ekf = try #require(a.first { $0.source == "ekf" })
+        #expect(ekf.runs == 3 && ekf.anees.isFinite)
+        #expect(ekf.insideBand, "ekf ANEES \(ekf.anees) outside [\(ekf.bandLow), \(ekf.bandHigh)]")
+        #expect(a.contains { $0.source == "gnss" } && a.contains { $0.source == "smoother" })
+    }
+}
