@@ -42,9 +42,10 @@ public final class UnscentedKalmanFilter: FusionFilter {
         self.mean = mean; self.covariance = covariance.symmetrized; self.time = time; isInitialized = true
     }
 
-    /// The 2n + 1 sigma points, or nil when P is not positive definite.
-    func sigmaPoints() -> [SIMD4<Double>]? {
-        guard let l = ((4 + sigma.lambda) * covariance).cholesky else { return nil }
+    /// The 2n + 1 sigma points of (x, P) (default: the filter's), or nil when P is not positive definite.
+    func sigmaPoints(mean: SIMD4<Double>? = nil, covariance: Mat4? = nil) -> [SIMD4<Double>]? {
+        let mean = mean ?? self.mean
+        guard let l = ((4 + sigma.lambda) * (covariance ?? self.covariance)).cholesky else { return nil }
         var pts = [mean]
         pts.reserveCapacity(9)
         for i in 0..<4 { pts.append(mean + l.column(i)) }

@@ -1,16 +1,18 @@
 import Foundation
 
 /// Rauch–Tung–Striebel fixed-interval smoother (Rauch, Tung & Striebel 1965; Särkkä,
-/// "Bayesian Filtering and Smoothing", 2013, Thm 8.2 and §9.1 for the extended form) over the
-/// epochs an extended Kalman filter logged (`FilterEpoch`): with x⁻ₖ, P⁻ₖ the prediction into
-/// epoch k by Fₖ and x⁺ₖ, P⁺ₖ its posterior,
+/// "Bayesian Filtering and Smoothing", 2013, Thm 8.2, §9.1 for the extended and Thm 9.3 for the
+/// unscented form) over the epochs a Kalman-type filter logged (`FilterEpoch`): with x⁻ₖ, P⁻ₖ
+/// the prediction into epoch k, Dₖ = Cov(x⁺ₖ₋₁, x⁻ₖ) its cross-covariance (EKF: P⁺ₖ₋₁Fₖᵀ; UKF:
+/// Σ Wᶜ (χᵢ − x⁺ₖ₋₁)(f(χᵢ) − x⁻ₖ)ᵀ) and x⁺ₖ, P⁺ₖ the posterior,
 ///
-///     Cₖ = P⁺ₖ Fₖ₊₁ᵀ (P⁻ₖ₊₁)⁻¹
+///     Cₖ = Dₖ₊₁ (P⁻ₖ₊₁)⁻¹                      (= P⁺ₖ Fₖ₊₁ᵀ (P⁻ₖ₊₁)⁻¹ for the EKF)
 ///     xˢₖ = x⁺ₖ + Cₖ (xˢₖ₊₁ − x⁻ₖ₊₁)          (ψ differences wrapped to (−π, π])
 ///     Pˢₖ = P⁺ₖ + Cₖ (Pˢₖ₊₁ − P⁻ₖ₊₁) Cₖᵀ
 ///
 /// starting from xˢ_N = x⁺_N. Epochs with `startsSegment` (filter (re)initialisations) begin
-/// an independent segment. A singular P⁻ₖ₊₁ leaves epoch k at its filtered value.
+/// an independent segment. A singular P⁻ₖ₊₁ leaves epoch k at its filtered value. On a
+/// linear-Gaussian model this is the batch (information-form) solution exactly.
 public enum RTSSmoother {
     /// Smoothed (mean, covariance) for every epoch, in order.
     public static func smooth(_ epochs: [FilterEpoch], angleIndex: Int?) -> [(mean: SIMD4<Double>, covariance: Mat4)] {
@@ -19,7 +21,7 @@ public enum RTSSmoother {
         for k in stride(from: epochs.count - 2, through: 0, by: -1) {
             let next = epochs[k + 1]
             guard !next.startsSegment, let pinv = next.priorCovariance.spdInverse else { continue }
-            let c = epochs[k].posteriorCovariance * next.transition.transposed * pinv
+            let c = next.crossCovariance * pinv
             var dx = out[k + 1].mean - next.priorMean
             if let a = angleIndex { dx[a] = Angle.wrap(dx[a]) }
             var x = epochs[k].posteriorMean + c * dx
@@ -31,8 +33,32 @@ public enum RTSSmoother {
     }
 }
 
-/// Pipeline stage `smoother`: runs an EKF exactly as the `ekf` stage does (same options,
-/// one per phone), logs its epochs, and at the end of the trace emits the RTS-smoothed
+extension UnscentedKalmanFilter {
+    /// Cross-covariance D = Cov(x, x⁻) of one UKF step prediction from (x, P) (the unscented
+    /// RTS smoother's Dₖ₊₁, Särkkä 2008). The filter first diffuses by Q_d(Δt) with f = identity
+    /// and then propagates sigma points of (x, P + Q_d) through the step model; with
+    /// y = x + w_d Gaussian, Cov(x, f(y)) = P (P + Q_d)⁻¹ Cov(y, f(y)) exactly, and
+    /// Cov(y, f(y)) = Σ Wᶜ (χᵢ − x)(f(χᵢ) − x⁻)ᵀ (ψ differences wrapped). Nil when a covariance
+    /// is not positive definite (the filter then used its EKF fallback: D = P Fᵀ).
+    func stepCrossCovariance(mean x: SIMD4<Double>, covariance p: Mat4, dt: Double, step: StepInput,
+                             prior: SIMD4<Double>) -> Mat4? {
+        let qd = motion.step.diffusion(dt: dt)
+        let py = (p + qd).symmetrized
+        guard let pts = sigmaPoints(mean: x, covariance: py) else { return nil }
+        let (w0, wi) = sigma.covarianceWeights
+        var dy = Mat4.zero
+        for (i, chi) in pts.enumerated() {
+            let moved = motion.step.propagate(chi, length: step.length, headingChange: step.headingChange)
+            dy = dy + (i == 0 ? w0 : wi) * Mat4.outer(stateDiff(chi, x), stateDiff(moved, prior))
+        }
+        guard dt > 0 else { return dy }
+        guard let pyi = py.spdInverse else { return nil }
+        return p * pyi * dy
+    }
+}
+
+/// Pipeline stage `smoother`: runs an EKF or UKF (`filter: ekf|ukf`) exactly as the `ekf`/`ukf`
+/// stage does (same options, one per phone), logs its epochs, and at the end of the trace emits the RTS-smoothed
 /// estimate at every epoch where the filter emitted a fix (offline replay only: nothing is
 /// emitted before `finish`). The smoothed covariance Pˢ is reported, so NEES and inside95
 /// measure the smoother's own consistency.
@@ -44,13 +70,13 @@ public final class SmootherStage: PipelineStage {
         filter = FusionStage(settings: settings, emitting: .smoother, recordEpochs: true)
     }
 
-    /// Options: those of the `ekf` stage (`docs/pipeline.yaml`); `filter` must be `ekf`.
+    /// Options: those of the `ekf` stage (`docs/pipeline.yaml`) and `filter: ekf|ukf`.
     public convenience init(options o: StageOptions) throws {
-        let kind = try o.string("filter", default: "ekf")
-        guard kind == "ekf" else {
-            throw ConfigurationError(path: "\(o.name).filter", reason: "the RTS smoother runs over the EKF (got \(kind))")
+        let name = try o.string("filter", default: "ekf")
+        guard let kind = FusionStage.Kind(rawValue: name), kind != .pf else {
+            throw ConfigurationError(path: "\(o.name).filter", reason: "the RTS smoother runs over ekf or ukf (got \(name))")
         }
-        let stage = try FusionStage(kind: .ekf, options: o)
+        let stage = try FusionStage(kind: kind, options: o)
         self.init(settings: stage.settings)
     }
 

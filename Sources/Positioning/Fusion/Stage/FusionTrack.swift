@@ -28,11 +28,14 @@ enum FusionInput {
 }
 
 /// One epoch of the filter's history for the Rauch–Tung–Striebel smoother: the prediction
-/// x⁻ₖ = f(x⁺ₖ₋₁), P⁻ₖ with its transition Jacobian Fₖ, and the posterior x⁺ₖ, P⁺ₖ after the
-/// epoch's updates. `emitted` marks epochs whose posterior was output as a fix.
+/// x⁻ₖ = f(x⁺ₖ₋₁), P⁻ₖ with its transition Jacobian Fₖ, the cross-covariance
+/// Dₖ = Cov(x⁺ₖ₋₁, x⁻ₖ) of the prediction (EKF: P⁺ₖ₋₁Fₖᵀ; UKF: from the sigma points, Särkkä
+/// 2008), and the posterior x⁺ₖ, P⁺ₖ after the epoch's updates. `emitted` marks epochs whose
+/// posterior was output as a fix.
 public struct FilterEpoch: Sendable {
     public var time: Double
     public var transition: Mat4
+    public var crossCovariance: Mat4
     public var priorMean: SIMD4<Double>
     public var priorCovariance: Mat4
     public var posteriorMean: SIMD4<Double>
@@ -81,7 +84,7 @@ final class FusionTrack {
         filter.initialize(mean: mean, covariance: covariance, time: time)
         history.removeAll()
         if recordEpochs {
-            epochs.append(FilterEpoch(time: time, transition: .identity, priorMean: mean, priorCovariance: covariance,
+            epochs.append(FilterEpoch(time: time, transition: .identity, crossCovariance: covariance, priorMean: mean, priorCovariance: covariance,
                                       posteriorMean: mean, posteriorCovariance: covariance, startsSegment: true))
         }
     }
@@ -117,12 +120,12 @@ final class FusionTrack {
         var record: UpdateRecord?
         switch input {
         case .step(let s):
-            predict(length: s.length) { filter.predict(step: s) }
+            predict(step: s) { filter.predict(step: s) }
         case .update(let m):
-            predict(length: nil) { filter.predict(to: m.time) }
+            predict { filter.predict(to: m.time) }
             record = filter.update(m, gate: gate(m))
         case .heading(let time, let value, let variance):
-            predict(length: nil) { filter.predict(to: time) }
+            predict { filter.predict(to: time) }
             record = filter.updateHeading(value, variance: variance, time: time, gate: ChiSquare.quantile(0.99, dof: 1))
         }
         if let r = record, countIt { count(r) }
@@ -136,20 +139,26 @@ final class FusionTrack {
     /// Runs a prediction and logs it as a new smoother epoch (when it moved the state in time
     /// or by a step) with its transition Jacobian F: for a step of length L̂ the S1 Jacobian at
     /// the previous mean (the time part is the identity in S1); for a time prediction the
-    /// identity (S1) or the constant-velocity F(Δt) (S2).
-    private func predict(length: Double?, _ body: () -> Void) {
+    /// identity (S1) or the constant-velocity F(Δt) (S2). The cross-covariance D = Cov(x⁺, x⁻)
+    /// is P⁺Fᵀ, except for a UKF step (`UnscentedKalmanFilter.stepCrossCovariance`).
+    private func predict(step: StepInput? = nil, _ body: () -> Void) {
         guard recordEpochs else { body(); return }
-        let (t0, x0) = (filter.time, filter.mean)
+        let (t0, x0, p0) = (filter.time, filter.mean, filter.covariance)
         body()
         guard filter.time != t0 || filter.mean != x0 else { return }
         let motion = filter.motion
         let f: Mat4
-        switch (motion.layout, length) {
-        case (.step, let l?): f = motion.step.jacobian(x0, length: l)
+        switch (motion.layout, step) {
+        case (.step, let s?): f = motion.step.jacobian(x0, length: s.length)
         case (.step, nil): f = .identity
         case (.constantVelocity, _): f = motion.constantVelocity.transition(dt: filter.time - t0)
         }
-        epochs.append(FilterEpoch(time: filter.time, transition: f, priorMean: filter.mean,
+        var d = p0 * f.transposed
+        if let ukf = filter as? UnscentedKalmanFilter, motion.layout == .step, let s = step,
+           let u = ukf.stepCrossCovariance(mean: x0, covariance: p0, dt: max(0, s.time - t0), step: s, prior: filter.mean) {
+            d = u
+        }
+        epochs.append(FilterEpoch(time: filter.time, transition: f, crossCovariance: d, priorMean: filter.mean,
                                   priorCovariance: filter.covariance, posteriorMean: filter.mean,
                                   posteriorCovariance: filter.covariance))
     }
