@@ -13,7 +13,9 @@ struct EvaluateConsistency: ParsableCommand {
         run through the pipeline and reports per source: the mean over runs of the per-run ANEES
         (2-D position NEES averaged over epochs) with its 95 % χ² band (each run counts as one
         χ²₂ sample because epochs are autocorrelated: N = 50 → [1.48, 2.59]), the mean share of
-        epochs inside the reported 95 % ellipse, and the mean error.
+        epochs inside the reported 95 % ellipse, and the mean error; and the tighter band for
+        n_eff = N·K̄/τ independent samples, τ the integrated autocorrelation time of the NEES
+        within a run (docs/consistency.md).
 
         Examples:
           posfuse evaluate consistency Traces/mall-sparse-ap --runs 50
@@ -53,11 +55,13 @@ struct EvaluateConsistency: ParsableCommand {
                                 "sources": try JSONSerialization.jsonObject(with: data)])
                 } else {
                     print("\(name): \(runs) runs, seeds \(firstSeed)…\(firstSeed + UInt64(runs) - 1)")
-                    print("  source      ANEES   95% band        in band  inside95  mean_m")
+                    print("  source      ANEES   95% band        in band  inside95  mean_m     τ   n_eff  n_eff band      in band")
                     for r in rows {
                         print("  " + r.source.padding(toLength: 10, withPad: " ", startingAt: 0)
-                              + String(format: "%7.2f   [%4.2f, %4.2f]   %@  %8.3f  %7.2f", r.anees, r.bandLow, r.bandHigh,
-                                       r.insideBand ? "yes    " : "no     ", r.inside95, r.meanError))
+                              + String(format: "%7.2f   [%4.2f, %4.2f]   %@  %8.3f  %7.2f  %5.1f  %6.0f  [%4.2f, %4.2f]  %@",
+                                       r.anees, r.bandLow, r.bandHigh, r.insideBand ? "yes    " : "no     ", r.inside95, r.meanError,
+                                       r.tau, r.effectiveCount, r.effectiveBandLow, r.effectiveBandHigh,
+                                       r.insideEffectiveBand ? "yes" : "no"))
                     }
                 }
             }

@@ -1,3 +1,4 @@
+import CGSL
 import Foundation
 import Positioning
 
@@ -13,6 +14,16 @@ import Positioning
 /// counts as one χ²ₙ sample, and the two-sided 95 % band of the mean over N runs is
 /// [χ²_{Nn}(0.025), χ²_{Nn}(0.975)] / N (N = 50, n = 2: [1.48, 2.59]). This is the conservative
 /// (widest) choice; with independent epochs the band would be far narrower.
+///
+/// **Effective-sample band.** The band above is valid whatever the time correlation but loose:
+/// a run of K epochs carries more than one χ²₂ sample of information unless its NEES never
+/// decorrelates. With τ = 1 + 2 Σ_{l≥1} ρ_l the integrated autocorrelation time of the NEES
+/// sequence of a run (ρ_l the lag-l autocorrelation pooled over runs and phones, lags in emitted
+/// epochs, summed while positive: Geyer's initial positive sequence), the mean over N runs of
+/// K̄ epochs behaves like the mean of n_eff = N·K̄/τ independent χ²₂ values (clamped to
+/// [N, N·K̄]), and the tighter band is [χ²_{2n_eff}(0.025), χ²_{2n_eff}(0.975)]/n_eff
+/// (`effectiveBand…`, `insideEffectiveBand`). Both are reported; τ is estimated from the same
+/// runs, so the effective band is approximate where the runs are few or short.
 public enum ConsistencyEvaluation {
     public struct SourceRow: Sendable, Codable, Equatable {
         public var source: String
@@ -26,10 +37,55 @@ public enum ConsistencyEvaluation {
         public var inside95: Double
         /// Mean over runs of the mean error, m.
         public var meanError: Double
+        /// Integrated autocorrelation time of the NEES within a run, epochs (1 = independent).
+        public var tau: Double
+        /// Mean scored epochs with a covariance per run, K̄.
+        public var epochsPerRun: Double
+        /// n_eff = N·K̄/τ (clamped to [N, N·K̄]) and its band.
+        public var effectiveCount: Double
+        public var effectiveBandLow: Double
+        public var effectiveBandHigh: Double
+        public var insideEffectiveBand: Bool
         enum CodingKeys: String, CodingKey {
             case source, runs, anees, bandLow = "band_low", bandHigh = "band_high", insideBand = "inside_band"
-            case inside95, meanError = "mean_m"
+            case inside95, meanError = "mean_m", tau, epochsPerRun = "epochs_per_run", effectiveCount = "effective_count"
+            case effectiveBandLow = "effective_band_low", effectiveBandHigh = "effective_band_high"
+            case insideEffectiveBand = "inside_effective_band"
         }
+    }
+
+    /// The 95 % band of the mean of `count` independent χ²ₙ values (count need not be an integer).
+    public static func band(count c: Double, dimension n: Int = 2) -> ClosedRange<Double> {
+        GSL.disableAbort()
+        let dof = c * Double(n)
+        return gsl_cdf_chisq_Pinv(0.025, dof) / c...gsl_cdf_chisq_Pinv(0.975, dof) / c
+    }
+
+    /// τ = 1 + 2 Σ_{l≥1} ρ_l, summed while ρ_l > 0 (Geyer 1992, initial positive sequence), with
+    /// ρ_l = ĉ_l / ĉ_0, ĉ_l the mean of (εᵢ − ε̄)(εᵢ₊ₗ − ε̄) over all pairs at lag l inside each
+    /// series (lags never cross series; ε̄ the mean of all values). 1 for constant or tiny input.
+    public static func integratedAutocorrelation(_ series: [[Double]]) -> Double {
+        let total = series.reduce(0) { $0 + $1.count }
+        guard total > 1 else { return 1 }
+        let mean = series.reduce(0) { $0 + $1.reduce(0, +) } / Double(total)
+        let centred = series.map { $0.map { $0 - mean } }
+        let c0 = centred.reduce(0) { $0 + $1.reduce(0) { $0 + $1 * $1 } } / Double(total)
+        guard c0 > 0 else { return 1 }
+        var tau = 1.0
+        let longest = centred.map(\.count).max() ?? 0
+        var lag = 1
+        while lag < longest {
+            var c = 0.0, pairs = 0
+            for s in centred where s.count > lag {
+                for i in 0..<(s.count - lag) { c += s[i] * s[i + lag] }
+                pairs += s.count - lag
+            }
+            let rho = c / Double(pairs) / c0
+            guard rho > 0 else { break }
+            tau += 2 * rho
+            lag += 1
+        }
+        return tau
     }
 
     /// The 95 % band of the mean of `runs` χ²ₙ values.
@@ -47,11 +103,24 @@ public enum ConsistencyEvaluation {
         defer { try? FileManager.default.removeItem(at: work) }
         var perSource: [String: (anees: [Double], inside: [Double], mean: [Double])] = [:]
         var order: [String] = []
+        var series: [String: [[Double]]] = [:]      // NEES sequences per (run, phone)
         for k in 0..<runs {
             let trace = work.appendingPathComponent("trace.jsonl"), ref = work.appendingPathComponent("reference.json")
             _ = try Simulator.run(scenario: scenario, options: SimulationOptions(seed: firstSeed + UInt64(k), duration: duration),
                                   trace: trace, reference: ref)
-            let r = try Replayer(options: ReplayOptions(stages: stages)).run(try TraceLocation.resolve(work.path))
+            let replayer = Replayer(options: ReplayOptions(stages: stages))
+            var neesByKey: [String: [String: [(time: Double, nees: Double)]]] = [:]
+            replayer.onEstimate = { e in
+                guard e.error != nil, let n = e.nees, n.isFinite, n >= 0 else { return }
+                let key = e.fix.subject.hasPrefix("object:") ? e.fix.source.rawValue + ":object" : e.fix.source.rawValue
+                neesByKey[key, default: [:]][e.fix.subject, default: []].append((e.fix.time, n))
+            }
+            let r = try replayer.run(try TraceLocation.resolve(work.path))
+            for (key, bySubject) in neesByKey {
+                for subject in bySubject.keys.sorted() {
+                    series[key, default: []].append(bySubject[subject]!.sorted { $0.time < $1.time }.map(\.nees))
+                }
+            }
             for s in r.scores.sources {
                 guard let st = s.statistics, let a = st.anees, let i = st.inside95 else { continue }
                 if perSource[s.key] == nil { order.append(s.key) }
@@ -66,9 +135,15 @@ public enum ConsistencyEvaluation {
             let n = v.anees.count
             let b = band(runs: n)
             let anees = v.anees.reduce(0, +) / Double(n)
+            let seqs = series[key] ?? []
+            let tau = integratedAutocorrelation(seqs)
+            let kBar = max(1, Double(seqs.reduce(0) { $0 + $1.count }) / Double(n))
+            let nEff = min(max(Double(n) * kBar / tau, Double(n)), Double(n) * kBar)
+            let e = band(count: nEff)
             return SourceRow(source: key, runs: n, anees: anees, bandLow: b.lowerBound, bandHigh: b.upperBound,
                              insideBand: b.contains(anees), inside95: v.inside.reduce(0, +) / Double(n),
-                             meanError: v.mean.reduce(0, +) / Double(n))
+                             meanError: v.mean.reduce(0, +) / Double(n), tau: tau, epochsPerRun: kBar, effectiveCount: nEff,
+                             effectiveBandLow: e.lowerBound, effectiveBandHigh: e.upperBound, insideEffectiveBand: e.contains(anees))
         }
     }
 }
