@@ -10,11 +10,23 @@ import Foundation
 ///
 /// Heading:
 /// 1. With a rotation vector (device → ENU quaternion), ψ = atan2(E, N) of R·[0, 1, 0].
-/// 2. Otherwise a complementary filter: gravity ĝ = low-passed accelerometer (τ = 0.5 s);
-///    ψ̇ = −ω·ĝ_up (gyro rate about the vertical; heading is clockwise);
-///    magnetometer heading from tilt compensation east = m × up, north = up × east,
-///    ψ_mag = atan2(east_y, north_y) + declination; ψ ← ψ + (Δt/τ_m)·wrap(ψ_mag − ψ) with
-///    τ_m = 5 s, gated when |B| departs more than 10 µT from its running median value.
+/// 2. Otherwise a two-state Kalman filter x = [ψ, b] (b: gyro bias about the vertical, rad/s)
+///    over the gyroscope and the tilt-compensated magnetometer (`estimators.md` §6–7.2):
+///    gravity ĝ = low-passed accelerometer (τ = 0.5 s); prediction ψ ← ψ − (ω·ĝ_up − b)·Δt
+///    (heading is clockwise), F = [[1, Δt], [0, 1]], Q = diag(σ_ω²·Δt, σ_b²·Δt) with the gyro
+///    angle random walk σ_ω = `gyroNoiseDensity` and bias random walk σ_b = `gyroBiasWalk`.
+///    Magnetometer heading: east = m × up, north = up × east, ψ_mag = atan2(east_y, north_y) +
+///    declination. Disturbance gating: a sample is rejected when the field magnitude departs
+///    from its running reference by more than `magnitudeGate` (10 µT) or the dip angle
+///    δ = atan2(−m·up, |m_h|) by more than `dipGate` (5°). Accepted samples are averaged
+///    (circular mean) and applied once per step (never while standing: a local anomaly
+///    does not average out in place), R = σ_ψ² with σ_ψ = atan(σ_d / |m_h|): σ_d is the running
+///    RMS deviation of |B| and of |B|·δ from their references (the per-axis disturbance level,
+///    µT, floored at `magneticNoiseFloor`), |m_h| the horizontal field.
+///    Assumption: disturbances are isotropic, so the heading-relevant (horizontal, cross-field)
+///    component has the σ of the two observable ones; gating removes large anomalies, the
+///    per-step averaging and the bias state do the rest. 1° of heading error is ≈ 1.75 % of
+///    the distance walked as cross-track error.
 ///
 /// Steps (Navigine pedometer defaults): |a| minus its 2.5 s running mean, smoothed over
 /// 0.2 s; a step when it crosses +0.05 g upwards ≥ 0.3 s after the previous one. Step length
@@ -50,8 +62,32 @@ public struct PedestrianDeadReckoning: Sendable {
 
     private var gravity: SIMD3<Double>?
     private var lastGyroTime: Double?
-    private var lastMagTime: Double?
     private var magReference: Double?
+    private var magSamples = 0
+    private var dipReference: Double?
+    /// Running mean square of the field deviations (magnitude, |B|·Δδ), µT².
+    private var disturbanceVariance = 0.0
+    private var magAccumulator = SIMD2<Double>(0, 0)   // Σ (sin, cos) of the accepted ψ_mag − ψ since the last step
+    private var magAccumulated = 0
+    private var lastMagUpdate: Double?
+    // Heading Kalman filter [ψ, b]: covariance entries.
+    private var pPsi = 0.0, pPsiBias = 0.0, pBias = 0.0
+    /// Gyro bias estimate about the vertical, rad/s.
+    public private(set) var gyroBias = 0.0
+    /// Gyro angle random walk, rad/√s (MEMS phone gyroscopes ≈ 0.005–0.01 °/s/√Hz).
+    public var gyroNoiseDensity = Angle.radians(0.01)
+    /// Gyro bias random walk, rad/s/√s.
+    public var gyroBiasWalk = Angle.radians(0.002)
+    /// Initial gyro bias σ, rad/s (turn-on bias of phone gyroscopes ≈ 0.05–0.5 °/s).
+    public var gyroBiasSigma = Angle.radians(0.2)
+    /// Gate on ||B| − B_ref|, µT (`estimators.md` §6: 5–10 µT).
+    public var magnitudeGate = 10.0
+    /// Gate on |δ − δ_ref|, rad (`estimators.md` §6: 5°).
+    public var dipGate = Angle.radians(5)
+    /// Floor of the disturbance level σ_d, µT (sensor noise and residual hard iron).
+    public var magneticNoiseFloor = 1.0
+    /// Standard deviation of the fused heading, rad (nil before the first heading).
+    public var headingSigma: Double? { heading == nil ? nil : pPsi.squareRoot() }
     private var hasRotationVector = false
     private var usesOSSteps = false
     // Step detector state: (t, |a|) history over 2.5 s, smoothed signal.
@@ -118,6 +154,7 @@ public struct PedestrianDeadReckoning: Sendable {
     }
 
     private mutating func addStep(length: Double, time: Double, weinbergRoot: Double?) {
+        applyCompass(time: time)
         lastStepTime = time
         stepCount += 1
         let dpsi = relativeAtLastStep.map { Angle.wrap(relativeHeading - $0) } ?? 0
@@ -175,11 +212,44 @@ public struct PedestrianDeadReckoning: Sendable {
         let rateUp = (w * g).sum() / gn   // ω about the up axis (counter-clockwise positive)
         relativeHeading -= rateUp * dt
         guard let h = heading else { return }
-        heading = Angle.wrap(h - rateUp * dt)
+        heading = Angle.wrap(h - (rateUp - gyroBias) * dt)
+        // P ← F P Fᵀ + Q, F = [[1, Δt], [0, 1]].
+        pPsi += 2 * dt * pPsiBias + dt * dt * pBias + gyroNoiseDensity * gyroNoiseDensity * dt
+        pPsiBias += dt * pBias
+        pBias += gyroBiasWalk * gyroBiasWalk * dt
     }
 
+    /// One Kalman update of [ψ, b] with the circular mean of the clean compass innovations since
+    /// the previous step (called at each step; before the first step, once a second to
+    /// refine the initial heading).
+    private mutating func applyCompass(time: Double) {
+        defer { magAccumulator = .zero; magAccumulated = 0 }
+        guard magAccumulated > 0, let h = heading, !hasRotationVector else { return }
+        lastMagUpdate = time
+        // ν = circular mean of wrap(ψ_mag,i − ψ_i) over the samples (ψ_i: the gyro-propagated
+        // heading at sample i), so that a turn during the step does not lag the update.
+        let nu = atan2(magAccumulator.x, magAccumulator.y)
+        let r = compassVariance
+        let s = pPsi + r
+        guard s > 0 else { return }
+        let kPsi = pPsi / s, kBias = pPsiBias / s
+        heading = Angle.wrap(h + kPsi * nu)
+        gyroBias += kBias * nu
+        // Joseph-equivalent for the scalar H = [1, 0]: P ← (I − K H) P, kept symmetric.
+        let p00 = (1 - kPsi) * pPsi, p01 = (1 - kPsi) * pPsiBias, p11 = pBias - kBias * pPsiBias
+        pPsi = max(p00, 0); pPsiBias = p01; pBias = max(p11, 0)
+    }
+
+    /// σ_ψ² of one compass heading: atan(σ_d / |m_h|)².
+    private var compassVariance: Double {
+        let sd = max(magneticNoiseFloor, disturbanceVariance.squareRoot())
+        let e = atan(sd / max(1, horizontalField))
+        return e * e
+    }
+    /// Running mean horizontal field |m_h|, µT.
+    private var horizontalField = 0.0
+
     private mutating func updateMagnetometer(_ m: SIMD3<Double>, time: Double) {
-        defer { lastMagTime = time }
         guard !hasRotationVector, let g = gravity else { return }
         let up = g / max(1e-9, (g * g).sum().squareRoot())
         let east0 = SIMD3(m.y * up.z - m.z * up.y, m.z * up.x - m.x * up.z, m.x * up.y - m.y * up.x)
@@ -189,12 +259,30 @@ public struct PedestrianDeadReckoning: Sendable {
         let north = SIMD3(up.y * east.z - up.z * east.y, up.z * east.x - up.x * east.z, up.x * east.y - up.y * east.x)
         let psiMag = Angle.wrap(atan2(east.y, north.y) + declination)
         let b = (m * m).sum().squareRoot()
-        let ref = magReference ?? b
-        magReference = ref + 0.01 * (b - ref)
-        guard let h = heading else { heading = psiMag; return }
-        guard abs(b - ref) <= 10 else { return }   // magnetically disturbed: gyro only
+        let vertical = (m * up).sum()
+        let bh = max(0, b * b - vertical * vertical).squareRoot()
+        let dip = atan2(-vertical, bh)
+        let ref = magReference ?? b, dipRef = dipReference ?? dip
+        let dB = b - ref, dDip = Angle.wrap(dip - dipRef)
+        // References: the running mean of the first 1000 samples, then an exponential mean
+        // with the same memory (the Earth field changes over kilometres, anomalies over metres).
+        magSamples += 1
+        let rate = 1 / Double(min(magSamples, 1000))
+        magReference = ref + rate * dB
+        dipReference = dipRef + rate * dDip
+        horizontalField += rate * (bh - horizontalField)
+        let dev2 = 0.5 * (dB * dB + b * b * dDip * dDip)
+        disturbanceVariance += max(rate, 0.02) * (dev2 - disturbanceVariance)
+        guard heading != nil else {
+            heading = psiMag
+            pPsi = Angle.radians(30) * Angle.radians(30); pPsiBias = 0; pBias = gyroBiasSigma * gyroBiasSigma
+            return
+        }
+        guard abs(dB) <= magnitudeGate, abs(dDip) <= dipGate else { return }   // disturbed: gyro only
         absoluteHeading = (time, psiMag)
-        let dt = lastMagTime.map { max(0, min(1, time - $0)) } ?? 0
-        heading = Angle.wrap(h + dt / 5 * Angle.wrap(psiMag - h))
+        let innovation = Angle.wrap(psiMag - (heading ?? psiMag))
+        magAccumulator += SIMD2(sin(innovation), cos(innovation)); magAccumulated += 1
+        // Standing before the first step: refine the initial heading once a second.
+        if stepCount == 0, time - (lastMagUpdate ?? -Double.infinity) >= 1 { applyCompass(time: time) }
     }
 }
