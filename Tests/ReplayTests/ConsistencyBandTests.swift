@@ -29,6 +29,11 @@ import Positioning
         let wide = ConsistencyEvaluation.band(count: 160.5), narrow = ConsistencyEvaluation.band(count: 1600)
         #expect(wide.lowerBound < narrow.lowerBound && narrow.upperBound < wide.upperBound)
         #expect(narrow.contains(2) && !narrow.contains(2.2))
+        // Very large n_eff (dense TDoA epochs): no crash, a band that shrinks around 2.
+        let huge = ConsistencyEvaluation.band(count: 5e6)
+        #expect(huge.lowerBound < 2 && huge.upperBound > 2 && huge.upperBound - huge.lowerBound < 0.01, "\(huge)")
+        let mid = ConsistencyEvaluation.band(count: 9000), wh = ConsistencyEvaluation.band(count: 11000)
+        #expect(mid.lowerBound < wh.lowerBound && wh.upperBound < mid.upperBound)
     }
 
     /// A model-matched AR(1) NEES-like sequence: χ²₂ values built from an AR(1) Gaussian pair are

@@ -55,10 +55,19 @@ public enum ConsistencyEvaluation {
     }
 
     /// The 95 % band of the mean of `count` independent χ²ₙ values (count need not be an integer).
+    /// GSL's inverse fails (NaN) for very large ν; there the Wilson–Hilferty approximation
+    /// χ²_ν(p) ≈ ν (1 − 2/(9ν) + z_p √(2/(9ν)))³ is used (relative error < 10⁻⁶ for ν > 10⁴).
     public static func band(count c: Double, dimension n: Int = 2) -> ClosedRange<Double> {
         GSL.disableAbort()
-        let dof = c * Double(n)
-        return gsl_cdf_chisq_Pinv(0.025, dof) / c...gsl_cdf_chisq_Pinv(0.975, dof) / c
+        let dof = max(c, 1e-9) * Double(n)
+        func quantile(_ p: Double) -> Double {
+            let q = gsl_cdf_chisq_Pinv(p, dof)
+            if q.isFinite, q > 0, dof < 1e4 { return q }
+            let h = 2 / (9 * dof)
+            return dof * pow(1 - h + gsl_cdf_ugaussian_Pinv(p) * h.squareRoot(), 3)
+        }
+        let lo = quantile(0.025) / max(c, 1e-9), hi = quantile(0.975) / max(c, 1e-9)
+        return min(lo, hi)...max(lo, hi)
     }
 
     /// τ = 1 + 2 Σ_{l≥1} ρ_l, summed while ρ_l > 0 (Geyer 1992, initial positive sequence), with
