@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+/// `posfuse evaluate consistency` end to end: a short seeded Monte Carlo (2 runs × 30 s of
+/// open-street, pf off) gives both bands per source in JSON; bad arguments exit 64.
+@Suite struct ConsistencyCLITests {
+    @Test func shortRunJSON() throws {
+        let folder = CLI.root.appendingPathComponent("Traces/open-street")
+        guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("scenario.yaml").path) else { return }
+        let yaml = FileManager.default.temporaryDirectory.appendingPathComponent("consistency-cli-\(getpid()).yaml")
+        try "stages:\n  pf:\n    enabled: false\n".write(to: yaml, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: yaml) }
+        let r = try CLI.run(["evaluate", "consistency", folder.path, "--runs", "2", "--duration", "30",
+                             "--pipeline", yaml.path, "--json", "--no-progress"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let scenario = try #require((root["scenarios"] as? [[String: Any]])?.first)
+        let sources = try #require(scenario["sources"] as? [[String: Any]])
+        #expect(!sources.contains { $0["source"] as? String == "pf" })
+        let ekf = try #require(sources.first { $0["source"] as? String == "ekf" })
+        for key in ["anees", "band_low", "band_high", "tau", "effective_count", "effective_band_low", "effective_band_high",
+                    "inside_effective_band", "inside95", "mean_m"] {
+            #expect(ekf[key] != nil, "missing \(key)")
+        }
+        let lo = try #require(ekf["effective_band_low"] as? Double), hi = try #require(ekf["effective_band_high"] as? Double)
+        let plo = try #require(ekf["band_low"] as? Double), phi = try #require(ekf["band_high"] as? Double)
+        // n_eff ≥ N, so the effective band lies inside the per-run band.
+        #expect(plo <= lo + 1e-12 && hi <= phi + 1e-12 && lo < 2 && hi > 2)
+    }
+
+    @Test func usageErrors() throws {
+        #expect(try CLI.run(["evaluate", "consistency", "/nonexistent"]).status == 64)
+        #expect(try CLI.run(["evaluate", "consistency", CLI.root.appendingPathComponent("Traces/open-street").path, "--runs", "0"]).status == 64)
+    }
+}
