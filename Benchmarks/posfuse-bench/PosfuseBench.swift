@@ -20,5 +20,6 @@ enum BenchCommands {
         ReplayOne.self,
         ReplaySuite.self,
         TDoABench.self,
+        FilterBench.self,
     ]
 }

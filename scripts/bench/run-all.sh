@@ -20,3 +20,11 @@ scripts/bench/bench-import.sh
 echo "== tdoa: TDoA solve with 4-8 beacons, median µs/solve, one core (target < 10 µs) vs scipy =="
 PIN=""; command -v taskset >/dev/null && PIN="taskset -c 0"
 $PIN "$BENCH" tdoa --script scripts/bench/tdoa_scipy.py
+
+echo "== filters: EKF ns/step vs FilterPy, particle filter (100k) ns/particle-step vs numpy =="
+# FilterPy and numpy from PyPI into a venv under .build (created once).
+VENV=.build/bench-venv
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import filterpy, numpy" 2>/dev/null; then
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install --quiet filterpy numpy
+fi
+$PIN "$BENCH" filters --python "$VENV/bin/python" --script scripts/bench/filters_python.py
