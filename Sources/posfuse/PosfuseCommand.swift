@@ -28,6 +28,7 @@ enum Subcommands {
         Simulate.self,
         Regress.self,
         Report.self,
+        Refine.self,
     ]
 }
 

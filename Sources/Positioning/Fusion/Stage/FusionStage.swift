@@ -86,7 +86,7 @@ public final class FusionStage: PipelineStage {
         for t in deviceOrder.compactMap({ tracks[$0] }) {
             for (s, c) in t.counters {
                 var a = out[s, default: SourceCounters()]
-                a.accepted += c.accepted; a.gated += c.gated; a.singular += c.singular
+                a.accepted += c.accepted; a.gated += c.gated; a.singular += c.singular; a.initializations += c.initializations
                 a.nisSum += c.nisSum; a.dofSum += c.dofSum
                 out[s] = a
             }
@@ -244,6 +244,7 @@ public final class FusionStage: PipelineStage {
             p[2, 2] = pow(settings.initialSpeedSigma, 2); p[3, 3] = p[2, 2]
         }
         t.initialize(mean: x, covariance: p, time: f.time)
+        t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()
         return true
     }

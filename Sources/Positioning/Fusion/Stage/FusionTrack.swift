@@ -5,6 +5,8 @@ public struct SourceCounters: Sendable, Equatable {
     public var accepted = 0
     public var gated = 0
     public var singular = 0
+    /// Fixes of this source that (re)started the filter.
+    public var initializations = 0
     /// Σ NIS and Σ m over the accepted and gated updates (ANIS = nisSum / dofSum; ≈ 1 when consistent).
     public var nisSum = 0.0
     public var dofSum = 0

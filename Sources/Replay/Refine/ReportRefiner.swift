@@ -1,0 +1,237 @@
+import Foundation
+import Positioning
+
+/// Refines the coordinates of submitted reports (a pothole photo, a flood marker…) from the
+/// evidence attached to them (`posfuse refine`, docs/refine.md).
+///
+/// **Input record** (one JSON object; a GeoJSON Feature carries the same keys in `properties`
+/// and the position as its Point geometry):
+/// `id` (string, optional), `lat`, `lon` (WGS84 deg), `accuracy_m` (reported accuracy, m, the
+/// 68 % radius as Android reports it), `t` (report time on the evidence clock, s; default: the
+/// latest evidence time, else 0), `evidence` (array of trace-format v1 event objects:
+/// `wifi`, `cell`, `acc`/`gyro`/`mag`/`rotvec`, `step`, `acoustic`, `peer_range`, `photo`, `gnss`;
+/// docs/trace-format.md; their `device` defaults to the reporting phone).
+///
+/// **Model.** A local ENU frame at the reported position; the reported position enters as a
+/// GNSS fix (σ from the 68 % radius); the evidence events run in time order through the
+/// estimator stages (cell, cell-ta, wcl, hapel, tdoa, peer, camloc; reference data from
+/// `--reference`) and the `ekf` stage fuses everything it accepts (PDR from an IMU window,
+/// χ² gating: a fix inconsistent with the rest is rejected and reported). The refined position
+/// is the filter's last estimate; its 95 % ellipse (semi-axes √(χ²₂(0.95) λᵢ)) and 95 % radius
+/// come from the filter covariance. With a photo pair, CamLoc's estimate of the *object*
+/// (what the report is about) is reported as `object`, beside the phone's refined position.
+///
+/// **Frames.** Reports are processed in the ENU frame of a 0.05° tile (≈ 5 km) around them, so
+/// the reference data (`reference.json`, geodetic) is converted once per tile and cached.
+public final class ReportRefiner {
+    public let referenceURL: URL?
+    public let stages: [String: StageOptions]
+    private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
+    static let tileDegrees = 0.05
+
+    public init(referenceURL: URL? = nil, stages: [String: StageOptions] = [:]) throws {
+        self.referenceURL = referenceURL; self.stages = stages
+        if let u = referenceURL { _ = try ReferenceLoader.load(url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0))) }
+        _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
+    }
+
+    private func tile(_ lat: Double, _ lon: Double) throws -> (frame: LocalFrame, reference: ReferenceData) {
+        let key = SIMD2(Int((lat / Self.tileDegrees).rounded()), Int((lon / Self.tileDegrees).rounded()))
+        if let t = tiles[key] { return t }
+        let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
+        let ref = try referenceURL.map { try ReferenceLoader.load(url: $0, frame: frame) } ?? .empty
+        if tiles.count > 256 { tiles.removeAll() }             // bounded memory over a country-wide stream
+        tiles[key] = (frame, ref)
+        return (frame, ref)
+    }
+
+    /// One refined (or failed) report as a GeoJSON Feature object.
+    public struct Outcome {
+        public var feature: [String: Any]
+        public var ok: Bool
+    }
+
+    public struct InputError: Error, CustomStringConvertible {
+        public var reason: String
+        public var description: String { reason }
+    }
+
+    /// The keys a report may carry (anything else is ignored).
+    struct Report {
+        var id: String?
+        var latitude: Double, longitude: Double, accuracy: Double
+        var time: Double?
+        var evidence: [[String: Any]]
+    }
+
+    static func number(_ v: Any?) -> Double? {
+        guard let v, !(v is Bool), String(describing: type(of: v)) != "__NSCFBoolean" else { return nil }
+        if let d = v as? Double { return d }
+        if let i = v as? Int { return Double(i) }
+        return (v as? NSNumber)?.doubleValue
+    }
+
+    /// Parses one record: a plain report object or a GeoJSON Feature.
+    static func parse(_ object: Any) throws -> Report {
+        guard var o = object as? [String: Any] else { throw InputError(reason: "a report must be a JSON object") }
+        if o["type"] as? String == "Feature" {
+            var p = o["properties"] as? [String: Any] ?? [:]
+            if let g = o["geometry"] as? [String: Any], g["type"] as? String == "Point", let c = g["coordinates"] as? [Any], c.count >= 2 {
+                p["lon"] = c[0]; p["lat"] = c[1]
+            } else {
+                throw InputError(reason: "a Feature needs a Point geometry with [lon, lat]")
+            }
+            if p["id"] == nil, let id = o["id"] { p["id"] = id }
+            o = p
+        }
+        guard let lat = number(o["lat"]), (-90...90).contains(lat) else { throw InputError(reason: "missing or invalid 'lat' (deg, −90…90)") }
+        guard let lon = number(o["lon"]), (-180...180).contains(lon) else { throw InputError(reason: "missing or invalid 'lon' (deg, −180…180)") }
+        guard let acc = number(o["accuracy_m"] ?? o["accuracy"]), acc > 0, acc.isFinite else {
+            throw InputError(reason: "missing or invalid 'accuracy_m' (m, > 0)")
+        }
+        var evidence: [[String: Any]] = []
+        if let e = o["evidence"] {
+            guard let list = e as? [Any] else { throw InputError(reason: "'evidence' must be an array of trace events") }
+            for (i, item) in list.enumerated() {
+                guard let ev = item as? [String: Any] else { throw InputError(reason: "evidence[\(i)] is not an object") }
+                evidence.append(ev)
+            }
+        }
+        let id = o["id"].map { "\($0)" }
+        return Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: number(o["t"]), evidence: evidence)
+    }
+
+    /// Refines one parsed JSON record; never throws: a bad record becomes an error Feature.
+    public func refine(_ object: Any, location: String) -> Outcome {
+        let id = ((object as? [String: Any])?["id"] ?? ((object as? [String: Any])?["properties"] as? [String: Any])?["id"]).map { "\($0)" }
+        do {
+            return try refine(Self.parse(object), location: location)
+        } catch {
+            return Self.errorFeature(id: id, reason: "\(location): \(error)")
+        }
+    }
+
+    public static func errorFeature(id: String?, reason: String) -> Outcome {
+        var p: [String: Any] = ["status": "error", "error": reason]
+        if let id { p["id"] = id }
+        return Outcome(feature: ["type": "Feature", "geometry": NSNull(), "properties": p], ok: false)
+    }
+
+    func refine(_ r: Report, location: String) throws -> Outcome {
+        let t = try tile(r.latitude, r.longitude)
+        let header = TraceHeader(origin: t.frame.origin)
+        let context = PipelineContext(header: header, reference: t.reference)
+        let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
+        var options = stages
+        // One report is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is
+        // taken at face value (α = 1) unless the configuration says otherwise.
+        if options["ekf"]?.values["inflation"] == nil {
+            var e = options["ekf"] ?? StageOptions(name: "ekf")
+            var m: [String: ConfigValue] = [:]
+            for (s, a) in FusionStage.Settings.defaultInflation { m[s.rawValue] = .number(s == .gnss ? 1 : a) }
+            e.values["inflation"] = .map(m)
+            options["ekf"] = e
+        }
+        for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
+        let pipeline = try StageRegistry.pipeline(options: options)
+        guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
+            throw InputError(reason: "the ekf stage is disabled: refine needs it")
+        }
+
+        // Evidence → trace events (the trace-format decoder: one schema, one set of rules).
+        var decoder = TraceLineDecoder()
+        var events: [TraceEvent] = []
+        var rejected: [[String: Any]] = []
+        for (i, ev) in r.evidence.enumerated() {
+            var e = ev
+            if e["device"] == nil { e["device"] = Fix.defaultSubject }
+            guard let data = try? JSONSerialization.data(withJSONObject: e) else { rejected.append(["input": "evidence[\(i)]", "reason": "not JSON"]); continue }
+            do {
+                let decoded = try data.withUnsafeBytes { (raw) throws(LineIssue) -> DecodedLine in
+                    try decoder.event(raw.bindMemory(to: UInt8.self).baseAddress!, count: data.count)
+                }
+                switch decoded {
+                case .event(let x): events.append(x)
+                case .unknown(let type, _): rejected.append(["input": "evidence[\(i)]", "reason": "unknown event type '\(type)'"])
+                }
+            } catch {
+                rejected.append(["input": "evidence[\(i)]", "reason": (error as? LineIssue)?.message ?? "\(error)"])
+            }
+        }
+        let reportTime = r.time ?? events.map(\.time).max() ?? 0
+        // The reported position, as the phone's GNSS fix at the report time.
+        events.append(TraceEvent(time: reportTime, payload: .gnss(GNSSFix(latitude: r.latitude, longitude: r.longitude,
+                                                                           accuracy: r.accuracy))))
+        events = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+
+        let evidenceTypes = Set(events.map(\.typeName))
+        var lastFused: Fix?
+        var objectFix: Fix?
+        var producedBy: [Source: Int] = [:]
+        for e in events {
+            for result in pipeline.process(e, context: context) {
+                switch result {
+                case .fix(let f) where f.source == .ekf && f.subject == Fix.defaultSubject: lastFused = f
+                case .fix(let f) where f.subject.hasPrefix("object:"): objectFix = f
+                case .fix(let f) where !f.source.isFusion: producedBy[f.source, default: 0] += 1
+                case .failure(let s, let t, _, let reason):
+                    // "Missing input" of a stage whose own evidence type is absent is not news.
+                    if case .missingInput = reason, let needs = Self.ownInput[s], !evidenceTypes.contains(needs) { continue }
+                    rejected.append(["input": s.rawValue, "t": t, "reason": reason.description])
+                default: break
+                }
+            }
+        }
+        for r in pipeline.finish(context: context) { if case .fix(let f) = r, f.subject.hasPrefix("object:") { objectFix = f } }
+
+        var used: [String] = [], gated: [String: Int] = [:]
+        for (s, c) in fusion.counters.sorted(by: { $0.key < $1.key }) {
+            // The filter's own source labels its magnetometer heading updates.
+            if c.accepted > 0 || c.initializations > 0 { used.append(s.isFusion ? "magnetometer-heading" : s.rawValue) }
+            if c.gated > 0 { gated[s.rawValue] = c.gated }
+        }
+        for (s, n) in gated.sorted(by: { $0.key < $1.key }) {
+            rejected.append(["input": s, "reason": "\(n) fix(es) rejected by the χ² gate (inconsistent with the other evidence)"])
+        }
+        for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil {
+            rejected.append(["input": s.rawValue, "reason": "not fused (not an ekf input)"])
+        }
+
+        let best = lastFused ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
+                                    source: .gnss)
+        let g = header.frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
+        var props: [String: Any] = [
+            "status": used.count > 1 ? "refined" : "reported",
+            "reported": ["lat": r.latitude, "lon": r.longitude, "accuracy_m": r.accuracy],
+            "shift_m": ((best.position - reported) * (best.position - reported)).sum().squareRoot(),
+            "sources_used": used,
+            "rejected": rejected,
+            "t": reportTime,
+        ]
+        props.merge(Self.uncertainty(best.covariance)) { $1 }
+        if let id = r.id { props["id"] = id }
+        if let o = objectFix {
+            let og = header.frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
+            var obj: [String: Any] = ["lat": og.latitude, "lon": og.longitude, "subject": o.subject,
+                                      "note": "CamLoc: the photographed object's position (what the report is about)"]
+            obj.merge(Self.uncertainty(o.covariance)) { $1 }
+            props["object"] = obj
+        }
+        return Outcome(feature: ["type": "Feature",
+                                 "geometry": ["type": "Point", "coordinates": [g.longitude, g.latitude]],
+                                 "properties": props], ok: true)
+    }
+
+    /// The evidence type a stage works from, for stages that also see other sources' fixes.
+    static let ownInput: [Source: String] = [.peer: "peer_range", .camloc: "photo", .tdoa: "acoustic"]
+
+    /// 95 % ellipse (semi-axes m, orientation deg clockwise from north) and 95 % radius (m).
+    static func uncertainty(_ c: Covariance2) -> [String: Any] {
+        let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+        let ax = c.principalAxes
+        var deg = Angle.degrees(ax.azimuth).truncatingRemainder(dividingBy: 180)
+        if deg < 0 { deg += 180 }
+        return ["radius95_m": c.circularRadius(probability: 0.95),
+                "ellipse95": ["semi_major_m": k * ax.major, "semi_minor_m": k * ax.minor, "orientation_deg": deg]]
+    }
+}
