@@ -13,7 +13,14 @@ import Foundation
 /// 3. Weight: log wᵢ += log p(z | pᵢ) (`MeasurementModel.logLikelihood`; a closed-form Gaussian
 ///    for position fixes), shifted so max log w = 0; wᵢ = exp(log wᵢ)/Σ.
 /// 4. N_eff = 1/Σwᵢ² < N·`resampleThreshold` (default ½) ⇒ systematic resampling (one uniform
-///    draw) + optional roughening of E, N by σ = K·(range)·N^(−1/4).
+///    draw) + optional roughening of E, N by σ = K·(range)·N^(−1/4), or regularisation
+///    (Musso, Oudjane, Le Gland 2001, the regularised PF): every particle moves by a kernel
+///    draw c·h·L·ε, L Lᵀ = P⁻ (the cloud covariance before the update), h = A·N^(−1/(d+4)),
+///    A = (4/(d+2))^(1/(d+4)), d = 4, c = `regularization`. P⁻ is used rather than the weighted
+///    posterior covariance because the latter is degenerate exactly when it is needed: a
+///    likelihood much narrower than the particle spacing (centimetre TDoA against a
+///    decimetre cloud) leaves one particle with all the weight, and without the kernel the
+///    reported covariance is ~0 (NEES 10³⁰).
 /// 5. Output: weighted mean (circular for ψ) and covariance. If every weight underflows the
 ///    update is rejected (`.singular`) and the cloud is kept.
 /// Seeded xoshiro256** + ziggurat normals: one seed, identical output.
@@ -23,6 +30,11 @@ public final class ParticleFilter: FusionFilter {
     public var resampleThreshold = 0.5
     /// Gordon's roughening constant K (0 = none).
     public var roughening = 0.0
+    /// Kernel bandwidth factor c of the regularised PF (0 = none, 1 = Musso's optimal h for a
+    /// Gaussian posterior).
+    public var regularization = 0.0
+    /// Cholesky factor of the cloud covariance before the last update (the kernel shape).
+    private var priorFactor: Mat4?
     public var walls: [Wall] = []
     public private(set) var isInitialized = false
     public private(set) var time = 0.0
@@ -187,6 +199,7 @@ public final class ParticleFilter: FusionFilter {
         effectiveSampleSize = 1 / sq
         cached = nil
         if effectiveSampleSize < resampleThreshold * Double(n) { resample() }
+        priorFactor = nil
         return true
     }
 
@@ -206,7 +219,22 @@ public final class ParticleFilter: FusionFilter {
         effectiveSampleSize = Double(n)
         resampleCount += 1
         if roughening > 0 { roughen() }
+        if regularization > 0, let l = priorFactor { regularize(l) }
         cached = nil
+    }
+
+    /// Kernel jitter x ← x + c·h·L·ε (see the type's documentation, step 4).
+    private func regularize(_ l: Mat4) {
+        let d = 4.0, n = Double(count)
+        let h = regularization * pow(4 / (d + 2), 1 / (d + 4)) * pow(n, -1 / (d + 4))
+        let k = h * l
+        let angle = motion.layout.angleIndex
+        for i in 0..<count {
+            let e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
+            let j = k * e
+            a0[i] += j[0]; a1[i] += j[1]; a2[i] += j[2]; a3[i] += j[3]
+            if angle == 2 { a2[i] = Angle.wrap(a2[i]) }
+        }
     }
 
     private func roughen() {
@@ -225,6 +253,7 @@ public final class ParticleFilter: FusionFilter {
         }
         guard isInitialized else { return record(nil, gate, .uninitialized) }
         let (mu, p) = estimate()
+        priorFactor = regularization > 0 ? p.cholesky : nil
         let pos = SIMD2(mu[0], mu[1])
         // NIS from the cloud's moments (linearised): S = H P Hᵀ + R, for logging and gating.
         var nis: Double?
@@ -263,6 +292,7 @@ public final class ParticleFilter: FusionFilter {
             return UpdateRecord(time: t, source: .pf, dimension: 1, nis: nil, gate: gate, outcome: .uninitialized)
         }
         let (mu, p) = estimate()
+        priorFactor = regularization > 0 ? p.cholesky : nil
         let nu0 = Angle.wrap(z - mu[2])
         let nis = nu0 * nu0 / (p[2, 2] + variance)
         if let g = gate, nis > g { return UpdateRecord(time: t, source: .pf, dimension: 1, nis: nis, gate: g, outcome: .gated) }
