@@ -28,27 +28,12 @@ struct TDoABench: ParsableCommand {
         SIMD3(10, 0.3, 2.6), SIMD3(10, 11.7, 1.9), SIMD3(10, 6, 3.0), SIMD3(5, 6, 2.4),
     ]
 
-    /// SplitMix64 + Box–Muller (seeded; the bench must not depend on GSL's RNG state).
-    struct Rng {
-        var s: UInt64
-        mutating func next() -> Double {
-            s &+= 0x9E37_79B9_7F4A_7C15
-            var z = s
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Double((z ^ (z >> 31)) >> 11) / 9_007_199_254_740_992
-        }
-        mutating func gaussian() -> Double {
-            let u = max(next(), 1e-300), v = next()
-            return (-2 * log(u)).squareRoot() * cos(2 * .pi * v)
-        }
-    }
 
     static func problems(m: Int, count: Int, seed: UInt64) -> [TDoAProblem] {
-        var rng = Rng(s: seed)
+        var rng = SplitMix64(seed: seed)
         let b = Array(layout.prefix(m))
         return (0..<count).map { _ in
-            let p = SIMD3(2 + 16 * rng.next(), 2 + 8 * rng.next(), 1.2)
+            let p = SIMD3(2 + 16 * rng.uniform(), 2 + 8 * rng.uniform(), 1.2)
             let r = b.map { s -> Double in let d = p - s; return (d * d).sum().squareRoot() + 0.01 * rng.gaussian() }
             return TDoAProblem(beacons: b, rangeDifferences: r.dropFirst().map { $0 - r[0] }, sigma: 0.01, mode: .planar(height: 1.2))
         }

@@ -6,15 +6,8 @@ import Foundation
 public struct Xoshiro256: RandomNumberGenerator, Sendable {
     @usableFromInline var s0, s1, s2, s3: UInt64
     public init(seed: UInt64) {
-        var z = seed
-        func splitmix(_ x: inout UInt64) -> UInt64 {
-            x &+= 0x9E37_79B9_7F4A_7C15
-            var r = x
-            r = (r ^ (r >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            r = (r ^ (r >> 27)) &* 0x94D0_49BB_1331_11EB
-            return r ^ (r >> 31)
-        }
-        s0 = splitmix(&z); s1 = splitmix(&z); s2 = splitmix(&z); s3 = splitmix(&z)
+        var z = SplitMix64(seed: seed)
+        s0 = z.next(); s1 = z.next(); s2 = z.next(); s3 = z.next()
     }
     @inlinable public mutating func next() -> UInt64 {
         let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
