@@ -198,6 +198,9 @@ public struct WLANEvaluation: Sendable {
     public struct Raw: Sendable {
         public var wclWaypoint: [Double] = []
         public var hapelWaypoint: [Double] = []
+        /// PDR + WiFi fusion (`ekf` over `wcl` fixes, and its RTS `smoother`) at the waypoints.
+        public var ekfWaypoint: [Double] = []
+        public var smootherWaypoint: [Double] = []
         public var wclAll: [Double] = []
         public var hapelAll: [Double] = []
         public var wclNIS: [Double] = []
@@ -212,6 +215,8 @@ public struct WLANEvaluation: Sendable {
         public var apsInMap: Int
         public var wclAtWaypoints: ErrorSummary
         public var hapelAtWaypoints: ErrorSummary
+        public var ekfAtWaypoints: ErrorSummary
+        public var smootherAtWaypoints: ErrorSummary
         public var wclAllFixes: ErrorSummary
         public var hapelAllFixes: ErrorSummary
         public var wclMedianNIS: Double?
@@ -221,6 +226,7 @@ public struct WLANEvaluation: Sendable {
         enum CodingKeys: String, CodingKey {
             case trainWalks = "train_walks", testWalks = "test_walks", apsInMap = "aps_in_map"
             case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
+            case ekfAtWaypoints = "ekf_at_waypoints", smootherAtWaypoints = "smoother_at_waypoints"
             case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
             case wclMedianNIS = "wcl_median_nis", wclInside95 = "wcl_inside95", calibration
         }
@@ -230,16 +236,22 @@ public struct WLANEvaluation: Sendable {
         public var kappa: Double, sigma0_m: Double, median_nis: Double, inside95: Double, samples: Int
     }
 
-    /// Fixes of `wcl` and `hapel` on one walk with an AP map.
+    /// Fixes of `wcl`, `hapel`, and of PDR + WiFi fusion — the `ekf` stage and its RTS
+    /// `smoother` with `wcl` fixes as their only position input (default fusion options) — on
+    /// one walk with an AP map.
     func fixes(_ w: RecordedWalk, map: [String: AccessPoint], wcl: WCLEstimator) -> [Fix] {
         let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map))
+        var fusion = FusionStage.Settings(kind: .ekf)
+        fusion.inputs = [.wcl]
         let pipe = Pipeline(stages: [WCLStage(estimator: wcl),
                                      HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
-                                                                          rssThreshold: w.header.rssThreshold ?? -90))])
+                                                                          rssThreshold: w.header.rssThreshold ?? -90)),
+                                     FusionStage(settings: fusion), SmootherStage(settings: fusion)])
         var out: [Fix] = []
         for e in w.events {
             for r in pipe.process(e, context: ctx) { if case .fix(let f) = r { out.append(f) } }
         }
+        for r in pipe.finish(context: ctx) { if case .fix(let f) = r { out.append(f) } }
         return out
     }
 
@@ -264,11 +276,16 @@ public struct WLANEvaluation: Sendable {
             }
             // Waypoints: nearest fix in time per source.
             for (t, truthPosition) in zip(truth.times, truth.positions) {
-                for src in [Source.wcl, .hapel] {
+                for src in [Source.wcl, .hapel, .ekf, .smoother] {
                     let c = fx.filter { $0.source == src && abs($0.time - t) <= waypointWindow }
                     guard let n = c.min(by: { abs($0.time - t) < abs($1.time - t) }) else { continue }
                     let e = norm(n.position - truthPosition)
-                    if src == .wcl { raw.wclWaypoint.append(e) } else { raw.hapelWaypoint.append(e) }
+                    switch src {
+                    case .wcl: raw.wclWaypoint.append(e)
+                    case .hapel: raw.hapelWaypoint.append(e)
+                    case .ekf: raw.ekfWaypoint.append(e)
+                    default: raw.smootherWaypoint.append(e)
+                    }
                 }
             }
         }
@@ -292,7 +309,8 @@ public struct WLANEvaluation: Sendable {
 
     public func report(_ raw: Raw, train: Int, test: Int) -> Report {
         Report(trainWalks: train, testWalks: test, apsInMap: raw.aps, wclAtWaypoints: ErrorSummary(raw.wclWaypoint),
-               hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), wclAllFixes: ErrorSummary(raw.wclAll),
+               hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
+               smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint), wclAllFixes: ErrorSummary(raw.wclAll),
                hapelAllFixes: ErrorSummary(raw.hapelAll), wclMedianNIS: RadioStats.median(raw.wclNIS),
                wclInside95: raw.wclNIS.isEmpty ? nil : Double(raw.wclNIS.filter { $0 <= 5.991 }.count) / Double(raw.wclNIS.count),
                calibration: WCLCalibration.calibrate(raw.calibration, estimator: wcl).map {
