@@ -100,7 +100,7 @@ enum KalmanAlgebra {
 
     /// Closed-form m = 2 update with H = [I₂ 0] (position fix), allocation-free: the hot path
     /// the benchmark measures. Same equations as `update`.
-    static func updatePosition(mean x: inout SIMD4<Double>, covariance p: inout Mat4, z: SIMD2<Double>,
+    @inline(__always) static func updatePosition(mean x: inout SIMD4<Double>, covariance p: inout Mat4, z: SIMD2<Double>,
                                           ree: Double, ren: Double, rnn: Double, gate: Double?) -> Double? {
         let c0 = p.column(0), c1 = p.column(1)                               // P Hᵀ
         let s00 = c0[0] + ree, s01 = c1[0] + ren, s11 = c1[1] + rnn          // S = H P Hᵀ + R

@@ -20,11 +20,11 @@ public struct Mat4: Sendable, Equatable {
     }
     public static let zero = Mat4(r0: .zero, r1: .zero, r2: .zero, r3: .zero)
     public static let identity = Mat4(r0: SIMD4(1, 0, 0, 0), r1: SIMD4(0, 1, 0, 0), r2: SIMD4(0, 0, 1, 0), r3: SIMD4(0, 0, 0, 1))
-    @inlinable public static func diagonal(_ d: SIMD4<Double>) -> Mat4 {
+    @inlinable @inline(__always) public static func diagonal(_ d: SIMD4<Double>) -> Mat4 {
         Mat4(r0: SIMD4(d[0], 0, 0, 0), r1: SIMD4(0, d[1], 0, 0), r2: SIMD4(0, 0, d[2], 0), r3: SIMD4(0, 0, 0, d[3]))
     }
     /// Outer product a bᵀ.
-    @inlinable public static func outer(_ a: SIMD4<Double>, _ b: SIMD4<Double>) -> Mat4 {
+    @inlinable @inline(__always) public static func outer(_ a: SIMD4<Double>, _ b: SIMD4<Double>) -> Mat4 {
         Mat4(r0: a[0] * b, r1: a[1] * b, r2: a[2] * b, r3: a[3] * b)
     }
 
@@ -36,33 +36,33 @@ public struct Mat4: Sendable, Equatable {
         get { self[row: i][j] }
         set { var r = self[row: i]; r[j] = newValue; self[row: i] = r }
     }
-    @inlinable public func column(_ j: Int) -> SIMD4<Double> { SIMD4(r0[j], r1[j], r2[j], r3[j]) }
+    @inlinable @inline(__always) public func column(_ j: Int) -> SIMD4<Double> { SIMD4(r0[j], r1[j], r2[j], r3[j]) }
     @inlinable public var diagonal: SIMD4<Double> { SIMD4(r0[0], r1[1], r2[2], r3[3]) }
 
-    @inlinable public var transposed: Mat4 {
+    @inlinable @inline(__always) public var transposed: Mat4 {
         Mat4(r0: SIMD4(r0[0], r1[0], r2[0], r3[0]), r1: SIMD4(r0[1], r1[1], r2[1], r3[1]),
              r2: SIMD4(r0[2], r1[2], r2[2], r3[2]), r3: SIMD4(r0[3], r1[3], r2[3], r3[3]))
     }
     /// (A + Aᵀ)/2.
-    @inlinable public var symmetrized: Mat4 {
+    @inlinable @inline(__always) public var symmetrized: Mat4 {
         let t = transposed
         return Mat4(r0: 0.5 * (r0 + t.r0), r1: 0.5 * (r1 + t.r1), r2: 0.5 * (r2 + t.r2), r3: 0.5 * (r3 + t.r3))
     }
-    @inlinable static func rowTimes(_ v: SIMD4<Double>, _ b: Mat4) -> SIMD4<Double> {
+    @inlinable @inline(__always) static func rowTimes(_ v: SIMD4<Double>, _ b: Mat4) -> SIMD4<Double> {
         v[0] * b.r0 + v[1] * b.r1 + v[2] * b.r2 + v[3] * b.r3
     }
-    @inlinable public static func * (a: Mat4, b: Mat4) -> Mat4 {
+    @inlinable @inline(__always) public static func * (a: Mat4, b: Mat4) -> Mat4 {
         Mat4(r0: rowTimes(a.r0, b), r1: rowTimes(a.r1, b), r2: rowTimes(a.r2, b), r3: rowTimes(a.r3, b))
     }
-    @inlinable public static func * (a: Mat4, v: SIMD4<Double>) -> SIMD4<Double> {
+    @inlinable @inline(__always) public static func * (a: Mat4, v: SIMD4<Double>) -> SIMD4<Double> {
         SIMD4((a.r0 * v).sum(), (a.r1 * v).sum(), (a.r2 * v).sum(), (a.r3 * v).sum())
     }
-    @inlinable public static func + (a: Mat4, b: Mat4) -> Mat4 { Mat4(r0: a.r0 + b.r0, r1: a.r1 + b.r1, r2: a.r2 + b.r2, r3: a.r3 + b.r3) }
-    @inlinable public static func - (a: Mat4, b: Mat4) -> Mat4 { Mat4(r0: a.r0 - b.r0, r1: a.r1 - b.r1, r2: a.r2 - b.r2, r3: a.r3 - b.r3) }
-    @inlinable public static func * (k: Double, a: Mat4) -> Mat4 { Mat4(r0: k * a.r0, r1: k * a.r1, r2: k * a.r2, r3: k * a.r3) }
+    @inlinable @inline(__always) public static func + (a: Mat4, b: Mat4) -> Mat4 { Mat4(r0: a.r0 + b.r0, r1: a.r1 + b.r1, r2: a.r2 + b.r2, r3: a.r3 + b.r3) }
+    @inlinable @inline(__always) public static func - (a: Mat4, b: Mat4) -> Mat4 { Mat4(r0: a.r0 - b.r0, r1: a.r1 - b.r1, r2: a.r2 - b.r2, r3: a.r3 - b.r3) }
+    @inlinable @inline(__always) public static func * (k: Double, a: Mat4) -> Mat4 { Mat4(r0: k * a.r0, r1: k * a.r1, r2: k * a.r2, r3: k * a.r3) }
 
     /// A F Aᵀ-style congruence: A · self · Aᵀ.
-    @inlinable public func congruence(_ a: Mat4) -> Mat4 { a * self * a.transposed }
+    @inlinable @inline(__always) public func congruence(_ a: Mat4) -> Mat4 { a * self * a.transposed }
 
     public var isFinite: Bool {
         for i in 0..<4 { let r = self[row: i]; for j in 0..<4 where !r[j].isFinite { return false } }
