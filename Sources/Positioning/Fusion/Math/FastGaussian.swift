@@ -9,7 +9,7 @@ public struct Xoshiro256: RandomNumberGenerator, Sendable {
         var z = SplitMix64(seed: seed)
         s0 = z.next(); s1 = z.next(); s2 = z.next(); s3 = z.next()
     }
-    @inlinable public mutating func next() -> UInt64 {
+    @inlinable @inline(__always) public mutating func next() -> UInt64 {
         let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
         let t = s1 << 17
         s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3
@@ -18,7 +18,7 @@ public struct Xoshiro256: RandomNumberGenerator, Sendable {
         return result
     }
     /// Uniform in [0, 1) with 53 random bits.
-    @inlinable public mutating func uniform() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+    @inlinable @inline(__always) public mutating func uniform() -> Double { Double(next() >> 11) * 0x1.0p-53 }
 }
 
 /// Standard normal variates by the ziggurat method (Marsaglia & Tsang 2000, in Doornik's
@@ -53,7 +53,7 @@ public struct ZigguratNormal: @unchecked Sendable {
 
     public init() { (x, ratio) = Self.tables }
 
-    @inlinable public func next(_ g: inout Xoshiro256) -> Double {
+    @inlinable @inline(__always) public func next(_ g: inout Xoshiro256) -> Double {
         while true {
             let bits = g.next()
             let i = Int(bits & 0x7F)
