@@ -8,20 +8,9 @@ import Positioning
 /// not reached (office-acoustic: cm-level TDoA alone is better than any PDR blend; crowd-peers:
 /// the phones' WCL errors share one shadowing field) the test pins the honest figure's side.
 @Suite struct FusionScenarioTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    func means(_ name: String) throws -> [String: ErrorStatistics]? {
-        let p = Self.root.appendingPathComponent("Traces/\(name)").path
-        guard FileManager.default.fileExists(atPath: p + "/trace.jsonl") else { return nil }
-        let r = try Replayer().run(try TraceLocation.resolve(p))
-        var out: [String: ErrorStatistics] = [:]
-        for s in r.scores.sources { if let st = s.statistics { out[s.key] = st } }
-        return out
-    }
-
     /// mall-sparse-ap: PDR + WCL/HAPEL fusion halves the error; the smoother beats the filter.
     @Test func mallSparseAP() throws {
-        guard let m = try means("mall-sparse-ap") else { return }
+        guard let m = try BundledTraces.scores("mall-sparse-ap") else { return }
         let best = min(m["wcl"]!.mean, m["hapel"]!.mean)
         for f in ["ekf", "ukf", "pf"] { #expect(m[f]!.mean <= 0.8 * best, "\(f) \(m[f]!.mean) vs best single \(best)") }
         #expect(m["smoother"]!.mean <= m["ekf"]!.mean)
@@ -32,7 +21,7 @@ import Positioning
     /// open-street: GNSS + PDR; the RTS smoother reaches ≤ 0.8 × GNSS, the filter does not
     /// (GNSS errors are time-correlated: a causal filter cannot average them away).
     @Test func openStreet() throws {
-        guard let m = try means("open-street") else { return }
+        guard let m = try BundledTraces.scores("open-street") else { return }
         #expect(m["smoother"]!.mean <= 0.8 * m["gnss"]!.mean)
         #expect(m["smoother"]!.mean <= m["ekf"]!.mean)
         #expect(m["ekf"]!.mean < m["gnss"]!.mean)
@@ -41,7 +30,7 @@ import Positioning
 
     /// office-acoustic: the filters keep TDoA's centimetre level (mean < 5 cm) but do not beat it.
     @Test func officeAcoustic() throws {
-        guard let m = try means("office-acoustic") else { return }
+        guard let m = try BundledTraces.scores("office-acoustic") else { return }
         #expect(m["ekf"]!.mean < 0.05 && m["smoother"]!.mean < 0.05)
         #expect(m["ekf"]!.mean > m["tdoa"]!.mean)
     }

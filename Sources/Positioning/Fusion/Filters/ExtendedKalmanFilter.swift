@@ -103,15 +103,8 @@ public final class ExtendedKalmanFilter: FusionFilter {
         guard isInitialized, motion.layout == .step else {
             return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: nil, gate: gate, outcome: .uninitialized)
         }
-        let nu = Angle.wrap(z - mean[2])
-        switch KalmanAlgebra.update(mean: mean, covariance: covariance, h: [SIMD4(0, 0, 1, 0)], innovation: [nu],
-                                    noise: Matrix(rows: 1, cols: 1, data: [variance]), gate: gate, angleIndex: 2) {
-        case .success(let r):
-            mean = r.mean; covariance = r.covariance
-            return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: r.nis, gate: gate, outcome: .accepted)
-        case .failure(.gated(let d)): return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: d, gate: gate, outcome: .gated)
-        case .failure(.singular): return UpdateRecord(time: t, source: .ekf, dimension: 1, nis: nil, gate: gate, outcome: .singular)
-        }
+        return KalmanAlgebra.updateHeading(mean: &mean, covariance: &covariance, z: z, variance: variance, time: t,
+                                           gate: gate, source: .ekf)
     }
 
     public func snapshot() -> FilterSnapshot { FilterSnapshot(time: time, mean: mean, covariance: covariance, initialized: isInitialized, payload: nil) }

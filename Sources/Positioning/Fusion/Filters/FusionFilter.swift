@@ -98,6 +98,21 @@ enum KalmanAlgebra {
         return .success(Result(mean: xn, covariance: pn.symmetrized, nis: nis))
     }
 
+    /// Direct heading measurement z = ψ (rad) with variance (rad²) on the S1 state: H = [0 0 1 0],
+    /// ν wrapped to (−π, π]. h is linear, so this is the Kalman update for the EKF and the UKF alike.
+    static func updateHeading(mean: inout SIMD4<Double>, covariance: inout Mat4, z: Double, variance: Double, time t: Double,
+                              gate: Double?, source: Source) -> UpdateRecord {
+        let nu = Angle.wrap(z - mean[2])
+        switch update(mean: mean, covariance: covariance, h: [SIMD4(0, 0, 1, 0)], innovation: [nu],
+                      noise: Matrix(rows: 1, cols: 1, data: [variance]), gate: gate, angleIndex: 2) {
+        case .success(let r):
+            mean = r.mean; covariance = r.covariance
+            return UpdateRecord(time: t, source: source, dimension: 1, nis: r.nis, gate: gate, outcome: .accepted)
+        case .failure(.gated(let d)): return UpdateRecord(time: t, source: source, dimension: 1, nis: d, gate: gate, outcome: .gated)
+        case .failure(.singular): return UpdateRecord(time: t, source: source, dimension: 1, nis: nil, gate: gate, outcome: .singular)
+        }
+    }
+
     /// Closed-form m = 2 update with H = [I₂ 0] (position fix), allocation-free: the hot path
     /// the benchmark measures. Same equations as `update`.
     @inline(__always) static func updatePosition(mean x: inout SIMD4<Double>, covariance p: inout Mat4, z: SIMD2<Double>,

@@ -1,0 +1,25 @@
+import Foundation
+@testable import Replay
+import Positioning
+
+/// The bundled scenario traces (Traces/NAME) replayed once per test process with the default
+/// pipeline: statistics per source key (`gnss`, `ekf`, `camloc:object`, …). Suites that check
+/// figures of the same trace share one replay.
+enum BundledTraces {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var cache: [String: [String: ErrorStatistics]] = [:]
+
+    /// nil when the trace is absent (the test then skips).
+    static func scores(_ name: String) throws -> [String: ErrorStatistics]? {
+        let p = root.appendingPathComponent("Traces/\(name)").path
+        guard FileManager.default.fileExists(atPath: p + "/trace.jsonl") else { return nil }
+        lock.lock(); defer { lock.unlock() }
+        if let c = cache[name] { return c }
+        let r = try Replayer().run(try TraceLocation.resolve(p))
+        var out: [String: ErrorStatistics] = [:]
+        for s in r.scores.sources { if let st = s.statistics { out[s.key] = st } }
+        cache[name] = out
+        return out
+    }
+}
