@@ -3,7 +3,7 @@ import Foundation
 import Positioning
 
 /// The bundled scenario traces (Traces/NAME) replayed once per test process with the default
-/// pipeline: statistics per source key (`gnss`, `ekf`, `camloc:object`, …). Suites that check
+/// pipeline plus the opt-in `ukf`, `pf` and `smoother` stages: statistics per source key (`gnss`, `ekf`, `camloc:object`, …). Suites that check
 /// figures of the same trace share one replay.
 enum BundledTraces {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -16,7 +16,8 @@ enum BundledTraces {
         guard FileManager.default.fileExists(atPath: p + "/trace.jsonl") else { return nil }
         lock.lock(); defer { lock.unlock() }
         if let c = cache[name] { return c }
-        let r = try Replayer().run(try TraceLocation.resolve(p))
+        let all = ["ukf", "pf", "smoother"].reduce(into: [String: StageOptions]()) { $0[$1] = StageOptions(name: $1, values: ["enabled": .bool(true)]) }
+        let r = try Replayer(options: ReplayOptions(stages: all)).run(try TraceLocation.resolve(p))
         var out: [String: ErrorStatistics] = [:]
         for s in r.scores.sources { if let st = s.statistics { out[s.key] = st } }
         cache[name] = out

@@ -20,8 +20,9 @@ import Positioning
     @Test func shortOpenStreetRunIsDeterministicAndConsistent() throws {
         let folder = Self.root.appendingPathComponent("Traces/open-street")
         guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("scenario.yaml").path) else { return }
-        let a = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40)
-        let b = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40)
+        let smoother = ["smoother": StageOptions(name: "smoother", values: ["enabled": .bool(true)])]
+        let a = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40, stages: smoother)
+        let b = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40, stages: smoother)
         #expect(a == b)
         let ekf = try #require(a.first { $0.source == "ekf" })
         #expect(ekf.runs == 3 && ekf.anees.isFinite)

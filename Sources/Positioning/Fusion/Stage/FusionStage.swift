@@ -76,6 +76,7 @@ public final class FusionStage: PipelineStage {
     public var logNIS = false
     private var tracks: [String: FusionTrack] = [:]
     private var deviceOrder: [String] = []
+    private var lastTrack: (String, FusionTrack)?
 
     public init(settings: Settings, emitting source: Source? = nil, recordEpochs: Bool = false) {
         self.settings = settings
@@ -150,7 +151,8 @@ public final class FusionStage: PipelineStage {
     }
 
     private func track(_ device: String, _ context: PipelineContext) -> FusionTrack {
-        if let t = tracks[device] { return t }
+        if let (d, t) = lastTrack, d == device { return t }        // 100 Hz IMU: skip the hash lookup
+        if let t = tracks[device] { lastTrack = (device, t); return t }
         var pdr = PedestrianDeadReckoning(declinationDegrees: context.header.declination)
         pdr.weinbergK = settings.weinbergK
         let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device), pdr: pdr,
