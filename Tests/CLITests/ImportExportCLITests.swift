@@ -75,12 +75,17 @@ import Foundation
         // Replayed in process by compare; phone fixes against the SPAN truth: sub-5 m median.
         let r = try CLI.run(["compare", out.path, out.path])
         #expect(r.status == 0, "\(r.stderr)")
-        var median: Double? = nil
-        for line in r.stdout.split(separator: "\n") where line.hasPrefix("median_m") {
+        // The compare table has one block per source ("<trace> / <source>"): read each median.
+        var median: [String: Double] = [:]
+        var block = ""
+        for line in r.stdout.split(separator: "\n") {
+            if line.contains(" / ") { block = String(line.split(separator: "/").last!).trimmingCharacters(in: .whitespaces) }
             let cols = line.split(separator: " ")
-            if cols.count > 1 { median = Double(String(cols[1])) }
+            if cols.first == "median_m", cols.count > 1 { median[block] = Double(String(cols[1])) }
         }
-        #expect(median != nil && median! < 5, "\(r.stdout)")
+        #expect(median["gnss"] != nil && median["gnss"]! < 5, "\(r.stdout)")
+        // The default ekf over the phone's fixes (constant velocity, a car): no worse than 1.5× the fixes.
+        #expect(median["ekf"] != nil && median["ekf"]! < 1.5 * (median["gnss"] ?? 0), "\(r.stdout)")
         let geo = try CLI.run(["export", "geojson", out.path, "--source", "gt,gnss", "-o", out.appendingPathComponent("x.geojson").path])
         #expect(geo.status == 0, "\(geo.stderr)")
         // A results database run exports too (origin from the trace folder).

@@ -66,6 +66,41 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(norm(at20.position) < 3)
     }
 
+    /// A car (no IMU: constant velocity) at 15 m/s that turns 90° at 30°/s and later brakes to a
+    /// stop, 1 Hz fixes with σ = 1 m. Under q₀ alone the filter, sure of its velocity, gates the
+    /// fixes of the turn; the manoeuvre re-test (`cv_manoeuvre_accel_mps2`,
+    /// `cv_turn_rate_sigma_deg_per_s`) follows it. Without the re-test the divergence logic must
+    /// restart at the car's speed (two-point initiation), not at rest.
+    @Test func carTurnsAndBrakes() throws {
+        var truth: [(Double, SIMD2<Double>)] = []
+        var p = SIMD2<Double>(0, 0), heading = Double.pi / 2, speed = 15.0
+        for k in 0..<90 {
+            let t = Double(k)
+            truth.append((t, p))
+            if k >= 30 && k < 33 { heading -= Double.pi / 6 }          // 30°/s left turn: east → north
+            if k >= 60 { speed = max(0, speed - 4) }                     // braking at 4 m/s²
+            p += speed * SIMD2(sin(heading), cos(heading))
+        }
+        func drive(_ settings: FusionStage.Settings) -> (maxError: Double, stage: FusionStage) {
+            var rng = TestRNG(seed: 3)
+            let stage = FusionStage(settings: settings)
+            let fixes = truth.map { fix($0.0, $0.1 + SIMD2(rng.gaussian(), rng.gaussian()), sigma: 1) }
+            let truthAt = Dictionary(uniqueKeysWithValues: truth)
+            let out = run(stage, fixes)
+            return (out.map { norm($0.position - truthAt[$0.time]!) }.max() ?? .infinity, stage)
+        }
+        let adaptive = drive(.init(kind: .ekf))
+        #expect(adaptive.maxError < 6, "max error \(adaptive.maxError)")
+        #expect(adaptive.stage.reinitializations == 0)
+        var off = FusionStage.Settings(kind: .ekf); off.cvTurnRateSigma = 0; off.cvManoeuvreAcceleration = 0
+        let fixed = drive(off)
+        #expect(fixed.stage.counters[.gnss]!.gated >= 5)                // q₀ = 0.5 m²/s³ cannot hold the turn
+        #expect(fixed.stage.reinitializations >= 1)
+        // Two-point restart: the fixes right after it are followed (a restart at rest would gate
+        // them again and cycle through re-initialisations every five fixes).
+        #expect(fixed.stage.reinitializations <= 3, "\(fixed.stage.reinitializations) re-initialisations")
+    }
+
     /// On a straight constant-velocity walk with white fix noise the EKF beats the raw fixes.
     @Test func filterBeatsRawFixesOnWhiteNoise() {
         var rng = TestRNG(seed: 5)

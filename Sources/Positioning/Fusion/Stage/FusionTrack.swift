@@ -60,6 +60,10 @@ final class FusionTrack {
     var pdr: PedestrianDeadReckoning
     var counters: [Source: SourceCounters] = [:]
     var consecutiveGated: [Source: Int] = [:]
+    /// The previous fix of the current run of gated fixes, per source (two-point re-initialisation).
+    var previousGated: [Source: Fix] = [:]
+    /// The fix of a one-point S2 start, until the next fix of its source is accepted.
+    var startFix: Fix?
     var reinitializations = 0
     var rewinds = 0
     var tooLate = 0
@@ -163,6 +167,30 @@ final class FusionTrack {
         epochs.append(FilterEpoch(time: filter.time, transition: f, crossCovariance: d, priorMean: filter.mean,
                                   priorCovariance: filter.covariance, posteriorMean: filter.mean,
                                   posteriorCovariance: filter.covariance))
+    }
+
+    /// Undoes the last input (the update `record` just applied in time order) and applies it
+    /// again, e.g. under another motion model; nil (nothing undone) if the last input is not it.
+    func reapplyLast(_ record: UpdateRecord, gate: (any MeasurementModel) -> Double?) -> UpdateRecord? {
+        guard let last = history.last, case .update = last.input, last.input.time == record.time else { return nil }
+        history.removeLast()
+        filter.restore(last.before)
+        if recordEpochs { epochs.removeLast(epochs.count - last.epochCount) }
+        uncount(record)
+        return run(last.input, gate: gate)
+    }
+
+    private func uncount(_ r: UpdateRecord) {
+        var c = counters[r.source, default: SourceCounters()]
+        switch r.outcome {
+        case .accepted: c.accepted -= 1
+        case .gated: c.gated -= 1
+        case .singular: c.singular -= 1
+        case .notViolated, .uninitialized: break
+        }
+        if let n = r.nis, r.outcome == .accepted || r.outcome == .gated { c.nisSum -= n; c.dofSum -= r.dimension }
+        counters[r.source] = c
+        if logNIS, r.nis != nil { nisLog.removeLast() }
     }
 
     private func count(_ r: UpdateRecord) {
