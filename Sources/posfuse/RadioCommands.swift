@@ -31,7 +31,7 @@ struct WCLCommandOptions: ParsableArguments {
 struct EvaluateRadio: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "radio",
-        abstract: "Cell/cell-ta and WCL/HAPEL on real recordings: maps built from --train, scored on --test.",
+        abstract: "Cell/cell-ta, WCL/HAPEL and fusion on real recordings: maps built from --train, scored on --test.",
         discussion: """
         Datasets (detected from the files, or --dataset): lte-walks (OpenCellID measurement CSV with TA):
         towers estimated from the training walks (posfuse celldb build), cell and cell-ta scored on the
@@ -41,13 +41,23 @@ struct EvaluateRadio: ParsableCommand {
         Given one folder (or file) instead of --train/--test: leave-one-walk-out (UJI: row split).
         Given a scenario folder (trace.jsonl + reference.json, e.g. Traces/rural-cell): the radio stages run
         with the trace's own reference data (no learning); errors per source and the TA radial error std.
+        GNSS recordings (nothing to learn: --test or FOLDER alone): gsdc (a GSDC 2020 drive folder,
+        *_chipset.nmea phones against SPAN_*_1Hz.nmea): gnss, ekf and smoother P50/P95, inside95, ANEES
+        per phone; gnsslogger (GnssLogger logs of a static phone, --truth-point LAT,LON[,H]): the same,
+        and whether the last fused fix converged within the phone's reported 95% radius.
+
+        Examples:
+          posfuse evaluate radio --train ms-indoor/site2/F3/a --test ms-indoor/site2/F3/b --json
+          posfuse evaluate radio --test gsdc2020/2020-05-14-US-MTV-1
+          posfuse evaluate radio --test gnsslogger-static --truth-point 37.422578,-122.081678,-28
         """
     )
 
     @Argument(help: "One folder for leave-one-walk-out (instead of --train/--test).") var folder: String?
     @Option(parsing: .upToNextOption, help: "Training recordings (files or folders).") var train: [String] = []
     @Option(parsing: .upToNextOption, help: "Test recordings (files or folders).") var test: [String] = []
-    @Option(help: "lte-walks, ms-indoor, ujiindoorloc (default: detected).") var dataset: String?
+    @Option(help: "lte-walks, ms-indoor, ujiindoorloc, gsdc, gnsslogger (default: detected).") var dataset: String?
+    @Option(name: .customLong("truth-point"), help: "gnsslogger: the static phone's surveyed position 'lat,lon[,h]' (WGS84 degrees, m).") var truthPoint: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
@@ -56,9 +66,14 @@ struct EvaluateRadio: ParsableCommand {
     @OptionGroup var wcl: WCLCommandOptions
 
     func validate() throws {
-        if folder == nil && (train.isEmpty || test.isEmpty) { throw ValidationError("give FOLDER, or both --train and --test") }
+        let gnss = GNSSRecordingKind.detect(folder.map { [$0] } ?? test, dataset: dataset) != nil
+        if folder == nil && test.isEmpty { throw ValidationError("give FOLDER, or --train and --test") }
+        if folder == nil && train.isEmpty && !gnss { throw ValidationError("give FOLDER, or both --train and --test") }
         if folder != nil && (!train.isEmpty || !test.isEmpty) { throw ValidationError("give FOLDER or --train/--test, not both") }
-        if let d = dataset, RadioDataset(rawValue: d) == nil { throw ValidationError("--dataset: expected lte-walks, ms-indoor or ujiindoorloc") }
+        if let d = dataset, RadioDataset(rawValue: d) == nil, GNSSRecordingKind(rawValue: d) == nil {
+            throw ValidationError("--dataset: expected lte-walks, ms-indoor, ujiindoorloc, gsdc or gnsslogger")
+        }
+        if let t = truthPoint, parseGeodetic(t) == nil { throw ValidationError("--truth-point must be 'lat,lon[,h]'") }
         if HAPELEstimator.Variant(rawValue: variant) == nil { throw ValidationError("--variant: expected v1 or v2") }
         if !(trainFraction > 0 && trainFraction < 1) { throw ValidationError("--train-fraction must be in (0, 1)") }
     }
@@ -77,6 +92,10 @@ struct EvaluateRadio: ParsableCommand {
         var text: [String] = []
         if let f = folder, FileManager.default.fileExists(atPath: (f as NSString).appendingPathComponent("trace.jsonl")) {
             try runScenario(f)
+            return
+        }
+        if let kind = GNSSRecordingKind.detect(folder.map { [$0] } ?? test, dataset: dataset) {
+            try runGNSS(kind, folder.map { [$0] } ?? test)
             return
         }
         do {
@@ -177,6 +196,53 @@ struct EvaluateRadio: ParsableCommand {
 }
 
 extension EvaluateRadio {
+    /// GSDC drives and static GnssLogger logs: the filters over the phone's own fixes.
+    func runGNSS(_ kind: GNSSRecordingKind, _ paths: [String]) throws {
+        for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
+        var recordings: [GNSSFusionEvaluation.Recording] = []
+        do {
+            switch kind {
+            case .gsdc:
+                for p in paths {
+                    for walk in try GNSSFusionEvaluation.loadGSDC(URL(fileURLWithPath: p)) {
+                        recordings.append(try GNSSFusionEvaluation.evaluate(walk, isStatic: false))
+                    }
+                }
+            case .gnssLogger:
+                guard let tp = truthPoint, let truth = parseGeodetic(tp) else {
+                    throw ValidationError("gnsslogger: give the static phone's surveyed point with --truth-point lat,lon[,h]")
+                }
+                for u in try expandInputs(paths, extensions: ["txt"]) {
+                    recordings.append(try GNSSFusionEvaluation.evaluate(try GNSSFusionEvaluation.loadStatic(u, truth: truth), isStatic: true))
+                }
+            }
+        } catch let e as ImportDataError {
+            printError(e.description)
+            throw ExitCode(ExitStatus.dataError)
+        }
+        if json {
+            let o: [String: Any] = ["dataset": kind.rawValue, "protocol": "test only (nothing learned)",
+                                    "recordings": try jsonObject(recordings)]
+            print(String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
+            return
+        }
+        var lines: [String] = []
+        for r in recordings {
+            var head = r.name
+            if let a = r.reportedAccuracy_m { head += String(format: "  (reported accuracy median %.2f m, 95%% radius %.2f m)", a, a * GNSSFusionEvaluation.accuracyTo95) }
+            lines.append(head)
+            lines.append("  source       n     P50_m    P95_m   mean_m  inside95   anees  final_m  final_r95_m")
+            for s in GNSSFusionEvaluation.sources {
+                guard let x = r.sources[s.rawValue] else { continue }
+                lines.append("  " + s.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + String(format: " %5d  %8.2f %8.2f %8.2f  %8.3f %7.2f %8.2f %12.2f", x.errors.count,
+                                    x.errors.median_m ?? .nan, x.errors.p95_m ?? .nan, x.errors.mean_m ?? .nan, x.inside95 ?? .nan,
+                                    x.anees ?? .nan, x.finalError_m ?? .nan, x.finalR95_m ?? .nan))
+            }
+            if let c = r.converged { lines.append("  converged within the reported 95% radius and the filter's own: " + (c ? "yes" : "no")) }
+        }
+        print(lines.joined(separator: "\n"))
+    }
+
     func runScenario(_ path: String) throws {
         let wo = StageOptions(name: "wcl", values: ["weight_law": .string(wcl.weightLaw), "exponent": .number(wcl.exponent),
                                                     "k": .number(Double(wcl.k)), "rss_min": .number(wcl.rssMin)])

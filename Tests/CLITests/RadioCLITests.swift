@@ -52,5 +52,13 @@ import Foundation
         #expect(try CLI.run(["evaluate", "radio"]).status == 64)
         #expect(try CLI.run(["evaluate", "radio", "--train", "/nonexistent", "--test", "/nonexistent"]).status == 64)
         #expect(try CLI.run(["evaluate", "radio", "Traces", "--variant", "v3"]).status == 64)
+        // A GnssLogger log needs its surveyed point.
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("gl-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: log) }
+        try "# Fix,Provider,Latitude,Longitude,Altitude,Speed,Accuracy,(UTC)Time\nFix,gps,37.4,-122.0,-30,0,3,1467321969000\n"
+            .write(to: log, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["evaluate", "radio", "--test", log.path])
+        #expect(r.status == 64 && r.stderr.contains("--truth-point"), "\(r.stderr)")
+        #expect(try CLI.run(["evaluate", "radio", "--test", log.path, "--truth-point", "north"]).status == 64)
     }
 }

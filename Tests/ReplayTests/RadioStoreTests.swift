@@ -153,3 +153,57 @@ func sharedData(_ sub: String) -> URL? {
         #expect(RadioStats.median(raw.cellTA)! < 1000)
     }
 }
+
+/// The filters over the phone's own fixes on real GNSS recordings (`posfuse evaluate radio
+/// --dataset gsdc|gnsslogger`); skipped without ../shared/data.
+@Suite struct GNSSFusionRealDataTests {
+    /// GSDC 2020 drive, two phones against the SPAN track. The chipset fixes are already
+    /// filtered by the phone: the ekf must not lose them (before the manoeuvre re-test it was
+    /// 42.7 m median on this drive), the smoother must not be worse than the ekf.
+    @Test func gsdcDrive() throws {
+        guard let dir = sharedData("gsdc2020/2020-05-14-US-MTV-1") else { return }
+        #expect(GNSSRecordingKind.detect([dir.path], dataset: nil) == .gsdc)
+        let walks = try GNSSFusionEvaluation.loadGSDC(dir)
+        #expect(walks.count == 2)
+        for w in walks {
+            let r = try GNSSFusionEvaluation.evaluate(w, isStatic: false)
+            let g = try #require(r.sources["gnss"]), e = try #require(r.sources["ekf"]), s = try #require(r.sources["smoother"])
+            #expect(e.errors.count == g.errors.count && e.errors.count > 1700)
+            #expect(e.errors.median_m! <= 1.5 * g.errors.median_m!, "\(w.name): ekf P50 \(e.errors.median_m!) vs gnss \(g.errors.median_m!)")
+            #expect(e.errors.p95_m! <= 2 * g.errors.p95_m!, "\(w.name): ekf P95 \(e.errors.p95_m!) vs gnss \(g.errors.p95_m!)")
+            #expect(s.errors.median_m! <= e.errors.median_m!)
+            #expect(e.inside95! >= 0.9, "\(w.name): ekf inside95 \(e.inside95!)")
+        }
+    }
+
+    /// GnssLogger logs of a static phone converge to the surveyed point (gps-measurement-tools
+    /// demo files: lat 37.422578, lon −122.081678, h −28 m) within the phone's reported 95%
+    /// radius and the filter's own.
+    @Test func staticLogsConverge() throws {
+        guard let dir = sharedData("gnsslogger-static") else { return }
+        #expect(GNSSRecordingKind.detect([dir.path], dataset: nil) == .gnssLogger)
+        let logs = try expandInputs([dir.path], extensions: ["txt"])
+        #expect(logs.count == 2)
+        for u in logs {
+            let r = try GNSSFusionEvaluation.evaluate(try GNSSFusionEvaluation.loadStatic(u, truth: Geodetic(latitude: 37.422578, longitude: -122.081678, height: -28)), isStatic: true)
+            #expect(r.converged == true, "\(r.name): \(r.sources)")
+        }
+    }
+
+    /// Detection: a folder with a SPAN track is a GSDC drive; GnssLogger's header makes a log;
+    /// anything else is not a GNSS recording (the radio datasets take over).
+    @Test func detection() throws {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("gnssdetect-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: d) }
+        let log = d.appendingPathComponent("log.txt")
+        try "# \n# Fix,Provider,Latitude,Longitude,Altitude,Speed,Accuracy,(UTC)Time\nFix,gps,37.4,-122.0,-30,0,3,1467321969000\n".write(to: log, atomically: true, encoding: .utf8)
+        #expect(GNSSRecordingKind.detect([log.path], dataset: nil) == .gnssLogger)
+        #expect(GNSSRecordingKind.detect([d.path], dataset: nil) == .gnssLogger)
+        try "".write(to: d.appendingPathComponent("SPAN_x_1Hz.nmea"), atomically: true, encoding: .utf8)
+        #expect(GNSSRecordingKind.detect([d.path], dataset: nil) == .gsdc)
+        #expect(GNSSRecordingKind.detect([d.path], dataset: "ms-indoor") == nil)
+        #expect(GNSSRecordingKind.detect(["/nonexistent"], dataset: nil) == nil)
+        #expect(throws: ImportDataError.self) { _ = try GNSSFusionEvaluation.loadGSDC(d) }   // no phone file
+    }
+}
