@@ -127,11 +127,16 @@ enum KalmanAlgebra {
         if let g = gate, nis > g { return -nis }
         let k0 = c0 * i00 + c1 * i01, k1 = c0 * i01 + c1 * i11               // K = P Hᵀ S⁻¹
         x += k0 * y0 + k1 * y1
-        let h0 = SIMD4<Double>(1, 0, 0, 0), h1 = SIMD4<Double>(0, 1, 0, 0)
-        let a = Mat4.identity - Mat4.outer(k0, h0) - Mat4.outer(k1, h1)      // I − K H
-        var pn = a * p * a.transposed                                        // Joseph
-        pn = pn + ree * Mat4.outer(k0, k0) + ren * (Mat4.outer(k0, k1) + Mat4.outer(k1, k0)) + rnn * Mat4.outer(k1, k1)
-        p = pn.symmetrized
+        // Joseph form P⁺ = (I − KH) P (I − KH)ᵀ + K R Kᵀ for H = [I₂ 0], row by row without
+        // forming I − KH: M = P − K (HP) (HP = rows 0, 1 of P), N = M − (M Hᵀ) Kᵀ, P⁺ = N + K R Kᵀ
+        // (the same terms as the matrix products, a quarter of the arithmetic).
+        let p0 = p.r0, p1 = p.r1
+        let u0 = ree * k0 + ren * k1, u1 = ren * k0 + rnn * k1               // R Kᵀ, as rows
+        @inline(__always) func row(_ r: SIMD4<Double>, _ i: Int) -> SIMD4<Double> {
+            let m = r - k0[i] * p0 - k1[i] * p1
+            return m - m[0] * k0 - m[1] * k1 + k0[i] * u0 + k1[i] * u1
+        }
+        p = Mat4(r0: row(p.r0, 0), r1: row(p.r1, 1), r2: row(p.r2, 2), r3: row(p.r3, 3)).symmetrized
         return nis
     }
 }

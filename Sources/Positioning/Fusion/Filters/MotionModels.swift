@@ -81,6 +81,15 @@ public struct ConstantVelocityModel: Sendable, Equatable {
     @inlinable public func transition(dt: Double) -> Mat4 {
         Mat4(r0: SIMD4(1, 0, dt, 0), r1: SIMD4(0, 1, 0, dt), r2: SIMD4(0, 0, 1, 0), r3: SIMD4(0, 0, 0, 1))
     }
+    /// x⁻ = F x, P⁻ = F P Fᵀ + Q in closed form (F = [[I, Δt I],[0, I]]: rows 0, 1 gain Δt × rows
+    /// 2, 3, then columns 0, 1 gain Δt × columns 2, 3); equal to the matrix products up to rounding.
+    @inlinable @inline(__always) public func predict(mean x: SIMD4<Double>, covariance p: Mat4, dt: Double) -> (SIMD4<Double>, Mat4) {
+        let xn = x + dt * SIMD4(x[2], x[3], 0, 0)
+        let f0 = p.r0 + dt * p.r2, f1 = p.r1 + dt * p.r3                   // F P
+        @inline(__always) func col(_ v: SIMD4<Double>) -> SIMD4<Double> { v + dt * SIMD4(v[2], v[3], 0, 0) }   // (F P) Fᵀ
+        let q = noise(dt: dt)
+        return (xn, Mat4(r0: col(f0) + q.r0, r1: col(f1) + q.r1, r2: col(p.r2) + q.r2, r3: col(p.r3) + q.r3))
+    }
     @inlinable public func noise(dt: Double) -> Mat4 {
         let a: Double, b: Double, c: Double
         switch noiseForm {
