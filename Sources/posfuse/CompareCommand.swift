@@ -16,11 +16,12 @@ struct Compare: ParsableCommand {
 
         Examples:
           posfuse compare Traces/open-street seed2/
-          posfuse compare Traces/mall-sparse-ap Traces/mall-sparse-ap --pipeline-b b.yaml
+          posfuse compare Traces/mall-sparse-ap Traces/mall-sparse-ap \\
+          --pipeline-b b.yaml
           posfuse compare before.json after.json --json
 
         Exit codes: 0 ok, 64 usage, 65 unreadable run.
-        """
+        """.reflowed
     )
 
     @Argument(help: "Run A (the reference): a replay --json output, or a trace/scenario folder/folder of traces to replay.") var a: String

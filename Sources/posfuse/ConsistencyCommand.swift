@@ -20,7 +20,7 @@ struct EvaluateConsistency: ParsableCommand {
         Examples:
           posfuse evaluate consistency Traces/mall-sparse-ap --runs 50
           posfuse evaluate consistency Traces/open-street --runs 10 --duration 60 --json
-        """
+        """.reflowed
     )
 
     @Argument(help: "Scenario folders (each with scenario.yaml).") var scenarios: [String]

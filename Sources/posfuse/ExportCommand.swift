@@ -14,7 +14,7 @@ struct Export: ParsableCommand {
         holds the trace, for its origin) or --origin, and --trace-name when the run has several traces. TUM and NMEA hold
         one trajectory per file: with several tracks, -o out.txt writes out.<track>.txt per track.
         Units and frames: docs/formats.md.
-        """
+        """.reflowed
     )
 
     @Argument(help: "Output format: \(ExportFormat.allCases.map(\.rawValue).joined(separator: ", ")).") var format: String

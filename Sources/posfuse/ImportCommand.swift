@@ -16,7 +16,7 @@ struct Import: ParsableCommand {
         Lenient by default: malformed records and unknown record types are counted and reported.
         --strict stops at the first one with `file:line: reason` and exit 65.
         Units, frames and what each format keeps or drops: docs/formats.md.
-        """
+        """.reflowed
     )
 
     @Argument(help: "Input format.") var format: String

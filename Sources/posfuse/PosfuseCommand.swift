@@ -8,7 +8,7 @@ struct Posfuse: ParsableCommand {
         discussion: """
         Positions are WGS84 latitude/longitude (degrees) at the edges and local ENU metres inside.
         Exit codes: 0 success, 1 accuracy regression, 64 usage error, 65 bad data.
-        """,
+        """.reflowed,
         version: "0.1.0",
         subcommands: Subcommands.all
     )

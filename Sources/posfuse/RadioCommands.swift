@@ -47,10 +47,11 @@ struct EvaluateRadio: ParsableCommand {
         and whether the last fused fix converged within the phone's reported 95% radius.
 
         Examples:
-          posfuse evaluate radio --train ms-indoor/site2/F3/a --test ms-indoor/site2/F3/b --json
+          posfuse evaluate radio --train F3/a --test F3/b --json  # ms-indoor walks
           posfuse evaluate radio --test gsdc2020/2020-05-14-US-MTV-1
-          posfuse evaluate radio --test gnsslogger-static --truth-point 37.422578,-122.081678,-28
-        """
+          posfuse evaluate radio --test gnsslogger-static \\
+            --truth-point 37.422578,-122.081678,-28
+        """.reflowed
     )
 
     @Argument(help: "One folder for leave-one-walk-out (instead of --train/--test).") var folder: String?

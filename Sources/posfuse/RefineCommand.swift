@@ -17,13 +17,15 @@ struct Refine: ParsableCommand {
         out = records in. Streaming: memory stays bounded for any number of JSON Lines reports.
 
         Examples:
-          posfuse refine Traces/reports/sample-reports.jsonl --reference Traces/reports/reference.json
+          posfuse refine Traces/reports/sample-reports.jsonl \\
+            --reference Traces/reports/reference.json
           posfuse refine reports.jsonl --reference ref.json --lines -o refined.geojsonl
-          posfuse refine reports.geojson --reference ref.json --strict -o refined.geojson
+          posfuse refine reports.geojson --reference ref.json --strict \\
+            -o refined.geojson
 
         Exit codes: 0 done (error records counted on stderr), 64 usage error, 65 bad data in
         --strict mode (the first malformed report stops the run) or a bad --reference/--pipeline.
-        """
+        """.reflowed
     )
 
     @Argument(help: "Reports: JSON Lines or a GeoJSON FeatureCollection.") var input: String

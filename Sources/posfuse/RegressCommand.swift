@@ -16,10 +16,11 @@ struct Regress: ParsableCommand {
         Examples:
           posfuse regress --baseline Traces/baseline.yaml --junit regress.xml
           posfuse regress --baseline Traces/baseline.yaml --update-baseline
-          posfuse regress --baseline Traces/baseline.yaml --pipeline my.yaml Traces/urban-canyon
+          posfuse regress --baseline Traces/baseline.yaml --pipeline my.yaml \\
+            Traces/urban-canyon
 
         Exit codes: 0 within tolerance, 1 regression, 64 usage, 65 bad data.
-        """
+        """.reflowed
     )
 
     @Option(help: "Baseline file (YAML).") var baseline: String

@@ -17,13 +17,14 @@ struct ReplayCommand: ParsableCommand {
         --strict stops at the first bad line with exit 65.
 
         Examples:
-          posfuse replay Traces/                          # table for every bundled trace
-          posfuse replay Traces/open-street --json        # one JSON object (contract: docs/cli.md)
-          posfuse replay my.jsonl --strict --pipeline docs/pipeline.yaml --db results.sqlite
+          posfuse replay Traces/                    # table for every bundled trace
+          posfuse replay Traces/open-street --json  # one JSON object (docs/cli.md)
+          posfuse replay my.jsonl --strict --pipeline docs/pipeline.yaml \\
+            --db results.sqlite
 
         Exit codes: 0 success, 64 usage error (bad option, missing path or --pipeline file),
         65 bad data (strict mode bad line, bad header or reference file, invalid --pipeline content).
-        """
+        """.reflowed
     )
 
     @Argument(help: "Trace files, scenario folders or folders of scenario folders.")

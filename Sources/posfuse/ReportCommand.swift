@@ -15,10 +15,11 @@ struct Report: ParsableCommand {
 
         Examples:
           posfuse report Traces/urban-canyon -o report.html
-          posfuse replay Traces --db runs.sqlite && posfuse report runs.sqlite -o report.html
+          posfuse replay Traces --db runs.sqlite
+          posfuse report runs.sqlite -o report.html
 
         Exit codes: 0 ok, 64 usage, 65 bad data.
-        """
+        """.reflowed
     )
 
     @Argument(help: ArgumentHelp("Trace, scenario folder, folder of traces, replay --json output or results database.", valueName: "run")) var input: String

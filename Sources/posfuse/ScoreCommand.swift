@@ -22,7 +22,7 @@ struct ScoreCommand: ParsableCommand {
           posfuse score --estimates ekf.csv Traces/open-street --json
 
         Exit codes: 0 success, 64 usage error, 65 bad data (malformed estimates file or trace).
-        """
+        """.reflowed
     )
 
     @Option(help: "Results database written by `posfuse replay --db`.")

@@ -13,8 +13,9 @@ struct Simulate: ParsableCommand {
         (AP map, cell DB, beacons, landmarks) is written as reference.json next to the trace
         unless --reference is given or --no-reference is set.
         Long benchmark trace (1 h, > 1,000,000 events):
-          posfuse simulate Traces/open-street/scenario.yaml --duration 3600 -o /tmp/long.jsonl
-        """)
+          posfuse simulate Traces/open-street/scenario.yaml --duration 3600 \\
+            -o /tmp/long.jsonl
+        """.reflowed)
 
     @Argument(help: "Scenario YAML file, or a folder containing scenario.yaml.")
     var scenario: String

@@ -14,9 +14,9 @@ struct Validate: ParsableCommand {
         On success prints the number of events per type and exits 0.
 
         Examples:
-          posfuse validate Traces/NAME          (folder with trace.jsonl and optional reference.json)
+          posfuse validate Traces/NAME    # folder: trace.jsonl (+ reference.json)
           posfuse validate my-trace.jsonl --json
-        """
+        """.reflowed
     )
 
     @Argument(help: "A trace file (.jsonl) or a folder holding trace.jsonl and optionally reference.json.")
