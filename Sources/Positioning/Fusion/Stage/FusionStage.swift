@@ -27,8 +27,8 @@ import Foundation
 /// S2: v = 0 ± `initial_speed_sigma_mps`; if the next fix is gated under that (a vehicle), and
 /// after a divergence, two-point initiation from the last two fixes. S2 fixes gated under q₀ are re-tested as a manoeuvre (`retestAsManoeuvre`).
 ///
-/// **Output.** A fix after each measurement update, and after steps at most every
-/// `output_interval_s`; covariance = P_pp (the filter's own, so NEES/inside95 measure its
+/// **Output.** A fix after each event's measurement updates (one per phone and time: the
+/// posterior after all of them), and after steps at most every `output_interval_s`; covariance = P_pp (the filter's own, so NEES/inside95 measure its
 /// consistency).
 public final class FusionStage: PipelineStage {
     public enum Kind: String, Sendable { case ekf, ukf, pf }
@@ -145,6 +145,25 @@ public final class FusionStage: PipelineStage {
                 t.apply(.update(m), gate: gate)
                 out.append(emit(t, device: subject))
             default: continue
+            }
+        }
+        return out.count > 1 ? Self.lastPerSubjectAndTime(out) : out
+    }
+
+    /// One output per phone and time: when one event brings several fixes (a scan's wcl and
+    /// hapel, a peer round's ranges), the posterior after all of them, not the intermediate
+    /// states (which would weigh that epoch several times in the scores).
+    static func lastPerSubjectAndTime(_ results: [StageResult]) -> [StageResult] {
+        var out: [StageResult] = []
+        out.reserveCapacity(results.count)
+        for r in results {
+            if case .fix(let f) = r, case .fix(let g)? = out.last, g.subject == f.subject, g.time == f.time {
+                out[out.count - 1] = r
+            } else if case .fix(let f) = r,
+                      let i = out.lastIndex(where: { if case .fix(let g) = $0 { return g.subject == f.subject && g.time == f.time } else { return false } }) {
+                out.remove(at: i); out.append(r)
+            } else {
+                out.append(r)
             }
         }
         return out
