@@ -101,6 +101,28 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(fixed.stage.reinitializations <= 3, "\(fixed.stage.reinitializations) re-initialisations")
     }
 
+    /// The particle filter takes the walls of the trace's floor plan (reference data): fixes that
+    /// walk through a wall at x = 5 m pull the unconstrained filter across, not the walled one,
+    /// whose particles die where they would cross (`walls: false` turns it off).
+    @Test func particleFilterRespectsFloorPlanWalls() throws {
+        let wall = ReferenceData(walls: [Wall(a: SIMD2(5, -50), b: SIMD2(5, 50))])
+        let walled = PipelineContext(header: context.header, reference: wall)
+        func finalEast(useWalls: Bool) throws -> Double {
+            var s = FusionStage.Settings(kind: .pf)
+            s.particles = 500; s.useWalls = useWalls
+            let stage = FusionStage(settings: s)
+            var last: Fix?
+            for k in 0...22 {       // from x = −10 m (5σ of the first fix's inflated cloud away from the wall) to 12 m
+                let f = Fix(time: Double(k), position: SIMD2(Double(k - 10), 0), covariance: Covariance2(sigma: 1), source: .gnss)
+                let e = TraceEvent(time: f.time, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: 1)))
+                for r in stage.process(e, upstream: [.fix(f)], context: walled) { if case .fix(let y) = r { last = y } }
+            }
+            return try #require(last).position.x
+        }
+        #expect(try finalEast(useWalls: false) > 9)
+        #expect(try finalEast(useWalls: true) < 5)
+    }
+
     /// On a straight constant-velocity walk with white fix noise the EKF beats the raw fixes.
     @Test func filterBeatsRawFixesOnWhiteNoise() {
         var rng = TestRNG(seed: 5)

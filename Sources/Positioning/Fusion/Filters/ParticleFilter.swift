@@ -9,7 +9,8 @@ import Foundation
 /// 1. Proposal = the motion model with sampled noise: S1 step, L = s·L̂ + s·σ_L·ε, E += L sin ψ,
 ///    N += L cos ψ, ψ += Δψ + σ_Δψ·ε, s += σ_s·ε; S2 CV with the exact Gaussian of Q
 ///    (2 normal draws per axis for the continuous form, 1 for piecewise-constant acceleration).
-/// 2. Wall constraints: a particle whose move crosses a wall segment gets weight 0.
+/// 2. Wall constraints: a particle whose move crosses a wall segment gets weight 0; the
+///    regularisation and roughening jitter never moves a particle through a wall.
 /// 3. Weight: log wᵢ += log p(z | pᵢ) (`MeasurementModel.logLikelihood`; a closed-form Gaussian
 ///    for position fixes), shifted so max log w = 0; wᵢ = exp(log wᵢ)/Σ.
 /// 4. N_eff = 1/Σwᵢ² < N·`resampleThreshold` (default ½) ⇒ systematic resampling (one uniform
@@ -102,6 +103,7 @@ public final class ParticleFilter: FusionFilter {
         let n = count
         var g = rng
         let z = normal
+        let walled = !walls.isEmpty
         switch cv.noiseForm {
         case .piecewiseConstantAcceleration:
             // position noise ½Δt²·a, velocity noise Δt·a, a ~ N(0, q)
@@ -111,6 +113,7 @@ public final class ParticleFilter: FusionFilter {
                 let oe = a0[i], on = a1[i]
                 a0[i] = oe + a2[i] * dt + sp * ax; a1[i] = on + a3[i] * dt + sp * ay
                 a2[i] += sa * ax; a3[i] += sa * ay
+                if walled, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
             }
         case .continuous:
             // Cholesky of q[[Δt³/3, Δt²/2],[Δt²/2, Δt]]: l11 = √(qΔt³/3), l21 = √q·(Δt²/2)/√(Δt³/3), l22 = √(qΔt/4)
@@ -119,20 +122,13 @@ public final class ParticleFilter: FusionFilter {
             let l22 = (cv.q * dt / 4).squareRoot()
             for i in 0..<n {
                 let u0 = z.next(&g), u1 = z.next(&g), u2 = z.next(&g), u3 = z.next(&g)
-                a0[i] += a2[i] * dt + l11 * u0; a1[i] += a3[i] * dt + l11 * u2
+                let oe = a0[i], on = a1[i]
+                a0[i] = oe + a2[i] * dt + l11 * u0; a1[i] = on + a3[i] * dt + l11 * u2
                 a2[i] += l21 * u0 + l22 * u1; a3[i] += l21 * u2 + l22 * u3
+                if walled, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
             }
         }
         rng = g
-        if !walls.isEmpty { markWallCrossings(dt: dt) }
-    }
-
-    private func markWallCrossings(dt: Double) {
-        // Approximate the move by the velocity over Δt (CV): from p − vΔt to p.
-        for i in 0..<count {
-            let p = SIMD2(a0[i], a1[i]), v = SIMD2(a2[i], a3[i])
-            if crossesWall(p - v * dt, p) { lw[i] = -.infinity }
-        }
     }
 
     public func predict(step: StepInput) {
@@ -232,6 +228,8 @@ public final class ParticleFilter: FusionFilter {
         for i in 0..<count {
             let e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
             let j = k * e
+            // Jitter is not motion: it may not carry a particle through a wall.
+            if !walls.isEmpty, crossesWall(SIMD2(a0[i], a1[i]), SIMD2(a0[i] + j[0], a1[i] + j[1])) { continue }
             a0[i] += j[0]; a1[i] += j[1]; a2[i] += j[2]; a3[i] += j[3]
             if angle == 2 { a2[i] = Angle.wrap(a2[i]) }
         }
@@ -243,7 +241,11 @@ public final class ParticleFilter: FusionFilter {
         for i in 0..<n { let p = SIMD2(a0[i], a1[i]); lo = pointwiseMin(lo, p); hi = pointwiseMax(hi, p) }
         let k = roughening * pow(Double(n), -0.25)
         let s = k * (hi - lo)
-        for i in 0..<n { a0[i] += s.x * normal.next(&rng); a1[i] += s.y * normal.next(&rng) }
+        for i in 0..<n {
+            let q = SIMD2(a0[i] + s.x * normal.next(&rng), a1[i] + s.y * normal.next(&rng))
+            if !walls.isEmpty, crossesWall(SIMD2(a0[i], a1[i]), q) { continue }       // not through a wall
+            a0[i] = q.x; a1[i] = q.y
+        }
     }
 
     public func update(_ m: any MeasurementModel, gate: Double?) -> UpdateRecord {

@@ -68,6 +68,9 @@ public final class FusionStage: PipelineStage {
         /// advise for multimodal posteriors. Measured (docs/fusion.md): office-acoustic pf ANEES
         /// 10³⁴ → 1.8, mall-sparse-ap 2.8 → 1.8, open-street mean 2.16 → 1.99 m.
         public var regularization = 0.5
+        /// Particle filter: a particle whose move crosses a wall of the trace's floor plan
+        /// (reference `floorplan`, GeoJSON) gets weight 0 (`walls`).
+        public var useWalls = true
         public var sigmaPoints = SigmaPointParameters()
         public init(kind: Kind) { self.kind = kind }
     }
@@ -179,14 +182,14 @@ public final class FusionStage: PipelineStage {
         if let t = tracks[device] { lastTrack = (device, t); return t }
         var pdr = PedestrianDeadReckoning(declinationDegrees: context.header.declination)
         pdr.weinbergK = settings.weinbergK
-        let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device), pdr: pdr,
+        let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
         tracks[device] = t
         deviceOrder.append(device)
         return t
     }
 
-    private func makeFilter(layout: StateLayout, device: String) -> any FusionFilter {
+    private func makeFilter(layout: StateLayout, device: String, walls: [Wall]) -> any FusionFilter {
         var motion = settings.motion
         motion.layout = layout
         switch settings.kind {
@@ -201,6 +204,7 @@ public final class FusionStage: PipelineStage {
             pf.resampleThreshold = settings.resampleThreshold
             pf.roughening = settings.roughening
             pf.regularization = settings.regularization
+            if settings.useWalls { pf.walls = walls }
             return pf
         }
     }
@@ -387,6 +391,7 @@ extension FusionStage {
         s.resampleThreshold = try o.double("resample_threshold", default: 0.5)
         s.roughening = try o.double("roughening", default: 0)
         s.regularization = try o.double("regularization", default: 0.5)
+        s.useWalls = try o.bool("walls", default: true)
         s.sigmaPoints = SigmaPointParameters(alpha: try o.double("ukf_alpha", default: 1), beta: try o.double("ukf_beta", default: 2),
                                              kappa: try o.double("ukf_kappa", default: 0))
         for (key, value, ok) in [("divergence_rejections", Double(s.divergenceRejections), s.divergenceRejections >= 1),
