@@ -80,4 +80,52 @@ import Testing
         #expect(strict.stderr.contains("r.jsonl:301: missing or invalid 'accuracy_m'"), "\(strict.stderr)")
         #expect(try CLI.run(["refine", dir.appendingPathComponent("none.jsonl").path]).status == 64)
     }
+    /// JSON Lines records decode their evidence straight from the line's bytes, a FeatureCollection
+    /// document through Foundation objects: the same reports give the same output either way
+    /// (coordinates, radius, sources used, rejections), and evidence errors name their index.
+    @Test func rawAndParsedEvidenceAgree() throws {
+        let input = Self.dir.appendingPathComponent("sample-reports.jsonl")
+        guard FileManager.default.fileExists(atPath: input.path) else { return }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("refine-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var lines: [String] = []
+        for l in try String(contentsOf: input, encoding: .utf8).split(separator: "\n") {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(l.utf8)) as? [String: Any], o["lat"] != nil, o["lon"] != nil,
+                  o["accuracy_m"] != nil else { continue }
+            var p = o; p.removeValue(forKey: "lat"); p.removeValue(forKey: "lon")
+            let feature: [String: Any] = ["type": "Feature", "properties": p,
+                                          "geometry": ["type": "Point", "coordinates": [o["lon"]!, o["lat"]!]]]
+            lines.append(String(decoding: try JSONSerialization.data(withJSONObject: feature), as: UTF8.self))
+        }
+        // A bad evidence event is rejected with its index; a non-object element fails the report.
+        lines.append(#"{"id":"bad-event","lat":37.5,"lon":127.03,"accuracy_m":30,"t":5,"evidence":[{"t":1,"type":"wifi"},{"t":2,"type":"step"}]}"#)
+        lines.append(#"{"id":"bad-element","lat":37.5,"lon":127.03,"accuracy_m":30,"evidence":[{"t":1,"type":"step"},7]}"#)
+        let jsonl = dir.appendingPathComponent("r.jsonl"), doc = dir.appendingPathComponent("r.geojson")
+        try lines.joined(separator: "\n").write(to: jsonl, atomically: true, encoding: .utf8)
+        try ("{\"type\":\"FeatureCollection\",\"features\":[" + lines.joined(separator: ",\n") + "]}").write(to: doc, atomically: true, encoding: .utf8)
+        let ref = Self.dir.appendingPathComponent("reference.json").path
+        let a = try CLI.run(["refine", jsonl.path, "--reference", ref, "--lines", "--no-progress"])
+        let b = try CLI.run(["refine", doc.path, "--reference", ref, "--lines", "--no-progress"])
+        #expect(a.status == 0 && b.status == 0, "\(a.stderr)\(b.stderr)")
+        let fa = try features(a.stdout), fb = try features(b.stdout)
+        #expect(fa.count == lines.count && fb.count == lines.count)
+        var refined = 0
+        for (x, y) in zip(fa, fb) {
+            let px = try #require(x["properties"] as? [String: Any]), py = try #require(y["properties"] as? [String: Any])
+            #expect(px["id"] as? String == py["id"] as? String)
+            #expect(px["status"] as? String == py["status"] as? String)
+            if px["status"] as? String == "refined" { refined += 1 }
+            #expect(NSDictionary(dictionary: x["geometry"] as? [String: Any] ?? [:]).isEqual(to: y["geometry"] as? [String: Any] ?? [:]))
+            #expect(px["radius95_m"] as? Double == py["radius95_m"] as? Double)
+            #expect((px["sources_used"] as? [String]) == (py["sources_used"] as? [String]))
+            #expect((px["rejected"] as? [Any])?.count == (py["rejected"] as? [Any])?.count)
+        }
+        #expect(refined >= 9)
+        let badEvent = try #require(fa.first { ($0["properties"] as? [String: Any])?["id"] as? String == "bad-event" })
+        let rej = try #require((badEvent["properties"] as? [String: Any])?["rejected"] as? [[String: Any]])
+        #expect(rej.contains { $0["input"] as? String == "evidence[0]" && ($0["reason"] as? String)?.contains("aps") == true }, "\(rej)")
+        let badElement = try #require(fa.first { ($0["properties"] as? [String: Any])?["id"] as? String == "bad-element" })
+        #expect(((badElement["properties"] as? [String: Any])?["error"] as? String)?.contains("evidence[1] is not an object") == true)
+    }
 }

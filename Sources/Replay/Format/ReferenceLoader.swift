@@ -24,14 +24,23 @@ public enum ReferenceLoader {
     /// Reads one reference file. Throws `TraceDataError` (line 0; the reason names the
     /// offending entry, e.g. `aps[3]: missing key 'bssid'`).
     public static func load(url: URL, frame: LocalFrame) throws -> ReferenceData {
+        try load(json: try json(url: url), url: url, frame: frame)
+    }
+
+    /// The parsed JSON of one reference file (for callers that convert it into many frames).
+    public static func json(url: URL) throws -> Any {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
             throw TraceDataError(file: url.path, line: 0, reason: "cannot read: \(error.localizedDescription)", code: "io")
         }
-        let any: Any
-        do { any = try JSONSerialization.jsonObject(with: data) } catch {
+        do { return try JSONSerialization.jsonObject(with: data) } catch {
             throw TraceDataError(file: url.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: "invalid_json")
         }
+    }
+
+    /// Converts a reference file's parsed JSON (`json(url:)`) into `frame`; `url` names the file
+    /// in errors and locates a floor plan given by file name.
+    public static func load(json any: Any, url: URL, frame: LocalFrame) throws -> ReferenceData {
         var p = Parser(file: url.path, frame: frame)
         guard let root = any as? [String: Any] else { throw p.fail("", "the top level must be an object") }
         var ref = ReferenceData()

@@ -29,9 +29,15 @@ public final class ReportRefiner {
     private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
     static let tileDegrees = 0.05
 
+    /// The reference file, parsed once (converted into each tile's frame on first use).
+    private let referenceJSON: Any?
+
     public init(referenceURL: URL? = nil, stages: [String: StageOptions] = [:]) throws {
         self.referenceURL = referenceURL; self.stages = stages
-        if let u = referenceURL { _ = try ReferenceLoader.load(url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0))) }
+        referenceJSON = try referenceURL.map { try ReferenceLoader.json(url: $0) }
+        if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
+            _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
+        }
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
     }
 
@@ -39,7 +45,8 @@ public final class ReportRefiner {
         let key = SIMD2(Int((lat / Self.tileDegrees).rounded()), Int((lon / Self.tileDegrees).rounded()))
         if let t = tiles[key] { return t }
         let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
-        let ref = try referenceURL.map { try ReferenceLoader.load(url: $0, frame: frame) } ?? .empty
+        var ref = ReferenceData.empty
+        if let u = referenceURL, let j = referenceJSON { ref = try ReferenceLoader.load(json: j, url: u, frame: frame) }
         if tiles.count > 256 { tiles.removeAll() }             // bounded memory over a country-wide stream
         tiles[key] = (frame, ref)
         return (frame, ref)
@@ -61,7 +68,14 @@ public final class ReportRefiner {
         var id: String?
         var latitude: Double, longitude: Double, accuracy: Double
         var time: Double?
-        var evidence: [[String: Any]]
+        var evidence: Evidence
+    }
+
+    /// Evidence events as parsed objects (a GeoJSON FeatureCollection document) or as the raw
+    /// bytes of a JSON Lines record (`ReportStream`, decoded without Foundation objects).
+    enum Evidence {
+        case objects([[String: Any]])
+        case raw(RawEvidence)
     }
 
     static func number(_ v: Any?) -> Double? {
@@ -90,7 +104,9 @@ public final class ReportRefiner {
             throw InputError(reason: "missing or invalid 'accuracy_m' (m, > 0)")
         }
         var evidence: [[String: Any]] = []
-        if let e = o["evidence"] {
+        if let raw = o["evidence"] as? RawEvidence {
+            if let i = raw.elements.firstIndex(where: { !$0.isObject }) { throw InputError(reason: "evidence[\(i)] is not an object") }
+        } else if let e = o["evidence"] {
             guard let list = e as? [Any] else { throw InputError(reason: "'evidence' must be an array of trace events") }
             for (i, item) in list.enumerated() {
                 guard let ev = item as? [String: Any] else { throw InputError(reason: "evidence[\(i)] is not an object") }
@@ -98,7 +114,8 @@ public final class ReportRefiner {
             }
         }
         let id = o["id"].map { "\($0)" }
-        return Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: number(o["t"]), evidence: evidence)
+        return Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: number(o["t"]),
+                      evidence: (o["evidence"] as? RawEvidence).map { .raw($0) } ?? .objects(evidence))
     }
 
     /// Refines one parsed JSON record; never throws: a bad record becomes an error Feature.
@@ -138,26 +155,7 @@ public final class ReportRefiner {
             throw InputError(reason: "the ekf stage is disabled: refine needs it")
         }
 
-        // Evidence → trace events (the trace-format decoder: one schema, one set of rules).
-        var decoder = TraceLineDecoder()
-        var events: [TraceEvent] = []
-        var rejected: [[String: Any]] = []
-        for (i, ev) in r.evidence.enumerated() {
-            var e = ev
-            if e["device"] == nil { e["device"] = Fix.defaultSubject }
-            guard let data = try? JSONSerialization.data(withJSONObject: e) else { rejected.append(["input": "evidence[\(i)]", "reason": "not JSON"]); continue }
-            do {
-                let decoded = try data.withUnsafeBytes { (raw) throws(LineIssue) -> DecodedLine in
-                    try decoder.event(raw.bindMemory(to: UInt8.self).baseAddress!, count: data.count)
-                }
-                switch decoded {
-                case .event(let x): events.append(x)
-                case .unknown(let type, _): rejected.append(["input": "evidence[\(i)]", "reason": "unknown event type '\(type)'"])
-                }
-            } catch {
-                rejected.append(["input": "evidence[\(i)]", "reason": (error as? LineIssue)?.message ?? "\(error)"])
-            }
-        }
+        var (events, rejected) = Self.decode(r.evidence)
         let reportTime = r.time ?? events.map(\.time).max() ?? 0
         // The reported position, as the phone's GNSS fix at the report time.
         events.append(TraceEvent(time: reportTime, payload: .gnss(GNSSFix(latitude: r.latitude, longitude: r.longitude,
@@ -220,6 +218,41 @@ public final class ReportRefiner {
         return Outcome(feature: ["type": "Feature",
                                  "geometry": ["type": "Point", "coordinates": [g.longitude, g.latitude]],
                                  "properties": props], ok: true)
+    }
+
+    /// Evidence → trace events through the trace-format decoder (one schema, one set of rules;
+    /// an event's `device` defaults to the reporting phone there). An event that cannot be
+    /// decoded is listed with its index and reason, never dropped silently.
+    static func decode(_ evidence: Evidence) -> (events: [TraceEvent], rejected: [[String: Any]]) {
+        var decoder = TraceLineDecoder()
+        var events: [TraceEvent] = []
+        var rejected: [[String: Any]] = []
+        func add(_ i: Int, _ p: UnsafePointer<UInt8>, _ count: Int) {
+            do {
+                switch try decoder.event(p, count: count) {
+                case .event(let x): events.append(x)
+                case .unknown(let type, _): rejected.append(["input": "evidence[\(i)]", "reason": "unknown event type '\(type)'"])
+                }
+            } catch {
+                rejected.append(["input": "evidence[\(i)]", "reason": error.message])
+            }
+        }
+        switch evidence {
+        case .raw(let raw):
+            events.reserveCapacity(raw.elements.count)
+            raw.buffer.withUnsafeBufferPointer { b in
+                for (i, e) in raw.elements.enumerated() { add(i, b.baseAddress! + e.range.lowerBound, e.range.count) }
+            }
+        case .objects(let list):
+            for (i, e) in list.enumerated() {
+                guard var data = try? JSONSerialization.data(withJSONObject: e) else {
+                    rejected.append(["input": "evidence[\(i)]", "reason": "not JSON"]); continue
+                }
+                data.append(0)                                      // the scanner's terminator
+                data.withUnsafeBytes { add(i, $0.bindMemory(to: UInt8.self).baseAddress!, $0.count - 1) }
+            }
+        }
+        return (events, rejected)
     }
 
     /// The evidence type a stage works from, for stages that also see other sources' fixes.
