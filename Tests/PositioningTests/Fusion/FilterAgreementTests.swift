@@ -151,6 +151,42 @@ struct ReferenceKF {
         #expect(once() == once())
     }
 
+    /// Systematic resampling gives particle j either ⌊N·wⱼ⌋ or ⌈N·wⱼ⌉ copies (Douc & Cappé 2005),
+    /// for normalised and unnormalised weights, and the copies keep their ancestor's full state
+    /// through the lazy gather (read back via `particles`, and via a CV prediction with q = 0).
+    @Test func systematicResamplingCopyCounts() {
+        for (n, seed, scale) in [(1000, UInt64(1), 1.0), (997, UInt64(2), 37.5), (64, UInt64(3), 1e-3)] {
+            let pf = ParticleFilter(motion: MotionConfiguration(layout: .constantVelocity, constantVelocity: ConstantVelocityModel(q: 0)),
+                                    count: n, seed: seed)
+            pf.initialize(mean: .zero, covariance: .identity, time: 0)
+            for i in 0..<n { pf.a0[i] = Double(i); pf.a1[i] = -Double(i); pf.a2[i] = 0.5 * Double(i); pf.a3[i] = 2 }
+            var g = Xoshiro256(seed: seed + 100)
+            var weights = (0..<n).map { _ in pow(g.uniform(), 4) }              // skewed, some near 0
+            weights[n / 2] = 0
+            let total = weights.reduce(0, +)
+            for i in 0..<n { pf.w[i] = scale * weights[i] }
+            pf.resample(weightSum: scale * total)
+            let copies = pf.particles.reduce(into: [Int: Int]()) { $0[Int($1.position.x), default: 0] += 1 }
+            #expect(copies.values.reduce(0, +) == n)
+            for j in 0..<n {
+                let expected = Double(n) * weights[j] / total
+                let c = copies[j] ?? 0
+                #expect(Double(c) >= expected.rounded(.down) - 1e-9 && Double(c) <= expected.rounded(.up) + 1e-9,
+                        "n \(n) particle \(j): \(c) copies for N·w = \(expected)")
+            }
+            #expect(copies[n / 2] == nil)
+            #expect(pf.particles.allSatisfy { $0.weight == 1 / Double(n) })
+            // Resample again, then predict 1 s with q = 0: every slot moves by its ancestor's velocity.
+            for i in 0..<n { pf.w[i] = weights[i] }
+            pf.resample(weightSum: total)
+            pf.predict(to: 1)
+            for (p, _) in pf.particles {                                       // E = j + 0.5 j, N = −j + 2
+                let j = (p.x / 1.5).rounded()
+                #expect(abs(p.x - 1.5 * j) < 1e-9 && abs(p.y - (2 - j)) < 1e-9, "\(p)")
+            }
+        }
+    }
+
     /// Joseph form keeps P symmetric positive definite and the χ² gate rejects a 50 σ outlier.
     @Test func gatingRejectsOutlier() {
         let ekf = ExtendedKalmanFilter(motion: cv)
@@ -178,6 +214,26 @@ struct ReferenceKF {
 
     /// Ziggurat normals: mean 0, variance 1, skewness 0, kurtosis 3, and the tail beyond R
     /// (P(|x| > 3.4426) = 5.76e-4) within 5 standard errors, from 10⁶ seeded draws.
+    /// The particle weights' vector exp against glibc's exp: within 2 ulp on [−708, 0] (seeded
+    /// uniform and log-spaced arguments, the reduction boundaries ±ln2/2 and 0), 0 below −708.
+    @Test func vectorExpMatchesLibm() {
+        var g = Xoshiro256(seed: 5)
+        var xs: [Double] = [0, -0.0, -1e-300, -1e-17, -0.5 * 0.6931471805599453, -0.6931471805599453, -1, -707.9, -708]
+        for _ in 0..<200_000 { xs.append(-708 * g.uniform()) }
+        for _ in 0..<20_000 { xs.append(-pow(10, -16 + 18.8 * g.uniform())) }
+        var worst = 0.0
+        for x in xs {
+            let got = expNonPositive(SIMD4(x, x, x, x))
+            let want = exp(x)
+            #expect(got[0] == got[3])
+            let ulps = abs(got[0] - want) / want.ulp
+            worst = max(worst, ulps)
+        }
+        #expect(worst <= 2, "worst \(worst) ulp")
+        let below = expNonPositive(SIMD4(-708.5, -745, -.infinity, -1e308))
+        #expect(below == .zero)
+    }
+
     @Test func zigguratMoments() {
         var g = Xoshiro256(seed: 1)
         let z = ZigguratNormal()

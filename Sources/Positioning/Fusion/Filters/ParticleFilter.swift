@@ -46,10 +46,15 @@ public final class ParticleFilter: FusionFilter {
 
     var rng: Xoshiro256
     let normal = ZigguratNormal.shared
-    let a0, a1, a2, a3: UnsafeMutablePointer<Double>     // E, N, ψ|vE, s|vN
-    let b0, b1, b2, b3: UnsafeMutablePointer<Double>     // resampling scratch
+    private(set) var a0, a1, a2, a3: UnsafeMutablePointer<Double>     // E, N, ψ|vE, s|vN
+    private var b0, b1, b2, b3: UnsafeMutablePointer<Double>          // resampling scratch (b0: candidate log weights)
     let lw: UnsafeMutablePointer<Double>                 // log weights (max 0)
     let w: UnsafeMutablePointer<Double>                  // normalised weights
+    /// Source particle of each slot after a resampling not yet carried out (`ancestorsPending`):
+    /// the next CV prediction reads through it (one pass instead of gather + predict), anything
+    /// else gathers first (`gatherAncestors`).
+    private let ancestor: UnsafeMutablePointer<Int32>
+    private var ancestorsPending = false
     private var cached: (SIMD4<Double>, Mat4)?
 
     public init(motion: MotionConfiguration, count: Int, seed: UInt64) {
@@ -59,13 +64,16 @@ public final class ParticleFilter: FusionFilter {
         func buf() -> UnsafeMutablePointer<Double> {
             let p = UnsafeMutablePointer<Double>.allocate(capacity: count); p.initialize(repeating: 0, count: count); return p
         }
+        precondition(count < Int(Int32.max))
         a0 = buf(); a1 = buf(); a2 = buf(); a3 = buf(); b0 = buf(); b1 = buf(); b2 = buf(); b3 = buf(); lw = buf(); w = buf()
+        ancestor = .allocate(capacity: count); ancestor.initialize(repeating: 0, count: count)
         effectiveSampleSize = Double(count)
         for i in 0..<count { w[i] = 1 / Double(count) }
     }
-    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w] { p.deallocate() } }
+    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w] { p.deallocate() }; ancestor.deallocate() }
 
     public func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
+        ancestorsPending = false
         let l = covariance.cholesky ?? Mat4.diagonal(pointwiseMax(covariance.diagonal, .zero).squareRoot())
         for i in 0..<count {
             let e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
@@ -85,6 +93,7 @@ public final class ParticleFilter: FusionFilter {
         switch motion.layout {
         case .constantVelocity: predictCV(dt: dt)
         case .step:
+            gatherAncestors()
             let sm = motion.step
             let sp = (sm.positionDiffusion * dt).squareRoot(), sh = (sm.headingDiffusion * dt).squareRoot()
             let ss = (sm.scaleDiffusion * dt).squareRoot()
@@ -97,23 +106,29 @@ public final class ParticleFilter: FusionFilter {
         }
     }
 
-    /// CV propagation with exact sampling of Q (see type doc).
+    /// CV propagation with exact sampling of Q (see type doc). After a resampling, particle i
+    /// starts from its ancestor's state: read through `ancestor` into the scratch buffers, which
+    /// then become the particles (pointer swap).
     func predictCV(dt: Double) {
         let cv = motion.constantVelocity
         let n = count
         var g = rng
         let z = normal
         let walled = !walls.isEmpty
+        let src = ancestorsPending ? ancestor : nil
+        let (s0, s1, s2, s3) = (a0, a1, a2, a3)
+        let (d0, d1, d2, d3) = ancestorsPending ? (b0, b1, b2, b3) : (a0, a1, a2, a3)
         switch cv.noiseForm {
         case .piecewiseConstantAcceleration:
             // position noise ½Δt²·a, velocity noise Δt·a, a ~ N(0, q)
             let sa = cv.q.squareRoot() * dt, sp = 0.5 * dt * sa
             for i in 0..<n {
+                let k = src.map { Int($0[i]) } ?? i
                 let ax = z.next(&g), ay = z.next(&g)
-                let oe = a0[i], on = a1[i]
-                a0[i] = oe + a2[i] * dt + sp * ax; a1[i] = on + a3[i] * dt + sp * ay
-                a2[i] += sa * ax; a3[i] += sa * ay
-                if walled, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
+                let oe = s0[k], on = s1[k], ve = s2[k], vn = s3[k]
+                d0[i] = oe + ve * dt + sp * ax; d1[i] = on + vn * dt + sp * ay
+                d2[i] = ve + sa * ax; d3[i] = vn + sa * ay
+                if walled, crossesWall(SIMD2(oe, on), SIMD2(d0[i], d1[i])) { lw[i] = -.infinity }
             }
         case .continuous:
             // Cholesky of q[[Δt³/3, Δt²/2],[Δt²/2, Δt]]: l11 = √(qΔt³/3), l21 = √q·(Δt²/2)/√(Δt³/3), l22 = √(qΔt/4)
@@ -121,20 +136,36 @@ public final class ParticleFilter: FusionFilter {
             let l21 = cv.q.squareRoot() * (dt * dt / 2) / (dt * dt * dt / 3).squareRoot()
             let l22 = (cv.q * dt / 4).squareRoot()
             for i in 0..<n {
+                let k = src.map { Int($0[i]) } ?? i
                 let u0 = z.next(&g), u1 = z.next(&g), u2 = z.next(&g), u3 = z.next(&g)
-                let oe = a0[i], on = a1[i]
-                a0[i] = oe + a2[i] * dt + l11 * u0; a1[i] = on + a3[i] * dt + l11 * u2
-                a2[i] += l21 * u0 + l22 * u1; a3[i] += l21 * u2 + l22 * u3
-                if walled, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
+                let oe = s0[k], on = s1[k], ve = s2[k], vn = s3[k]
+                d0[i] = oe + ve * dt + l11 * u0; d1[i] = on + vn * dt + l11 * u2
+                d2[i] = ve + l21 * u0 + l22 * u1; d3[i] = vn + l21 * u2 + l22 * u3
+                if walled, crossesWall(SIMD2(oe, on), SIMD2(d0[i], d1[i])) { lw[i] = -.infinity }
             }
         }
         rng = g
+        if ancestorsPending { swapScratch(); ancestorsPending = false }
     }
+
+    /// Carries out a pending resampling: slot i takes its ancestor's state.
+    func gatherAncestors() {
+        guard ancestorsPending else { return }
+        for i in 0..<count {
+            let k = Int(ancestor[i])
+            b0[i] = a0[k]; b1[i] = a1[k]; b2[i] = a2[k]; b3[i] = a3[k]
+        }
+        swapScratch()
+        ancestorsPending = false
+    }
+
+    private func swapScratch() { swap(&a0, &b0); swap(&a1, &b1); swap(&a2, &b2); swap(&a3, &b3) }
 
     public func predict(step: StepInput) {
         guard motion.layout == .step else { predict(to: step.time); return }
         predict(to: step.time)
         guard isInitialized else { return }
+        gatherAncestors()
         cached = nil
         let sm = motion.step
         let sl = sm.lengthSigmaFraction * step.length, sh = sm.headingSigmaPerStep, ss = sm.scaleSigmaPerStep
@@ -172,6 +203,7 @@ public final class ParticleFilter: FusionFilter {
         let det = ree * rnn - ren * ren
         guard det > 0 else { return false }
         let i00 = rnn / det, i01 = -ren / det, i11 = ree / det
+        gatherAncestors()
         let n = count
         var mx = -Double.infinity
         for i in 0..<n {
@@ -183,39 +215,71 @@ public final class ParticleFilter: FusionFilter {
         return commitWeights(maxLog: mx)
     }
 
-    /// Shift candidate log weights (in b0) by their max, normalise, compute N_eff, resample.
+    /// Shift candidate log weights (in b0) by their max, N_eff = (Σeᵢ)²/Σeᵢ² from the unnormalised
+    /// eᵢ = exp(lᵢ − max) in the same pass; resample from the eᵢ, or normalise them.
     private func commitWeights(maxLog mx: Double) -> Bool {
         guard mx.isFinite else { return false }
         let n = count
-        var sum = 0.0
-        for i in 0..<n { let l = b0[i] - mx; lw[i] = l; let e = exp(l); w[i] = e; sum += e }
-        let inv = 1 / sum
-        var sq = 0.0
-        for i in 0..<n { let v = w[i] * inv; w[i] = v; sq += v * v }
-        effectiveSampleSize = 1 / sq
+        // Four lanes at a time (`expNonPositive`); the tail through the same function.
+        var sum4 = SIMD4<Double>(), sq4 = SIMD4<Double>()
+        let m4 = SIMD4<Double>(repeating: mx)
+        var i = 0
+        while i + 4 <= n {
+            let l = UnsafeRawPointer(b0 + i).loadUnaligned(as: SIMD4<Double>.self) - m4
+            let e = expNonPositive(l)
+            UnsafeMutableRawPointer(lw + i).storeBytes(of: l, as: SIMD4<Double>.self)
+            UnsafeMutableRawPointer(w + i).storeBytes(of: e, as: SIMD4<Double>.self)
+            sum4 += e; sq4 += e * e
+            i += 4
+        }
+        while i < n {
+            let l = b0[i] - mx
+            let e = expNonPositive(SIMD4(repeating: l))[0]
+            lw[i] = l; w[i] = e; sum4[0] += e; sq4[0] += e * e
+            i += 1
+        }
+        let sum = sum4.sum(), sq = sq4.sum()
+        effectiveSampleSize = sum * sum / sq
         cached = nil
-        if effectiveSampleSize < resampleThreshold * Double(n) { resample() }
+        if effectiveSampleSize < resampleThreshold * Double(n) {
+            resample(weightSum: sum)
+        } else {
+            let inv = 1 / sum
+            for i in 0..<n { w[i] *= inv }
+        }
         priorFactor = nil
         return true
     }
 
-    /// Systematic resampling: one u ~ U[0, 1/N), pointers u + k/N through the cumulative
-    /// weights; gather into scratch buffers and swap contents back.
-    public func resample() {
-        let n = count, step = 1 / Double(n)
-        var u = rng.uniform() * step
-        var c = w[0], j = 0
-        for i in 0..<n {
-            while u > c && j < n - 1 { j += 1; c += w[j] }
-            b0[i] = a0[j]; b1[i] = a1[j]; b2[i] = a2[j]; b3[i] = a3[j]
-            u += step
+    /// Systematic resampling: one u₀ ~ U[0, W/N), pointers uᵢ = u₀ + iW/N through the cumulative
+    /// weights Cⱼ (W = Σwᵢ; the weights need not be normalised). Slot i's ancestor is the first j
+    /// with Cⱼ ≥ uᵢ, i.e. the number of j with eⱼ ≤ i, where eⱼ = #{i : uᵢ ≤ Cⱼ} =
+    /// ⌊(Cⱼ − u₀)N/W⌋ + 1 (0 when Cⱼ < u₀): count the eⱼ, then a prefix sum. Two branch-free
+    /// passes instead of the textbook while-loop, whose data-dependent exits mispredicted on
+    /// most particles (measured: 20 % of a 100k-particle step). The ancestors are gathered
+    /// lazily (`ancestor`).
+    func resample(weightSum total: Double = 1) {
+        gatherAncestors()
+        let n = count, step = total / Double(n), inv = Double(n) / total
+        let u0 = rng.uniform() * step
+        ancestor.update(repeating: 0, count: n)
+        var c = 0.0
+        for j in 0..<n {
+            c += w[j]
+            let x = (c - u0) * inv
+            let e = x < 0 ? 0 : Swift.min(Int(Swift.min(x, Double(n))) + 1, n)
+            if e < n { ancestor[e] &+= 1 }
         }
-        a0.update(from: b0, count: n); a1.update(from: b1, count: n); a2.update(from: b2, count: n); a3.update(from: b3, count: n)
-        for i in 0..<n { lw[i] = 0; w[i] = step }
+        var s: Int32 = 0
+        let last = Int32(n - 1)
+        for i in 0..<n { s &+= ancestor[i]; ancestor[i] = Swift.min(s, last) }
+        ancestorsPending = true
+        let uniform = 1 / Double(n)
+        for i in 0..<n { lw[i] = 0; w[i] = uniform }
         effectiveSampleSize = Double(n)
         resampleCount += 1
-        if roughening > 0 { roughen() }
-        if regularization > 0, let l = priorFactor { regularize(l) }
+        if roughening > 0 { gatherAncestors(); roughen() }
+        if regularization > 0, let l = priorFactor { gatherAncestors(); regularize(l) }
         cached = nil
     }
 
@@ -254,6 +318,7 @@ public final class ParticleFilter: FusionFilter {
             UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nis, gate: g, outcome: o)
         }
         guard isInitialized else { return record(nil, gate, .uninitialized) }
+        gatherAncestors()
         let (mu, p) = estimate()
         priorFactor = regularization > 0 ? p.cholesky : nil
         let pos = SIMD2(mu[0], mu[1])
@@ -293,6 +358,7 @@ public final class ParticleFilter: FusionFilter {
         guard isInitialized, motion.layout == .step else {
             return UpdateRecord(time: t, source: .pf, dimension: 1, nis: nil, gate: gate, outcome: .uninitialized)
         }
+        gatherAncestors()
         let (mu, p) = estimate()
         priorFactor = regularization > 0 ? p.cholesky : nil
         let nu0 = Angle.wrap(z - mu[2])
@@ -313,6 +379,7 @@ public final class ParticleFilter: FusionFilter {
     /// Weighted mean (ψ circular) and covariance of the cloud.
     public func estimate() -> (SIMD4<Double>, Mat4) {
         if let c = cached { return c }
+        gatherAncestors()
         var m = SIMD4<Double>.zero
         var sn = 0.0, cs = 0.0
         for i in 0..<count {
@@ -335,20 +402,24 @@ public final class ParticleFilter: FusionFilter {
     public var covariance: Mat4 { estimate().1 }
 
     /// Particle positions and weights (copies; for tests and plots).
-    public var particles: [(position: SIMD2<Double>, weight: Double)] { (0..<count).map { (SIMD2(a0[$0], a1[$0]), w[$0]) } }
+    public var particles: [(position: SIMD2<Double>, weight: Double)] {
+        gatherAncestors()
+        return (0..<count).map { (SIMD2(a0[$0], a1[$0]), w[$0]) }
+    }
 
     final class Cloud {
         let data: [Double]; let rng: Xoshiro256
         init(data: [Double], rng: Xoshiro256) { self.data = data; self.rng = rng }
     }
     public func snapshot() -> FilterSnapshot {
+        gatherAncestors()
         var d = [Double](); d.reserveCapacity(6 * count)
         for p in [a0, a1, a2, a3, lw, w] { d.append(contentsOf: UnsafeBufferPointer(start: p, count: count)) }
         let (mu, p) = isInitialized ? estimate() : (SIMD4<Double>.zero, Mat4.identity)
         return FilterSnapshot(time: time, mean: mu, covariance: p, initialized: isInitialized, payload: Cloud(data: d, rng: rng))
     }
     public func restore(_ s: FilterSnapshot) {
-        time = s.time; isInitialized = s.initialized; cached = nil
+        time = s.time; isInitialized = s.initialized; cached = nil; ancestorsPending = false
         guard let c = s.payload as? Cloud else { return }
         c.data.withUnsafeBufferPointer { d in
             for (k, p) in [a0, a1, a2, a3, lw, w].enumerated() { p.update(from: d.baseAddress! + k * count, count: count) }
