@@ -5,6 +5,7 @@ public enum Source: String, CaseIterable, Sendable, Codable, Hashable, Comparabl
     case cell
     case cellTA = "cell-ta"
     case wcl
+    case rss
     case hapel
     case tdoa
     case peer

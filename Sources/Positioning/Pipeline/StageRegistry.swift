@@ -26,6 +26,7 @@ public enum StageRegistry {
         Entry(name: "cell", sources: [.cell]) { try CellIDStage.make($0) },
         Entry(name: "cell-ta", sources: [.cellTA]) { try CellTAStage.make($0) },
         Entry(name: "wcl", sources: [.wcl]) { try WCLStage.make($0) },
+        Entry(name: "rss", sources: [.rss]) { try RSSStage.make($0) },
         Entry(name: "hapel", sources: [.hapel]) { try HAPELStage.make($0) },
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
         // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).

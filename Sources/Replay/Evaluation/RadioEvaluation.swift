@@ -407,7 +407,7 @@ public enum RadioScenarioCheck {
         while let e = try reader.next() { events.append(e) }
         let walk = RecordedWalk(name: loc.name, header: header, events: events)
         var stages: [any PipelineStage] = []
-        for name in ["cell", "cell-ta", "wcl", "hapel"] {
+        for name in ["cell", "cell-ta", "wcl", "rss", "hapel"] {
             guard let entry = StageRegistry.entries.first(where: { $0.name == name }) else { continue }
             stages.append(try entry.make(options[name] ?? StageOptions(name: name)))
         }

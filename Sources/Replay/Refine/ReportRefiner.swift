@@ -14,7 +14,7 @@ import Positioning
 ///
 /// **Model.** A local ENU frame at the reported position; the reported position enters as a
 /// GNSS fix (σ from the 68 % radius); the evidence events run in time order through the
-/// estimator stages (cell, cell-ta, wcl, hapel, tdoa, peer, camloc; reference data from
+/// estimator stages (cell, cell-ta, wcl, rss, hapel, tdoa, peer, camloc; reference data from
 /// `--reference`) and the `ekf` stage fuses everything it accepts (PDR from an IMU window,
 /// χ² gating: a fix inconsistent with the rest is rejected and reported). The refined position
 /// is the filter's last estimate; its 95 % ellipse (semi-axes √(χ²₂(0.95) λᵢ)) and 95 % radius

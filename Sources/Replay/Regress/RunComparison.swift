@@ -1,4 +1,5 @@
 import Foundation
+import Positioning
 
 /// Canonical order of metric names in tables (unknown metrics follow, alphabetically).
 public enum MetricOrder {
@@ -63,7 +64,7 @@ public struct RunComparison: Sendable {
 
     /// Sources in `Source` order (estimators, then filters), unknown names last.
     static func sortedSources(_ s: Set<String>) -> [String] {
-        let order = ["gnss", "cell", "cell-ta", "wcl", "hapel", "tdoa", "peer", "camloc", "ekf", "ukf", "pf", "smoother"]
+        let order = Source.allCases.map(\.rawValue)
         return order.filter(s.contains) + s.subtracting(order).sorted()
     }
 

@@ -54,6 +54,7 @@ public struct HTMLReport: Sendable {
         case "cell": return "#E69F00"
         case "cell-ta": return "#D55E00"
         case "wcl": return "#009E73"
+        case "rss": return "#004D40"
         case "hapel": return "#CC79A7"
         case "tdoa": return "#56B4E9"
         case "peer": return "#B8A000"

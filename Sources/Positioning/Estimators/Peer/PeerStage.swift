@@ -1,12 +1,14 @@
 /// Pipeline stage `peer`: cooperative positioning of several phones from their own
-/// fixes (any upstream source, by default `wcl`) and BeepBeep peer ranges
+/// fixes (any upstream sources, by default `rss`, else `wcl`) and BeepBeep peer ranges
 /// (`CooperativePositioning`, `BeepBeep`).
 ///
 /// Flow per event:
 /// * `peer_range` (recorded by `device` = A with `peer` = B): range D and σ from the sample
 ///   counters (or the phone's `d`), kept per unordered pair (latest wins). A
 ///   `PeerRangeMeasurement` for A is emitted when B has a recent position.
-/// * an upstream `.fix` whose source is in `anchorSources`: stored as that phone's anchor;
+/// * an upstream `.fix` whose source is in `anchorSources`: stored as that phone's anchor (of
+///   several such fixes for one phone in one event, the source listed first wins: `rss` has no
+///   inward bias, `wcl` is the fallback where `rss` has too few or collinear APs);
 ///   then the phones linked to it by fresh ranges (breadth-first over the range graph)
 ///   and with fresh anchors are solved jointly and **that phone's** refined position is
 ///   emitted as a `peer` fix at the anchor's time (one peer fix per anchor fix, so the
@@ -16,8 +18,8 @@
 /// (v = `motionSpeed`, m/s) — other phones may have moved since.
 public final class PeerStage: PipelineStage {
     public var solver: CooperativePositioning
-    /// Sources whose fixes serve as anchors.
-    public var anchorSources: Set<Source>
+    /// Sources whose fixes serve as anchors, in order of preference.
+    public var anchorSources: [Source]
     /// Maximum age of an anchor / a range used in a joint solve, s.
     public var anchorMaxAge: Double
     public var rangeMaxAge: Double
@@ -37,7 +39,7 @@ public final class PeerStage: PipelineStage {
     private var lastPeerFix: [String: Fix] = [:]
     private var ranges: [String: [String: StoredRange]] = [:]
 
-    public init(solver: CooperativePositioning = CooperativePositioning(), anchorSources: Set<Source> = [.wcl],
+    public init(solver: CooperativePositioning = CooperativePositioning(), anchorSources: [Source] = [.rss, .wcl],
                 anchorMaxAge: Double = 5, rangeMaxAge: Double = 5, motionSpeed: Double = 0.5,
                 onsetSigmaSamples: Double = 1, defaultRangeSigma: Double = 0.05, rangeSigmaFloor: Double = 0.05,
                 temperature: Double? = nil, emitMeasurements: Bool = true) {
@@ -47,15 +49,15 @@ public final class PeerStage: PipelineStage {
         self.temperature = temperature; self.emitMeasurements = emitMeasurements
     }
 
-    /// Options: `anchor_sources` (list of source names, [wcl]), `anchor_max_age_s` (5),
+    /// Options: `anchor_sources` (source names in order of preference, [rss, wcl]), `anchor_max_age_s` (5),
     /// `range_max_age_s` (5), `motion_speed_mps` (0.5), `onset_sigma_samples` (1),
     /// `range_sigma_m` (0.05, for `d` without σ), `range_sigma_floor_m` (0.05),
     /// `mds_init` (true), `temperature_c` (header, else 20), `emit_measurements` (true).
     public convenience init(options o: StageOptions) throws {
-        var sources: Set<Source> = [.wcl]
+        var sources: [Source] = [.rss, .wcl]
         if let v = o.values["anchor_sources"] {
             guard case .list(let l) = v else { throw ConfigurationError(path: "\(o.name).anchor_sources", reason: "expected a list of source names") }
-            sources = try Set(l.map { item -> Source in
+            sources = try (l.map { item -> Source in
                 guard case .string(let s) = item, let src = Source(rawValue: s) else {
                     throw ConfigurationError(path: "\(o.name).anchor_sources", reason: "unknown source \(item)")
                 }
@@ -80,10 +82,20 @@ public final class PeerStage: PipelineStage {
         if case .peerRange(let pr) = event.payload {
             out += addRange(pr, device: event.device, time: event.time, context: context)
         }
+        var preferred: [String: Fix] = [:]
+        var order: [String] = []
         for r in upstream {
-            guard case .fix(let f) = r, anchorSources.contains(f.source) else { continue }
-            anchors[f.subject] = f
-            out += solve(for: f.subject, at: f.time)
+            guard case .fix(let f) = r, let rank = anchorSources.firstIndex(of: f.source) else { continue }
+            if let g = preferred[f.subject] {
+                if rank < anchorSources.firstIndex(of: g.source)! { preferred[f.subject] = f }
+            } else {
+                preferred[f.subject] = f; order.append(f.subject)
+            }
+        }
+        for id in order {
+            let f = preferred[id]!
+            anchors[id] = f
+            out += solve(for: id, at: f.time)
         }
         return out
     }

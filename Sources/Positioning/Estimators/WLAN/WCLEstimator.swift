@@ -12,10 +12,12 @@ public struct WCLAnchor: Sendable, Equatable {
     public var floor: Int?
     /// True for HAPEL's hidden APs with a virtual RSS.
     public var isVirtual: Bool
+    /// Antenna height (ENU up, m; the map's, 0 when it gives none).
+    public var up: Double
     public init(id: String, position: SIMD2<Double>, rss: Double, p0: Double? = nil, pathLossExponent: Double? = nil,
-                floor: Int? = nil, isVirtual: Bool = false) {
+                floor: Int? = nil, isVirtual: Bool = false, up: Double = 0) {
         self.id = id; self.position = position; self.rss = rss; self.p0 = p0
-        self.pathLossExponent = pathLossExponent; self.floor = floor; self.isVirtual = isVirtual
+        self.pathLossExponent = pathLossExponent; self.floor = floor; self.isVirtual = isVirtual; self.up = up
     }
 }
 
@@ -89,7 +91,7 @@ public struct WCLEstimator: Sendable {
 
     /// Steps 1–2: usable, merged anchors of a scan, strongest first (no r_min / K cut).
     public func mergedAnchors(_ scan: WiFiScan, time: Double, map: [String: AccessPoint]) -> [WCLAnchor] {
-        var groups: [String: (sum: SIMD2<Double>, count: Int, best: Double, ap: AccessPoint)] = [:]
+        var groups: [String: (sum: SIMD3<Double>, count: Int, best: Double, ap: AccessPoint)] = [:]
         for o in scan.accessPoints {
             guard o.rss.isFinite else { continue }
             if let seen = o.lastSeen {
@@ -100,7 +102,7 @@ public struct WCLEstimator: Sendable {
             guard let ap = map[mac] ?? map[o.bssid] else { continue }
             if excludeLocallyAdministered, MACAddress.isLocallyAdministered(mac), (ap.radio ?? "").isEmpty { continue }
             let g = groupID(mac, ap: ap)
-            let p = SIMD2(ap.position.x, ap.position.y)
+            let p = ap.position
             if var e = groups[g] {
                 e.sum += p; e.count += 1
                 if o.rss > e.best { e.best = o.rss; e.ap = ap }
@@ -110,8 +112,9 @@ public struct WCLEstimator: Sendable {
             }
         }
         return groups.map { k, v in
-            WCLAnchor(id: k, position: v.sum / Double(v.count), rss: v.best, p0: v.ap.p0,
-                      pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor)
+            let mean = v.sum / Double(v.count)
+            return WCLAnchor(id: k, position: SIMD2(mean.x, mean.y), rss: v.best, p0: v.ap.p0,
+                             pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor, up: mean.z)
         }.sorted { $0.rss != $1.rss ? $0.rss > $1.rss : $0.id < $1.id }
     }
 
