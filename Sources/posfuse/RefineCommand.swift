@@ -22,13 +22,14 @@ struct Refine: ParsableCommand {
           posfuse refine reports.jsonl --reference ref.json --lines -o refined.geojsonl
           posfuse refine reports.geojson --reference ref.json --strict \\
             -o refined.geojson
+          some-service | posfuse refine - --reference ref.json --lines --no-progress
 
         Exit codes: 0 done (error records counted on stderr), 64 usage error, 65 bad data in
         --strict mode (the first malformed report stops the run) or a bad --reference/--pipeline.
         """.reflowed
     )
 
-    @Argument(help: "Reports: JSON Lines or a GeoJSON FeatureCollection.") var input: String
+    @Argument(help: "Reports: JSON Lines or a GeoJSON FeatureCollection; '-' reads standard input and writes each record as soon as it is refined (service use, with --lines).") var input: String
     @Option(name: [.short, .long], help: "Output file (default: stdout).") var output: String?
     @Option(help: "Reference data (reference.json: APs, cells, beacons, landmarks; docs/trace-format.md).") var reference: String?
     @Option(help: "Pipeline configuration (YAML, see docs/pipeline.yaml).") var pipeline: String?
@@ -37,7 +38,7 @@ struct Refine: ParsableCommand {
     @Flag(name: .customLong("no-progress"), help: "No progress line on stderr.") var noProgress = false
 
     func validate() throws {
-        guard FileManager.default.fileExists(atPath: input) else { throw ValidationError("no such file: \(input)") }
+        guard input == "-" || FileManager.default.fileExists(atPath: input) else { throw ValidationError("no such file: \(input)") }
         if let r = reference, !FileManager.default.fileExists(atPath: r) { throw ValidationError("no such file: \(r)") }
         if let p = pipeline, !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file: \(p)") }
     }
@@ -63,9 +64,10 @@ struct Refine: ParsableCommand {
             let bar = Progress(label: "reports", enabled: !noProgress)
             var n = 0, refined = 0, errors = 0
             if !lines { write("{\"type\":\"FeatureCollection\",\"features\":[\n") }
-            let file = input
+            let file = input == "-" ? "stdin" : input
+            let streaming = input == "-"
             do {
-                try ReportStream(url: URL(fileURLWithPath: input)).forEach { record in
+                try ReportStream(url: streaming ? nil : URL(fileURLWithPath: input)).forEach { record in
                     let outcome: ReportRefiner.Outcome
                     switch record {
                     case .object(let o, let line): outcome = refiner.refine(o, location: "\(file):\(line)")
@@ -83,6 +85,7 @@ struct Refine: ParsableCommand {
                     if !lines && n > 0 { write(",\n") }
                     write(String(decoding: data, as: UTF8.self))
                     if lines { write("\n") }
+                    if streaming { out.write(buffer); buffer.removeAll(keepingCapacity: true) }   // one record out per record in, now
                     n += 1
                     if n % 1000 == 0 { bar.update(completed: Int64(n)) }
                 }

@@ -128,4 +128,64 @@ import Testing
         let badElement = try #require(fa.first { ($0["properties"] as? [String: Any])?["id"] as? String == "bad-element" })
         #expect(((badElement["properties"] as? [String: Any])?["error"] as? String)?.contains("evidence[1] is not an object") == true)
     }
+    /// Service use: `posfuse refine -` answers each report line on stdout before the next one
+    /// arrives (no buffering until EOF), and ends with exit 0 and the usual count when stdin closes.
+    @Test func stdinStreamsOneRecordPerLine() throws {
+        let p = Process()
+        p.executableURL = CLI.binary
+        p.arguments = ["refine", "-", "--lines", "--no-progress"]
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        p.standardInput = input; p.standardOutput = output; p.standardError = errors
+        try p.run()
+        /// Output lines, read on a background thread so a missing answer times out instead of hanging.
+        final class Lines: @unchecked Sendable {
+            private var buffer = Data()
+            private var closed = false
+            private let lock = NSLock()
+            init(_ h: FileHandle) {
+                Thread.detachNewThread { [self] in
+                    while true {
+                        let chunk = h.availableData
+                        lock.lock(); if chunk.isEmpty { closed = true } else { buffer.append(chunk) }; lock.unlock()
+                        if chunk.isEmpty { return }
+                    }
+                }
+            }
+            /// The next complete line, waiting at most `seconds` (nil on timeout or EOF).
+            func next(within seconds: Double) -> String? {
+                let deadline = Date().addingTimeInterval(seconds)
+                while Date() < deadline {
+                    lock.lock()
+                    if let nl = buffer.firstIndex(of: 0x0A) {
+                        let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
+                        buffer = Data(buffer[(nl + 1)...])
+                        lock.unlock()
+                        return line
+                    }
+                    let done = closed
+                    lock.unlock()
+                    if done { return nil }
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+                return nil
+            }
+        }
+        let reader = Lines(output.fileHandleForReading)
+        for k in 0..<3 {
+            input.fileHandleForWriting.write(Data("{\"id\":\"s\(k)\",\"lat\":48.1,\"lon\":11.5,\"accuracy_m\":20}\n".utf8))
+            guard let line = reader.next(within: 30) else {
+                Issue.record("no answer to report \(k) while stdin stays open"); p.terminate(); return
+            }
+            let f = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect((f["properties"] as? [String: Any])?["id"] as? String == "s\(k)")
+        }
+        input.fileHandleForWriting.write(Data("not json\n".utf8))
+        let bad = try #require(reader.next(within: 30))
+        #expect(bad.contains("stdin:4: invalid JSON"), "\(bad)")
+        try input.fileHandleForWriting.close()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let err = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(err.contains("4 reports in, 4 records out"), "\(err)")
+    }
 }

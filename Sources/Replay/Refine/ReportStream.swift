@@ -9,25 +9,39 @@ import Darwin
 /// read in 1 MiB chunks, so memory stays bounded for any number of reports) or one GeoJSON
 /// FeatureCollection document (read whole). Every non-blank line is a record: a line that is
 /// not JSON is handed on as a parse error, so it still produces an output record.
+/// `url == nil` reads standard input: each record is handed on as soon as its line is complete
+/// (a service can keep `posfuse refine -` running as a co-process).
 public struct ReportStream {
     public enum Record {
         case object(Any, line: Int)
         case malformed(reason: String, line: Int)
     }
 
-    public let url: URL
+    public let url: URL?
 
-    public init(url: URL) { self.url = url }
+    /// Reads `url`, or standard input when nil.
+    public init(url: URL?) { self.url = url }
+
+    /// Up to `count` bytes: whatever one read(2) returns (a pipe does not wait for a full chunk).
+    private static func read(_ fd: Int32, upTo count: Int) throws -> Data {
+        var buffer = [UInt8](repeating: 0, count: count)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, count) }
+            if n >= 0 { return Data(buffer[0..<n]) }
+            if errno != EINTR { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
+        }
+    }
 
     /// Calls `body` for every record, in file order.
     public func forEach(_ body: (Record) throws -> Void) throws {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let first = try handle.read(upToCount: 4096) ?? Data()
+        let handle = try url.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.standardInput
+        defer { if url != nil { try? handle.close() } }
+        let fd = handle.fileDescriptor
+        let first = try Self.read(fd, upTo: 4096)
         let head = String(decoding: first.prefix(4096), as: UTF8.self)
         if head.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{"), head.contains("\"FeatureCollection\"") {
             var all = first
-            all.append(try handle.readToEnd() ?? Data())
+            while true { let more = try Self.read(fd, upTo: 1 << 20); if more.isEmpty { break }; all.append(more) }
             if let doc = try? JSONSerialization.jsonObject(with: all) as? [String: Any], doc["type"] as? String == "FeatureCollection" {
                 guard let features = doc["features"] as? [Any] else {
                     try body(.malformed(reason: "FeatureCollection without a 'features' array", line: 1)); return
@@ -39,13 +53,16 @@ public struct ReportStream {
             try lines(of: all, startLine: 1, flush: true, body)
             return
         }
+        // Lines already complete are handed on before the next read (which may block on a pipe).
         var pending = first
         var line = 1
+        var eof = first.isEmpty
         while true {
-            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            line = try lines(of: pending, startLine: line, flush: eof, body, rest: &pending)
+            if eof { break }
+            let chunk = try Self.read(fd, upTo: 1 << 20)
+            eof = chunk.isEmpty
             pending.append(chunk)
-            line = try lines(of: pending, startLine: line, flush: chunk.isEmpty, body, rest: &pending)
-            if chunk.isEmpty { break }
         }
     }
 
