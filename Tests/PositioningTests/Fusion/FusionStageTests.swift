@@ -22,6 +22,25 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         return out
     }
 
+    /// A serving cell's fix repeated unchanged carries no new information: with `repeat_inflation`
+    /// (default) the k-th repeat enters with R × k, so 30 repeats leave a much larger covariance than
+    /// 30 independent-looking updates; fixes that differ (GNSS noise) are untouched by the option.
+    @Test func repeatedFixesAreNotCountedAsNew() throws {
+        func cell(_ t: Double) -> StageResult {
+            .fix(Fix(time: t, position: SIMD2(400, -250), covariance: Covariance2(sigma: 300), source: .cell))
+        }
+        var off = FusionStage.Settings(kind: .ekf); off.repeatInflation = false
+        let on = FusionStage.Settings(kind: .ekf)
+        #expect(on.repeatInflation)
+        let repeats = (0..<30).map { cell(Double($0)) }
+        let a = try #require(run(FusionStage(settings: on), repeats).last), b = try #require(run(FusionStage(settings: off), repeats).last)
+        #expect(a.covariance.ee > 2 * b.covariance.ee, "σ_E \(a.covariance.ee.squareRoot()) vs \(b.covariance.ee.squareRoot()) m")
+        var rng = TestRNG(seed: 5)
+        let distinct = (0..<30).map { k in fix(Double(k), SIMD2(3 * rng.gaussian(), 3 * rng.gaussian())) }
+        let c = try #require(run(FusionStage(settings: on), distinct).last), d = try #require(run(FusionStage(settings: off), distinct).last)
+        #expect(c.position == d.position && c.covariance == d.covariance)
+    }
+
     /// A late fix rewinds and replays: the final estimate equals in-order processing exactly
     /// (same arithmetic in the same order), for the EKF and the UKF.
     @Test(arguments: [FusionStage.Kind.ekf, .ukf]) func lateFixRewindsToTheInOrderResult(kind: FusionStage.Kind) throws {

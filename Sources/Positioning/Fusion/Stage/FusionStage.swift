@@ -45,6 +45,8 @@ public final class FusionStage: PipelineStage {
         /// (consecutive scans share the shadowing); others 1. Measured effect in docs/fusion.md.
         public var inflation: [Source: Double] = Settings.defaultInflation
         public static let defaultInflation: [Source: Double] = [.gnss: 3, .wcl: 1.5, .hapel: 1.5]
+        /// R × k for the k-th identical fix of a source in a row (option `repeat_inflation`).
+        public var repeatInflation = true
         public var gateProbability: Double? = 0.99
         public var headingSigma = Angle.radians(10)
         public var headingInterval = 5.0
@@ -233,7 +235,15 @@ public final class FusionStage: PipelineStage {
             guard initialize(t, at: f) else { return [] }
             return [emit(t, device: f.subject)]
         }
-        let alpha = settings.inflation[f.source] ?? 1
+        var alpha = settings.inflation[f.source] ?? 1
+        if settings.repeatInflation {
+            // The k-th identical fix in a row (a serving cell, a TA that has not changed) carries no
+            // new information about the position: R × k, so n repeats add ≈ ln n, not n, fixes' worth.
+            let k: Int
+            if let r = t.repeats[f.source], r.position == f.position, r.covariance == f.covariance { k = r.count + 1 } else { k = 1 }
+            t.repeats[f.source] = (f.position, f.covariance, k)
+            alpha *= Double(k).squareRoot()
+        }
         let m = PositionMeasurement(fix: f, inflation: alpha, gateProbability: 0.99)
         guard var r = t.apply(.update(m), gate: gate) else { return [] }
         if r.outcome == .gated, let start = t.startFix, start.source == f.source, t.filter.motion.layout == .constantVelocity {
@@ -355,6 +365,7 @@ extension FusionStage {
         s.layout = l
         s.inputs = try Self.sources(o, "inputs", default: s.inputs)
         s.tight = try Self.sources(o, "tight", default: [])
+        s.repeatInflation = try o.bool("repeat_inflation", default: s.repeatInflation)
         if let v = o.values["inflation"] {
             guard case .map(let m) = v else { throw ConfigurationError(path: "\(o.name).inflation", reason: "expected a map source: factor") }
             for (k, val) in m {

@@ -64,6 +64,8 @@ final class FusionTrack {
     var previousGated: [Source: Fix] = [:]
     /// The fix of a one-point S2 start, until the next fix of its source is accepted.
     var startFix: Fix?
+    /// Per source: the last fix's content and how many times in a row it has been repeated.
+    var repeats: [Source: (position: SIMD2<Double>, covariance: Covariance2, count: Int)] = [:]
     var reinitializations = 0
     var rewinds = 0
     var tooLate = 0
