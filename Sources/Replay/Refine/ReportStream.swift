@@ -127,7 +127,7 @@ public struct ReportStream {
                 f.keyLength == k.utf8CodeUnitCount && memcmp(s.p + f.keyStart, k.utf8Start, f.keyLength) == 0
             }
             var fields = top
-            if top.contains(where: { key($0, "type") && $0.kind == .string && s.p[$0.start] == UInt8(ascii: "F") }),
+            if top.contains(where: { key($0, "type") && $0.kind == .string && $0.end - $0.start == 7 && memcmp(s.p + $0.start, "Feature", 7) == 0 }),
                let p = top.last(where: { key($0, "properties") && $0.kind == .object }) {
                 _ = try s.object(at: p.start, into: &properties)
                 fields = properties; inProperties = true
