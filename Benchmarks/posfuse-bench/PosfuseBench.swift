@@ -21,5 +21,7 @@ enum BenchCommands {
         ReplaySuite.self,
         TDoABench.self,
         FilterBench.self,
+        RefineOne.self,
+        RefineSuite.self,
     ]
 }

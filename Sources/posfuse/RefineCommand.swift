@@ -81,9 +81,8 @@ struct Refine: ParsableCommand {
                     } else if (outcome.feature["properties"] as? [String: Any])?["status"] as? String == "refined" {
                         refined += 1
                     }
-                    let data = try JSONSerialization.data(withJSONObject: outcome.feature, options: [.sortedKeys])
                     if !lines && n > 0 { write(",\n") }
-                    write(String(decoding: data, as: UTF8.self))
+                    write(JSONText.string(outcome.feature))
                     if lines { write("\n") }
                     if streaming { out.write(buffer); buffer.removeAll(keepingCapacity: true) }   // one record out per record in, now
                     n += 1

@@ -28,3 +28,6 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import filterpy, nump
   python3 -m venv "$VENV" && "$VENV/bin/pip" install --quiet filterpy numpy
 fi
 $PIN "$BENCH" filters --python "$VENV/bin/python" --script scripts/bench/filters_python.py
+
+echo "== refine: posfuse refine reports/s and peak memory vs Python's json I/O floor =="
+$PIN "$BENCH" refine

@@ -27,7 +27,12 @@ public final class ReportRefiner {
     public let referenceURL: URL?
     public let stages: [String: StageOptions]
     private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
+    private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
+    private var cachedEntries = 0
     static let tileDegrees = 0.05
+    /// Cache bound: reference entries (APs, cells, beacons, landmarks, walls) over all cached
+    /// tiles, so memory stays bounded for a country-wide stream whatever the reference's size.
+    static let maxCachedEntries = 2_000_000
 
     /// The reference file, parsed once (converted into each tile's frame on first use).
     private let referenceJSON: Any?
@@ -47,9 +52,17 @@ public final class ReportRefiner {
         let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
         var ref = ReferenceData.empty
         if let u = referenceURL, let j = referenceJSON { ref = try ReferenceLoader.load(json: j, url: u, frame: frame) }
-        if tiles.count > 256 { tiles.removeAll() }             // bounded memory over a country-wide stream
-        tiles[key] = (frame, ref)
+        let entries = Self.entryCount(ref)
+        while let oldest = tileOrder.first, cachedEntries + entries > Self.maxCachedEntries || tiles.count >= 4096 {
+            tileOrder.removeFirst()
+            if let t = tiles.removeValue(forKey: oldest) { cachedEntries -= Self.entryCount(t.reference) }
+        }
+        tiles[key] = (frame, ref); tileOrder.append(key); cachedEntries += entries
         return (frame, ref)
+    }
+
+    static func entryCount(_ r: ReferenceData) -> Int {
+        r.accessPoints.count + r.cells.count + r.beacons.count + r.landmarks.count + r.walls.count + 1
     }
 
     /// One refined (or failed) report as a GeoJSON Feature object.
