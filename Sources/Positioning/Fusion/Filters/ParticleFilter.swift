@@ -25,6 +25,11 @@ import Foundation
 /// 5. Output: weighted mean (circular for ψ) and covariance. If every weight underflows the
 ///    update is rejected (`.singular`) and the cloud is kept.
 /// Seeded xoshiro256** + ziggurat normals: one seed, identical output.
+///
+/// Speed (benchmark `posfuse-bench filters`, ≈ 17–18 ns per particle-step at 100k particles in
+/// the CV model): weights through a four-lane exp (`expNonPositive`), N_eff from the same pass,
+/// branch-free systematic resampling into an ancestor index, and the gather of the ancestors'
+/// states fused into the next CV prediction (pointer swap instead of a copy).
 public final class ParticleFilter: FusionFilter {
     public var motion: MotionConfiguration
     public let count: Int
