@@ -101,6 +101,7 @@ import Testing
         // A bad evidence event is rejected with its index; a non-object element fails the report.
         lines.append(#"{"id":"bad-event","lat":37.5,"lon":127.03,"accuracy_m":30,"t":5,"evidence":[{"t":1,"type":"wifi"},{"t":2,"type":"step"}]}"#)
         lines.append(#"{"id":"bad-element","lat":37.5,"lon":127.03,"accuracy_m":30,"evidence":[{"t":1,"type":"step"},7]}"#)
+        lines.append(#"[1, 2]"#)                                   // valid JSON, not a report
         let jsonl = dir.appendingPathComponent("r.jsonl"), doc = dir.appendingPathComponent("r.geojson")
         try lines.joined(separator: "\n").write(to: jsonl, atomically: true, encoding: .utf8)
         try ("{\"type\":\"FeatureCollection\",\"features\":[" + lines.joined(separator: ",\n") + "]}").write(to: doc, atomically: true, encoding: .utf8)
@@ -127,6 +128,7 @@ import Testing
         #expect(rej.contains { $0["input"] as? String == "evidence[0]" && ($0["reason"] as? String)?.contains("aps") == true }, "\(rej)")
         let badElement = try #require(fa.first { ($0["properties"] as? [String: Any])?["id"] as? String == "bad-element" })
         #expect(((badElement["properties"] as? [String: Any])?["error"] as? String)?.contains("evidence[1] is not an object") == true)
+        #expect(((fa.last?["properties"] as? [String: Any])?["error"] as? String)?.hasSuffix("a report must be a JSON object") == true)
     }
     /// Service use: `posfuse refine -` answers each report line on stdout before the next one
     /// arrives (no buffering until EOF), and ends with exit 0 and the usual count when stdin closes.

@@ -26,7 +26,11 @@ public struct ReportStream {
     private static func read(_ fd: Int32, upTo count: Int) throws -> Data {
         var buffer = [UInt8](repeating: 0, count: count)
         while true {
+            #if canImport(Glibc)
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, count) }
+            #else
+            let n = buffer.withUnsafeMutableBytes { Darwin.read(fd, $0.baseAddress, count) }
+            #endif
             if n >= 0 { return Data(buffer[0..<n]) }
             if errno != EINTR { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))]) }
         }
@@ -122,7 +126,11 @@ public struct ReportStream {
         var inProperties = false
         try buffer.withUnsafeBufferPointer { (b) throws(LineIssue) in
             let s = JSONLineScanner(p: b.baseAddress!, count: count)
-            try s.line(into: &top)
+            do throws(LineIssue) { try s.line(into: &top) } catch {
+                // Valid JSON that is not an object goes on (the refiner says what a report must be).
+                if (try? JSONSerialization.jsonObject(with: Data(text), options: [.fragmentsAllowed])) != nil { return }
+                throw error
+            }
             func key(_ f: JField, _ k: StaticString) -> Bool {
                 f.keyLength == k.utf8CodeUnitCount && memcmp(s.p + f.keyStart, k.utf8Start, f.keyLength) == 0
             }
@@ -138,7 +146,7 @@ public struct ReportStream {
             stripped = Array(b[0..<e.start]) + Array("[]".utf8) + Array(b[e.end..<count])
         }
         guard let stripped, var object = try? JSONSerialization.jsonObject(with: Data(stripped)) as? [String: Any] else {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(text)) else { throw .json("not parseable") }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(text), options: [.fragmentsAllowed]) else { throw .json("not parseable") }
             return object
         }
         let raw = RawEvidence(buffer: buffer, elements: elements.map { ($0.kind == .object, $0.start..<$0.end) })
