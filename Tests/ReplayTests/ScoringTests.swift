@@ -92,6 +92,22 @@ import Positioning
         #expect(seen.count == 2 && seen[0].truth == SIMD2(1, 0))
     }
 
+    /// A filter's output at one time is scored once, as its last state at that time (two events at
+    /// one time, e.g. a dual-SIM phone's two cells); a stand-alone estimator's two fixes at one
+    /// time are two estimates.
+    @Test func oneFusionEstimatePerSubjectAndTime() throws {
+        let s = Scorer(frame: frame)
+        try s.add(event: gt(0, 0, 0))
+        try s.add(event: gt(4, 0, 0))
+        try s.add([fix(1, 3, 0, source: .ekf), fix(1, 1, 0, source: .cell)])   // intermediate state: error 3
+        try s.add([fix(1, 1, 0, source: .ekf), fix(1, 2, 0, source: .cell)])   // after both cells: error 1
+        try s.add([fix(2, 2, 0, source: .ekf)])
+        let r = try s.finish()
+        let e = try #require(r.score("ekf")), c = try #require(r.score("cell"))
+        #expect(e.fixes == 2 && e.count == 2 && abs(e.statistics!.mean - 1.5) < 1e-12)
+        #expect(c.fixes == 2 && abs(c.statistics!.mean - 1.5) < 1e-12)
+    }
+
     @Test func estimateBeforeItsTruthWaitsForIt() throws {
         let s = Scorer(frame: frame)
         try s.add(event: gt(0, 0, 0))

@@ -101,6 +101,12 @@ public final class Scorer {
 
     private var truth: [String: GroundTruthTrack] = [:]
     private var pending: [String: [Fix]] = [:]
+    /// A fusion filter's latest output per source and subject, held until an output at a later
+    /// time arrives: the filter's estimate at time t is its state after *all* inputs at t (a
+    /// dual-SIM phone's two serving cells are two events at one time; scoring the intermediate
+    /// state too would weigh that epoch twice and compare the filter with its smoother on
+    /// different epochs).
+    private var heldFusion: [String: Fix] = [:]
     private var acc: [Key: Accumulator] = [:]
     private var failures: [String: [String: Int]] = [:]
     /// Largest event time seen (the stream time).
@@ -178,20 +184,29 @@ public final class Scorer {
     public func add(_ results: [StageResult]) throws {
         for r in results {
             switch r {
+            case .fix(let f) where f.source.isFusion:
+                let k = f.source.rawValue + "|" + f.subject
+                if let held = heldFusion[k], held.time != f.time { try route(held) }
+                heldFusion[k] = f
             case .fix(let f):
-                if let last = truth[f.subject]?.lastTime, last >= f.time {
-                    try score(f)
-                } else if f.time.isFinite {
-                    pending[f.subject, default: []].append(f)
-                    pendingCount += 1
-                } else {
-                    try score(f)
-                }
+                try route(f)
             case .failure(let source, _, _, let reason):
                 failures[source.rawValue, default: [:]][reason.code, default: 0] += 1
             case .measurement:
                 break
             }
+        }
+    }
+
+    /// Scores a fix now, or keeps it until truth reaches its time.
+    private func route(_ f: Fix) throws {
+        if let last = truth[f.subject]?.lastTime, last >= f.time {
+            try score(f)
+        } else if f.time.isFinite {
+            pending[f.subject, default: []].append(f)
+            pendingCount += 1
+        } else {
+            try score(f)
         }
     }
 
@@ -236,6 +251,8 @@ public final class Scorer {
     /// Scores what is still waiting (estimates after the last truth sample are not scored)
     /// and returns the scores.
     public func finish() throws -> TraceScores {
+        for k in heldFusion.keys.sorted() { try route(heldFusion[k]!) }
+        heldFusion = [:]
         for s in pending.keys.sorted() {
             for f in pending[s] ?? [] { try score(f) }
         }
