@@ -4,9 +4,9 @@ import Foundation
 /// Int, Bool, NSNumber, NSNull), object keys sorted — the same document `JSONSerialization` with
 /// `.sortedKeys` writes, without its bridging through NSDictionary (measured: 53 % of
 /// `posfuse refine` on reports without evidence went into `JSONSerialization.data`; this writer
-/// takes a few per cent). Numbers: the shortest round-trip decimal (Swift's `description`);
-/// non-finite numbers, which JSON cannot express, become `null`. Strings escape `"`, `\` and
-/// control characters (RFC 8259 §7).
+/// takes a few per cent). Numbers and strings as the trace writer writes them (`num`: shortest
+/// round-trip decimal, integers without a fraction, non-finite → `null`; `jsonEscaped`: `"`, `\`
+/// and control characters escaped, RFC 8259 §7).
 public enum JSONText {
     public static func string(_ value: Any) -> String {
         var out = ""
@@ -46,28 +46,7 @@ public enum JSONText {
         }
     }
 
-    static func writeNumber(_ d: Double, into out: inout String) {
-        guard d.isFinite else { out += "null"; return }
-        if d == d.rounded(), abs(d) < 1e15 { out += String(Int64(d)); return }     // 3 rather than 3.0, as JSONSerialization
-        out += d.description
-    }
-
-    static func writeString(_ s: String, into out: inout String) {
-        out += "\""
-        var plain = true
-        for u in s.utf8 where u < 0x20 || u == 0x22 || u == 0x5C { plain = false; break }
-        if plain { out += s; out += "\""; return }
-        for ch in s.unicodeScalars {
-            switch ch {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(ch)
-            }
-        }
-        out += "\""
-    }
+    /// The trace writer's number and string rules (`num`, `jsonEscaped`): one place for each.
+    static func writeNumber(_ d: Double, into out: inout String) { out += num(d) }
+    static func writeString(_ s: String, into out: inout String) { out += jsonEscaped(s) }
 }
