@@ -146,6 +146,7 @@ struct EvaluateRadio: ParsableCommand {
                     for i in walks.indices {
                         let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
                         pooled.wclWaypoint += r.wclWaypoint; pooled.hapelWaypoint += r.hapelWaypoint
+                        pooled.rssWaypoint += r.rssWaypoint; pooled.rssAll += r.rssAll; pooled.rssNEES += r.rssNEES
                         pooled.ekfWaypoint += r.ekfWaypoint; pooled.smootherWaypoint += r.smootherWaypoint
                         pooled.wclAll += r.wclAll; pooled.hapelAll += r.hapelAll; pooled.wclNIS += r.wclNIS
                         pooled.aps = max(pooled.aps, r.aps); pooled.calibration += r.calibration
@@ -158,6 +159,9 @@ struct EvaluateRadio: ParsableCommand {
                                    report.wclAtWaypoints.median_m ?? .nan, report.wclAtWaypoints.p95_m ?? .nan, report.wclAtWaypoints.count))
                 text.append(String(format: "hapel at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d)", report.hapelAtWaypoints.mean_m ?? .nan,
                                    report.hapelAtWaypoints.median_m ?? .nan, report.hapelAtWaypoints.p95_m ?? .nan, report.hapelAtWaypoints.count))
+                text.append(String(format: "rss at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d), inside95 %.3f", report.rssAtWaypoints.mean_m ?? .nan,
+                                   report.rssAtWaypoints.median_m ?? .nan, report.rssAtWaypoints.p95_m ?? .nan, report.rssAtWaypoints.count,
+                                   report.rssInside95 ?? .nan))
                 for (name, s) in [("ekf (PDR + wcl)", report.ekfAtWaypoints), ("smoother       ", report.smootherAtWaypoints)] {
                     text.append(String(format: "%@ at waypoints: mean %.2f m P75 %.2f m median %.2f m P95 %.2f m (n=%d)", name, s.mean_m ?? .nan,
                                        s.p75_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan, s.count))

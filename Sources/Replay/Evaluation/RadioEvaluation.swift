@@ -198,11 +198,14 @@ public struct WLANEvaluation: Sendable {
     public struct Raw: Sendable {
         public var wclWaypoint: [Double] = []
         public var hapelWaypoint: [Double] = []
+        public var rssWaypoint: [Double] = []
         /// PDR + WiFi fusion (`ekf` over `wcl` fixes, and its RTS `smoother`) at the waypoints.
         public var ekfWaypoint: [Double] = []
         public var smootherWaypoint: [Double] = []
         public var wclAll: [Double] = []
         public var hapelAll: [Double] = []
+        public var rssAll: [Double] = []
+        public var rssNEES: [Double] = []
         public var wclNIS: [Double] = []
         public var aps = 0
         public var calibration: [WCLCalibration.Sample] = []
@@ -215,6 +218,9 @@ public struct WLANEvaluation: Sendable {
         public var apsInMap: Int
         public var wclAtWaypoints: ErrorSummary
         public var hapelAtWaypoints: ErrorSummary
+        /// `rss` (posterior under the learned map's path-loss model, docs/radio.md).
+        public var rssAtWaypoints: ErrorSummary
+        public var rssInside95: Double?
         public var ekfAtWaypoints: ErrorSummary
         public var smootherAtWaypoints: ErrorSummary
         public var wclAllFixes: ErrorSummary
@@ -226,6 +232,7 @@ public struct WLANEvaluation: Sendable {
         enum CodingKeys: String, CodingKey {
             case trainWalks = "train_walks", testWalks = "test_walks", apsInMap = "aps_in_map"
             case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
+            case rssAtWaypoints = "rss_at_waypoints", rssInside95 = "rss_inside95"
             case ekfAtWaypoints = "ekf_at_waypoints", smootherAtWaypoints = "smoother_at_waypoints"
             case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
             case wclMedianNIS = "wcl_median_nis", wclInside95 = "wcl_inside95", calibration
@@ -246,6 +253,7 @@ public struct WLANEvaluation: Sendable {
         let pipe = Pipeline(stages: [WCLStage(estimator: wcl),
                                      HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
                                                                           rssThreshold: w.header.rssThreshold ?? -90)),
+                                     RSSStage(estimator: RSSLaterationEstimator(wcl: wcl)),
                                      FusionStage(settings: fusion), SmootherStage(settings: fusion)])
         var out: [Fix] = []
         for e in w.events {
@@ -272,17 +280,21 @@ public struct WLANEvaluation: Sendable {
                 if f.source == .wcl {
                     raw.wclAll.append(e)
                     if let n = f.covariance.mahalanobis2(f.position - p) { raw.wclNIS.append(n) }
-                } else if f.source == .hapel { raw.hapelAll.append(e) }
+                } else if f.source == .hapel { raw.hapelAll.append(e) } else if f.source == .rss {
+                    raw.rssAll.append(e)
+                    if let n = f.covariance.mahalanobis2(f.position - p) { raw.rssNEES.append(n) }
+                }
             }
             // Waypoints: nearest fix in time per source.
             for (t, truthPosition) in zip(truth.times, truth.positions) {
-                for src in [Source.wcl, .hapel, .ekf, .smoother] {
+                for src in [Source.wcl, .hapel, .rss, .ekf, .smoother] {
                     let c = fx.filter { $0.source == src && abs($0.time - t) <= waypointWindow }
                     guard let n = c.min(by: { abs($0.time - t) < abs($1.time - t) }) else { continue }
                     let e = norm(n.position - truthPosition)
                     switch src {
                     case .wcl: raw.wclWaypoint.append(e)
                     case .hapel: raw.hapelWaypoint.append(e)
+                    case .rss: raw.rssWaypoint.append(e)
                     case .ekf: raw.ekfWaypoint.append(e)
                     default: raw.smootherWaypoint.append(e)
                     }
@@ -309,7 +321,9 @@ public struct WLANEvaluation: Sendable {
 
     public func report(_ raw: Raw, train: Int, test: Int) -> Report {
         Report(trainWalks: train, testWalks: test, apsInMap: raw.aps, wclAtWaypoints: ErrorSummary(raw.wclWaypoint),
-               hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
+               hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), rssAtWaypoints: ErrorSummary(raw.rssWaypoint),
+               rssInside95: raw.rssNEES.isEmpty ? nil : Double(raw.rssNEES.filter { $0 <= 5.991 }.count) / Double(raw.rssNEES.count),
+               ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
                smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint), wclAllFixes: ErrorSummary(raw.wclAll),
                hapelAllFixes: ErrorSummary(raw.hapelAll), wclMedianNIS: RadioStats.median(raw.wclNIS),
                wclInside95: raw.wclNIS.isEmpty ? nil : Double(raw.wclNIS.filter { $0 <= 5.991 }.count) / Double(raw.wclNIS.count),
