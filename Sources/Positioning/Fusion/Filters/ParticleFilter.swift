@@ -175,11 +175,12 @@ public final class ParticleFilter: FusionFilter {
         let sm = motion.step
         let sl = sm.lengthSigmaFraction * step.length, sh = sm.headingSigmaPerStep, ss = sm.scaleSigmaPerStep
         for i in 0..<count {
-            let s = a3[i], psi = a2[i]
+            // Turn by the gyroscope's Δψ first, then walk the step (`StepMotionModel`).
+            let s = a3[i], psi = a2[i] + step.headingChange
             let l = s * step.length + s * sl * normal.next(&rng)
             let oe = a0[i], on = a1[i]
             a0[i] = oe + l * sin(psi); a1[i] = on + l * cos(psi)
-            a2[i] = Angle.wrap(psi + step.headingChange + sh * normal.next(&rng))
+            a2[i] = Angle.wrap(psi + sh * normal.next(&rng))
             a3[i] = s + ss * normal.next(&rng)
             if !walls.isEmpty, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
         }

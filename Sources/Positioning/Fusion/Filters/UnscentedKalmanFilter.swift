@@ -99,9 +99,9 @@ public final class UnscentedKalmanFilter: FusionFilter {
         predict(to: step.time)
         guard isInitialized else { return }
         let sm = motion.step
-        let q = sm.noise(mean, length: step.length)
+        let q = sm.noise(mean, length: step.length, headingChange: step.headingChange)
         guard let pts = sigmaPoints() else {
-            let f = sm.jacobian(mean, length: step.length)
+            let f = sm.jacobian(mean, length: step.length, headingChange: step.headingChange)
             mean = sm.propagate(mean, length: step.length, headingChange: step.headingChange)
             covariance = (covariance.congruence(f) + q).symmetrized
             return

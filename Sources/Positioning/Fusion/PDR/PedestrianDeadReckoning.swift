@@ -59,6 +59,8 @@ public struct PedestrianDeadReckoning: Sendable {
     public private(set) var stepCount = 0
     public var weinbergK = 0.52
     public var defaultStepLength = 0.7
+    /// Still or moving, from the accelerometer, gyroscope and steps (the filters' stationary diffusion).
+    public var motion = MotionDetector()
 
     private var gravity: SIMD3<Double>?
     private var lastGyroTime: Double?
@@ -140,8 +142,12 @@ public struct PedestrianDeadReckoning: Sendable {
     public mutating func update(_ s: IMUSample, time: Double) {
         switch s.kind {
         case .rotationVector: updateRotationVector(s, time: time)
-        case .accelerometer: updateAccelerometer(s.vector, time: time)
-        case .gyroscope: updateGyro(s.vector, time: time)
+        case .accelerometer:
+            motion.accelerometer(s.vector, time: time)
+            updateAccelerometer(s.vector, time: time)
+        case .gyroscope:
+            motion.gyroscope(s.vector, time: time)
+            updateGyro(s.vector, time: time)
         case .magnetometer: updateMagnetometer(s.vector, time: time)
         case .barometer: break
         }
@@ -155,6 +161,7 @@ public struct PedestrianDeadReckoning: Sendable {
 
     private mutating func addStep(length: Double, time: Double, weinbergRoot: Double?) {
         applyCompass(time: time)
+        motion.noteMotion(at: time)
         lastStepTime = time
         stepCount += 1
         let dpsi = relativeAtLastStep.map { Angle.wrap(relativeHeading - $0) } ?? 0

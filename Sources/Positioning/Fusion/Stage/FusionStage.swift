@@ -147,7 +147,7 @@ public final class FusionStage: PipelineStage {
             case .measurement(let m, let subject) where settings.tight.contains(m.source) && !subject.hasPrefix("object:"):
                 let t = track(subject, context)
                 guard t.filter.isInitialized else { continue }
-                t.apply(.update(m), gate: gate)
+                if let r = t.apply(.update(m), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
                 out.append(emit(t, device: subject))
             default: continue
             }
@@ -284,7 +284,17 @@ public final class FusionStage: PipelineStage {
     /// accepted if it passes the gate under it (a one-step hard-decision form of manoeuvre
     /// detection, Bar-Shalom, Li & Kirubarajan 2001, §11.2–11.3); a walker at 1.4 m/s or a
     /// filter with an uncertain velocity gains little, so outliers stay gated. Both 0 = off.
+    ///
+    /// S1 has the same test for the start of walking: a fix gated under the stationary diffusion
+    /// (the IMU showed the phone still) is tested once more under the walking diffusion — the
+    /// first centimetres of a start, or a slow arm movement, are below the detector's thresholds.
     private func retestAsManoeuvre(_ t: FusionTrack, _ r: UpdateRecord) -> UpdateRecord? {
+        if t.filter.motion.layout == .step {
+            guard t.lastPredictionStill else { return nil }
+            t.allowStill = false
+            defer { t.allowStill = true }
+            return t.reapplyLast(r, gate: gate)
+        }
         guard t.filter.motion.layout == .constantVelocity, settings.cvTurnRateSigma > 0 || settings.cvManoeuvreAcceleration > 0 else { return nil }
         let v: SIMD4<Double> = t.filter.mean, p = t.filter.covariance
         let speed2 = max(0, v[2] * v[2] + v[3] * v[3] - p[2, 2] - p[3, 3])
@@ -391,6 +401,7 @@ extension FusionStage {
         step.headingSigmaPerStep = Angle.radians(try o.double("step_heading_sigma_deg", default: Angle.degrees(step.headingSigmaPerStep)))
         step.scaleSigmaPerStep = try o.double("step_scale_sigma", default: step.scaleSigmaPerStep)
         step.positionDiffusion = try o.double("position_diffusion_m2_per_s", default: step.positionDiffusion)
+        step.stationaryPositionDiffusion = try o.double("stationary_position_diffusion_m2_per_s", default: step.stationaryPositionDiffusion)
         step.headingDiffusion = pow(Angle.radians(try o.double("heading_diffusion_deg_per_sqrt_s",
                                                                default: Angle.degrees(step.headingDiffusion.squareRoot()))), 2)
         s.motion.step = step

@@ -72,6 +72,10 @@ final class FusionTrack {
     var lastEmitTime = -Double.infinity
     var lastHeadingUpdate = -Double.infinity
     var seenIMU = false
+    /// Whether the last time prediction used the stationary diffusion; `allowStill` = false
+    /// forces the walking diffusion (re-test of a fix gated under the still hypothesis).
+    private(set) var lastPredictionStill = false
+    var allowStill = true
     /// NIS of every update in order (time, source, m, NIS, accepted) when logging is on.
     var nisLog: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)] = []
 
@@ -130,10 +134,10 @@ final class FusionTrack {
         case .step(let s):
             predict(step: s) { filter.predict(step: s) }
         case .update(let m):
-            predict { filter.predict(to: m.time) }
+            predictTime(to: m.time)
             record = filter.update(m, gate: gate(m))
         case .heading(let time, let value, let variance):
-            predict { filter.predict(to: time) }
+            predictTime(to: time)
             record = filter.updateHeading(value, variance: variance, time: time, gate: ChiSquare.quantile(0.99, dof: 1))
         }
         if let r = record, countIt { count(r) }
@@ -157,7 +161,7 @@ final class FusionTrack {
         let motion = filter.motion
         let f: Mat4
         switch (motion.layout, step) {
-        case (.step, let s?): f = motion.step.jacobian(x0, length: s.length)
+        case (.step, let s?): f = motion.step.jacobian(x0, length: s.length, headingChange: s.headingChange)
         case (.step, nil): f = .identity
         case (.constantVelocity, _): f = motion.constantVelocity.transition(dt: filter.time - t0)
         }
@@ -169,6 +173,18 @@ final class FusionTrack {
         epochs.append(FilterEpoch(time: filter.time, transition: f, crossCovariance: d, priorMean: filter.mean,
                                   priorCovariance: filter.covariance, posteriorMean: filter.mean,
                                   posteriorCovariance: filter.covariance))
+    }
+
+    /// Time prediction to t. S1 while the PDR's motion detector shows the phone still over the
+    /// whole interval: the position diffuses at the stationary rate (`StepMotionModel`), unless
+    /// `allowStill` is off (the walking re-test of a gated fix).
+    private func predictTime(to t: Double) {
+        let sm = filter.motion.step
+        lastPredictionStill = allowStill && filter.motion.layout == .step && pdr.motion.isStill(from: filter.time, to: t)
+        guard lastPredictionStill else { predict { filter.predict(to: t) }; return }
+        filter.motion.step.positionDiffusion = sm.stationaryPositionDiffusion
+        defer { filter.motion.step.positionDiffusion = sm.positionDiffusion }
+        predict { filter.predict(to: t) }
     }
 
     /// Undoes the last input (the update `record` just applied in time order) and applies it
