@@ -5,8 +5,8 @@ import Positioning
 
 /// Issue-6 figures on the bundled scenarios with the default pipeline (docs/fusion.md has the
 /// full table). The assertions hold what the fusion achieves where it does; where a target is
-/// not reached (office-acoustic: cm-level TDoA alone is better than any PDR blend; crowd-peers:
-/// the phones' WCL errors share one shadowing field) the test pins the honest figure's side.
+/// not reached (crowd-peers: the phones' WCL errors share one shadowing field) the test pins
+/// the honest figure's side.
 @Suite struct FusionScenarioTests {
     /// mall-sparse-ap: PDR + WCL/HAPEL fusion halves the error; the smoother beats the filter.
     @Test func mallSparseAP() throws {
@@ -28,10 +28,13 @@ import Positioning
         #expect((1...2.6).contains(m["ekf"]!.anees!), "ekf ANEES \(m["ekf"]!.anees!)")
     }
 
-    /// office-acoustic: the filters keep TDoA's centimetre level (mean < 5 cm) but do not beat it.
+    /// office-acoustic: TDoA alone is at 1 cm. The filters beat it where the motion model is good
+    /// enough: standing at the test points (stationary diffusion), and walking between heel
+    /// strikes (stride interpolation); the NLoS fixes TDoA keeps are gated. Issue-6 target met by
+    /// the smoother (≤ 0.8 × tdoa); the causal ekf is below tdoa.
     @Test func officeAcoustic() throws {
         guard let m = try BundledTraces.scores("office-acoustic") else { return }
-        #expect(m["ekf"]!.mean < 0.05 && m["smoother"]!.mean < 0.05)
-        #expect(m["ekf"]!.mean > m["tdoa"]!.mean)
+        #expect(m["smoother"]!.mean <= 0.8 * m["tdoa"]!.mean, "smoother \(m["smoother"]!.mean) vs tdoa \(m["tdoa"]!.mean)")
+        #expect(m["ekf"]!.mean < m["tdoa"]!.mean, "ekf \(m["ekf"]!.mean) vs tdoa \(m["tdoa"]!.mean)")
     }
 }

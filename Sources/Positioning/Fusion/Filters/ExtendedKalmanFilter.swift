@@ -54,7 +54,7 @@ public final class ExtendedKalmanFilter: FusionFilter {
         guard isInitialized else { return }
         let sm = motion.step
         let f = sm.jacobian(mean, length: step.length, headingChange: step.headingChange)
-        let q = sm.noise(mean, length: step.length, headingChange: step.headingChange)
+        let q = sm.noise(mean, length: step.length, headingChange: step.headingChange, partial: step.isPartial)
         mean = sm.propagate(mean, length: step.length, headingChange: step.headingChange)   // x⁻ = f(x, u)
         covariance = (covariance.congruence(f) + q).symmetrized                               // P⁻ = F P Fᵀ + Q
         onPredict?(f, mean, covariance, time)

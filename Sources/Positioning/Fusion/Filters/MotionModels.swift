@@ -19,8 +19,11 @@ public struct StepInput: Sendable, Equatable {
     public var length: Double
     /// Heading change since the previous step from the gyroscope, Δψ, rad (clockwise positive).
     public var headingChange: Double
-    public init(time: Double, length: Double, headingChange: Double) {
-        self.time = time; self.length = length; self.headingChange = headingChange
+    /// A part of a stride walked between heel strikes (`StrideInterpolation`): no turn, and only
+    /// the length noise; the step event that completes the stride brings the rest.
+    public var isPartial: Bool
+    public init(time: Double, length: Double, headingChange: Double, isPartial: Bool = false) {
+        self.time = time; self.length = length; self.headingChange = headingChange; self.isPartial = isPartial
     }
 }
 
@@ -65,11 +68,14 @@ public struct StepMotionModel: Sendable, Equatable {
         return Mat4(r0: SIMD4(1, 0, s * l * cp, l * sp), r1: SIMD4(0, 1, -s * l * sp, l * cp),
                     r2: SIMD4(0, 0, 1, 0), r3: SIMD4(0, 0, 0, 1))
     }
-    @inlinable public func noise(_ x: SIMD4<Double>, length l: Double, headingChange dpsi: Double) -> Mat4 {
+    /// Q of a step; a partial advance (`StepInput.isPartial`) carries the length error only (its
+    /// stride's heading and scale noise come with the step event).
+    @inlinable public func noise(_ x: SIMD4<Double>, length l: Double, headingChange dpsi: Double, partial: Bool = false) -> Mat4 {
         let sl = lengthSigmaFraction * l, sp = sin(x[2] + dpsi), cp = cos(x[2] + dpsi), s = x[3]
         let g0 = SIMD4(s * sp, s * cp, 0, 0)            // Γ column 0 (length error)
         var q = Mat4.outer(g0, g0)
         q = sl * sl * q
+        guard !partial else { return q }
         q[2, 2] += headingSigmaPerStep * headingSigmaPerStep
         q[3, 3] += scaleSigmaPerStep * scaleSigmaPerStep
         return q

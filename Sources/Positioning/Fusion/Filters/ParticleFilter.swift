@@ -173,7 +173,7 @@ public final class ParticleFilter: FusionFilter {
         gatherAncestors()
         cached = nil
         let sm = motion.step
-        let sl = sm.lengthSigmaFraction * step.length, sh = sm.headingSigmaPerStep, ss = sm.scaleSigmaPerStep
+        let sl = sm.lengthSigmaFraction * step.length, sh = step.isPartial ? 0 : sm.headingSigmaPerStep, ss = step.isPartial ? 0 : sm.scaleSigmaPerStep
         for i in 0..<count {
             // Turn by the gyroscope's Δψ first, then walk the step (`StepMotionModel`).
             let s = a3[i], psi = a2[i] + step.headingChange

@@ -99,7 +99,7 @@ public final class UnscentedKalmanFilter: FusionFilter {
         predict(to: step.time)
         guard isInitialized else { return }
         let sm = motion.step
-        let q = sm.noise(mean, length: step.length, headingChange: step.headingChange)
+        let q = sm.noise(mean, length: step.length, headingChange: step.headingChange, partial: step.isPartial)
         guard let pts = sigmaPoints() else {
             let f = sm.jacobian(mean, length: step.length, headingChange: step.headingChange)
             mean = sm.propagate(mean, length: step.length, headingChange: step.headingChange)

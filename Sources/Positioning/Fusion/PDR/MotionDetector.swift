@@ -10,8 +10,10 @@ import Foundation
 ///   at the step frequency, a phone held still by < 0.2 m/s² of tremor and noise);
 /// * gyroscope: ‖ω‖ > `rotationThreshold` (rad/s) — turning on the spot;
 /// * a detected or OS-reported step (`noteMotion`).
-/// Evidence times are kept as merged intervals for `memory` seconds, so the answer for a past
-/// interval (a late input replayed by the filter's rewind) is the same as it was in time order.
+/// Evidence holds for `hold` seconds (walking crosses the thresholds only in part of each
+/// stride). Evidence is kept as merged intervals for `memory` seconds; because an interval
+/// [first, last evidence] counts as motion until last + `hold`, the answer for a past interval
+/// (a late input replayed by the filter's rewind) is the same as it was in time order.
 ///
 /// Assumptions and limits: a slow, smooth arm movement (30 cm over 2 s peaks at 0.3 m/s²) is not
 /// detected — the filter's stationary diffusion is a small random walk, not zero, and a fix it
@@ -26,6 +28,8 @@ public struct MotionDetector: Sendable {
     public var meanTimeConstant = 1.0
     /// s of evidence history kept.
     public var memory = 30.0
+    /// s that one piece of evidence counts as motion (also the gap that merges two intervals).
+    public var hold = 0.5
 
     private var meanAcceleration: Double?
     private var lastAccelerationTime: Double?
@@ -56,7 +60,7 @@ public struct MotionDetector: Sendable {
 
     /// Records motion evidence at `time` (a step, or an IMU sample above a threshold).
     public mutating func noteMotion(at time: Double) {
-        if let last = motion.last, time >= last.start, time - last.end <= 0.5 {
+        if let last = motion.last, time >= last.start, time - last.end <= hold {
             motion[motion.count - 1].end = max(last.end, time)
         } else {
             motion.append((time, time))
@@ -65,16 +69,23 @@ public struct MotionDetector: Sendable {
     }
 
     /// Whether the phone was still throughout [t0, t1]: IMU samples cover the interval (up to
-    /// 0.1 s before t1: the sample clock and the event clock interleave) and no motion evidence
-    /// falls inside it.
+    /// 0.1 s before t1: the sample clock and the event clock interleave) and no motion (evidence
+    /// plus its hold) overlaps it.
     public func isStill(from t0: Double, to t1: Double) -> Bool {
         guard let first = firstSample, let last = lastSample, first <= t0, last >= t1 - 0.1, t1 >= t0,
               t0 >= last - memory else { return false }
         for m in motion.reversed() {
-            if m.end < t0 { break }
+            if m.end + hold < t0 { break }
             if m.start <= t1 { return false }
         }
         return true
+    }
+
+    /// Until when, at or before `time`, the phone was last in motion (evidence plus its hold),
+    /// or nil if no evidence is remembered.
+    public func lastMotion(atOrBefore time: Double) -> Double? {
+        for m in motion.reversed() where m.start <= time { return min(m.end + hold, time) }
+        return nil
     }
 
     private mutating func see(_ time: Double) {

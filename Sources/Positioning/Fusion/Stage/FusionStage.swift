@@ -59,6 +59,8 @@ public final class FusionStage: PipelineStage {
         public var cvManoeuvreAcceleration = 3.0
         public var weinbergK = 0.52
         public var outputInterval = 1.0
+        /// S1: walk the state between heel strikes at the last stride's speed (`StrideInterpolation`).
+        public var strideInterpolation = true
         public var divergenceRejections = 5
         public var historySeconds = 10.0
         public var particles = 2000
@@ -186,6 +188,7 @@ public final class FusionStage: PipelineStage {
         pdr.weinbergK = settings.weinbergK
         let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
+        t.interpolatesStrides = settings.strideInterpolation
         tracks[device] = t
         deviceOrder.append(device)
         return t
@@ -402,6 +405,7 @@ extension FusionStage {
         step.scaleSigmaPerStep = try o.double("step_scale_sigma", default: step.scaleSigmaPerStep)
         step.positionDiffusion = try o.double("position_diffusion_m2_per_s", default: step.positionDiffusion)
         step.stationaryPositionDiffusion = try o.double("stationary_position_diffusion_m2_per_s", default: step.stationaryPositionDiffusion)
+        s.strideInterpolation = try o.bool("stride_interpolation", default: s.strideInterpolation)
         step.headingDiffusion = pow(Angle.radians(try o.double("heading_diffusion_deg_per_sqrt_s",
                                                                default: Angle.degrees(step.headingDiffusion.squareRoot()))), 2)
         s.motion.step = step

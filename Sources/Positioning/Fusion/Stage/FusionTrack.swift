@@ -76,10 +76,13 @@ final class FusionTrack {
     /// forces the walking diffusion (re-test of a fix gated under the still hypothesis).
     private(set) var lastPredictionStill = false
     var allowStill = true
+    /// Walks the state between heel strikes (`StrideInterpolation`); off = the position moves at steps only.
+    var interpolatesStrides = true
+    private(set) var stride = StrideInterpolation()
     /// NIS of every update in order (time, source, m, NIS, accepted) when logging is on.
     var nisLog: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)] = []
 
-    private struct HistoryEntry { var input: FusionInput; var before: FilterSnapshot; var epochCount: Int }
+    private struct HistoryEntry { var input: FusionInput; var before: FilterSnapshot; var stride: StrideInterpolation; var epochCount: Int }
     private var history: [HistoryEntry] = []
     let historySeconds: Double
     let recordEpochs: Bool
@@ -117,6 +120,7 @@ final class FusionTrack {
         rewinds += 1
         let replay = history[i...].map(\.input)
         filter.restore(history[i].before)
+        stride = history[i].stride
         if recordEpochs { epochs.removeLast(epochs.count - history[i].epochCount) }
         history.removeLast(history.count - i)
         let record = run(input, gate: gate, countIt: true)
@@ -126,12 +130,13 @@ final class FusionTrack {
 
     @discardableResult
     private func run(_ input: FusionInput, gate: (any MeasurementModel) -> Double?, countIt: Bool = true) -> UpdateRecord? {
-        history.append(HistoryEntry(input: input, before: filter.snapshot(), epochCount: epochs.count))
+        history.append(HistoryEntry(input: input, before: filter.snapshot(), stride: stride, epochCount: epochs.count))
         let horizon = input.time - historySeconds
         if let k = history.firstIndex(where: { $0.input.time >= horizon }), k > 0 { history.removeFirst(k) }
         var record: UpdateRecord?
         switch input {
-        case .step(let s):
+        case .step(let full):
+            let s = interpolatesStrides && filter.motion.layout == .step ? stride.step(full) : full
             predict(step: s) { filter.predict(step: s) }
         case .update(let m):
             predictTime(to: m.time)
@@ -177,11 +182,20 @@ final class FusionTrack {
 
     /// Time prediction to t. S1 while the PDR's motion detector shows the phone still over the
     /// whole interval: the position diffuses at the stationary rate (`StepMotionModel`), unless
-    /// `allowStill` is off (the walking re-test of a gated fix).
+    /// `allowStill` is off (the walking re-test of a gated fix); otherwise the walker goes on
+    /// along the current stride (`StrideInterpolation`).
     private func predictTime(to t: Double) {
         let sm = filter.motion.step
         lastPredictionStill = allowStill && filter.motion.layout == .step && pdr.motion.isStill(from: filter.time, to: t)
-        guard lastPredictionStill else { predict { filter.predict(to: t) }; return }
+        guard lastPredictionStill else {
+            if interpolatesStrides, filter.motion.layout == .step,
+               let s = stride.advance(to: t, lastMotion: pdr.motion.lastMotion(atOrBefore: t)) {
+                predict(step: s) { filter.predict(step: s) }
+            } else {
+                predict { filter.predict(to: t) }
+            }
+            return
+        }
         filter.motion.step.positionDiffusion = sm.stationaryPositionDiffusion
         defer { filter.motion.step.positionDiffusion = sm.positionDiffusion }
         predict { filter.predict(to: t) }
@@ -193,6 +207,7 @@ final class FusionTrack {
         guard let last = history.last, case .update = last.input, last.input.time == record.time else { return nil }
         history.removeLast()
         filter.restore(last.before)
+        stride = last.stride
         if recordEpochs { epochs.removeLast(epochs.count - last.epochCount) }
         uncount(record)
         return run(last.input, gate: gate)
