@@ -25,13 +25,22 @@ import Testing
         return out
     }
 
+    /// Feeds events (each with its upstream fix, if any) in time order; returns the stage's fixes.
+    static func replay(_ events: [(TraceEvent, StageResult?)], through stage: FusionStage, context: PipelineContext) -> [Fix] {
+        var out: [Fix] = []
+        for (e, f) in events.sorted(by: { $0.0.time < $1.0.time }) {
+            for r in stage.process(e, upstream: f.map { [$0] } ?? [], context: context) { if case .fix(let x) = r { out.append(x) } }
+        }
+        return out
+    }
+
     @Test func detectorSeparatesStillFromWalking() {
         var d = MotionDetector()
         #expect(!d.isStill(from: 0, to: 1), "no samples: never still")
         for e in Self.imu(until: 20, walkFrom: 10, seed: 1) {
             guard case .imu(let s) = e.payload else { continue }
             switch s.kind {
-            case .accelerometer: d.accelerometer(s.vector, time: e.time)
+            case .accelerometer: d.accelerometer(magnitude: (s.vector * s.vector).sum().squareRoot(), time: e.time)
             case .gyroscope: d.gyroscope(s.vector, time: e.time)
             default: break
             }
@@ -63,11 +72,7 @@ import Testing
             let f = Fix(time: t, position: z, covariance: Covariance2(sigma: sigma), source: .tdoa)
             events.append((TraceEvent(time: t, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: 1))), .fix(f)))
         }
-        events.sort { $0.0.time < $1.0.time }
-        var out: [Fix] = []
-        for (e, f) in events {
-            for r in stage.process(e, upstream: f.map { [$0] } ?? [], context: context) { if case .fix(let x) = r { out.append(x) } }
-        }
+        let out = Self.replay(events, through: stage, context: context)
         // Steady state of a random walk q = 1e-4 m²/s × 1 s observed with r = σ²:
         // P⁻ = (q + √(q² + 4qr))/2, P⁺ = P⁻r/(P⁻ + r) = 6.18e-5 m² (the walking diffusion gives 0.998 r).
         let q = StepMotionModel().stationaryPositionDiffusion, r = sigma * sigma
@@ -94,11 +99,7 @@ import Testing
             let f = Fix(time: t, position: z, covariance: Covariance2(sigma: 0.01), source: .tdoa)
             events.append((TraceEvent(time: t, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: 1))), .fix(f)))
         }
-        events.sort { $0.0.time < $1.0.time }
-        var out: [Fix] = []
-        for (e, f) in events {
-            for r in stage.process(e, upstream: f.map { [$0] } ?? [], context: context) { if case .fix(let x) = r { out.append(x) } }
-        }
+        let out = Self.replay(events, through: stage, context: context)
         #expect(stage.counters[.tdoa]?.gated == 0, "\(String(describing: stage.counters[.tdoa]))")
         let last = try #require(out.last)
         #expect(norm(last.position - SIMD2(5, 5.08)) < 0.02, "\(last.position)")

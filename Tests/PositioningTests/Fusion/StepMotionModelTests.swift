@@ -9,7 +9,7 @@ import Foundation
     /// east (not north, which is where the old heading points), heading east.
     @Test func turnOnTheSpotThenStepGoesTheNewWay() {
         let m = StepMotionModel()
-        let x = m.propagate(SIMD4(10, 20, 0, 1), length: 0.7, headingChange: .pi / 2)
+        let x = m.propagate(SIMD4(10, 20, 0, 1), StepInput(time: 0, length: 0.7, headingChange: .pi / 2))
         #expect(abs(x[0] - 10.7) < 1e-12 && abs(x[1] - 20) < 1e-12)
         #expect(abs(x[2] - .pi / 2) < 1e-12 && x[3] == 1)
     }
@@ -36,13 +36,13 @@ import Foundation
     /// entry non-trivial (GTSAM habit: every Jacobian against a numerical derivative).
     @Test func jacobianMatchesFiniteDifferences() {
         let m = StepMotionModel()
-        let x = SIMD4<Double>(3, -2, 2.5, 1.08), l = 0.74, dpsi = 0.9
-        let f = m.jacobian(x, length: l, headingChange: dpsi)
+        let x = SIMD4<Double>(3, -2, 2.5, 1.08), step = StepInput(time: 0, length: 0.74, headingChange: 0.9)
+        let f = m.jacobian(x, step)
         let h = 1e-6
         for j in 0..<4 {
             var dx = SIMD4<Double>.zero
             dx[j] = h
-            let a = m.propagate(x + dx, length: l, headingChange: dpsi), b = m.propagate(x - dx, length: l, headingChange: dpsi)
+            let a = m.propagate(x + dx, step), b = m.propagate(x - dx, step)
             for i in 0..<4 {
                 let numeric = i == 2 ? Angle.wrap(a[i] - b[i]) / (2 * h) : (a[i] - b[i]) / (2 * h)
                 #expect(abs(f[i, j] - numeric) < 1e-7, "F[\(i),\(j)] \(f[i, j]) vs \(numeric)")

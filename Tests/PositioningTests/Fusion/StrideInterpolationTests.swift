@@ -52,11 +52,7 @@ import Testing
                 let deliver = swapLate && k == 58 ? t + 0.2 : t
                 events.append((TraceEvent(time: deliver, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: 1))), .fix(f)))
             }
-            events.sort { $0.0.time < $1.0.time }
-            var out: [Fix] = []
-            for (e, f) in events {
-                for r in stage.process(e, upstream: f.map { [$0] } ?? [], context: context) { if case .fix(let x) = r { out.append(x) } }
-            }
+            let out = StationaryDiffusionTests.replay(events, through: stage, context: context)
             if swapLate { #expect(stage.rewinds > 0) }
             return out
         }

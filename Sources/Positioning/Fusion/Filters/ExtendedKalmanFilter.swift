@@ -53,9 +53,9 @@ public final class ExtendedKalmanFilter: FusionFilter {
         predict(to: step.time)
         guard isInitialized else { return }
         let sm = motion.step
-        let f = sm.jacobian(mean, length: step.length, headingChange: step.headingChange)
-        let q = sm.noise(mean, length: step.length, headingChange: step.headingChange, partial: step.isPartial)
-        mean = sm.propagate(mean, length: step.length, headingChange: step.headingChange)   // x⁻ = f(x, u)
+        let f = sm.jacobian(mean, step)
+        let q = sm.noise(mean, step)
+        mean = sm.propagate(mean, step)                                                       // x⁻ = f(x, u)
         covariance = (covariance.congruence(f) + q).symmetrized                               // P⁻ = F P Fᵀ + Q
         onPredict?(f, mean, covariance, time)
     }

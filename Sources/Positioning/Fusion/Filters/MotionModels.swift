@@ -59,23 +59,26 @@ public struct StepMotionModel: Sendable, Equatable {
     public var scaleDiffusion: Double = 1e-6
     public init() {}
 
-    @inlinable public func propagate(_ x: SIMD4<Double>, length l: Double, headingChange dpsi: Double) -> SIMD4<Double> {
-        let d = x[3] * l, psi = Angle.wrap(x[2] + dpsi)
+    /// x⁻ = f(x, u): turn by Δψ, then walk s·L̂.
+    @inlinable public func propagate(_ x: SIMD4<Double>, _ step: StepInput) -> SIMD4<Double> {
+        let d = x[3] * step.length, psi = Angle.wrap(x[2] + step.headingChange)
         return SIMD4(x[0] + d * sin(psi), x[1] + d * cos(psi), psi, x[3])
     }
-    @inlinable public func jacobian(_ x: SIMD4<Double>, length l: Double, headingChange dpsi: Double) -> Mat4 {
-        let s = x[3], sp = sin(x[2] + dpsi), cp = cos(x[2] + dpsi)
+    /// F = ∂f/∂x at x.
+    @inlinable public func jacobian(_ x: SIMD4<Double>, _ step: StepInput) -> Mat4 {
+        let l = step.length, s = x[3], sp = sin(x[2] + step.headingChange), cp = cos(x[2] + step.headingChange)
         return Mat4(r0: SIMD4(1, 0, s * l * cp, l * sp), r1: SIMD4(0, 1, -s * l * sp, l * cp),
                     r2: SIMD4(0, 0, 1, 0), r3: SIMD4(0, 0, 0, 1))
     }
     /// Q of a step; a partial advance (`StepInput.isPartial`) carries the length error only (its
     /// stride's heading and scale noise come with the step event).
-    @inlinable public func noise(_ x: SIMD4<Double>, length l: Double, headingChange dpsi: Double, partial: Bool = false) -> Mat4 {
-        let sl = lengthSigmaFraction * l, sp = sin(x[2] + dpsi), cp = cos(x[2] + dpsi), s = x[3]
+    @inlinable public func noise(_ x: SIMD4<Double>, _ step: StepInput) -> Mat4 {
+        let psi = x[2] + step.headingChange
+        let sl = lengthSigmaFraction * step.length, sp = sin(psi), cp = cos(psi), s = x[3]
         let g0 = SIMD4(s * sp, s * cp, 0, 0)            // Γ column 0 (length error)
         var q = Mat4.outer(g0, g0)
         q = sl * sl * q
-        guard !partial else { return q }
+        guard !step.isPartial else { return q }
         q[2, 2] += headingSigmaPerStep * headingSigmaPerStep
         q[3, 3] += scaleSigmaPerStep * scaleSigmaPerStep
         return q

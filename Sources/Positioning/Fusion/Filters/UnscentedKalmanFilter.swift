@@ -99,14 +99,14 @@ public final class UnscentedKalmanFilter: FusionFilter {
         predict(to: step.time)
         guard isInitialized else { return }
         let sm = motion.step
-        let q = sm.noise(mean, length: step.length, headingChange: step.headingChange, partial: step.isPartial)
+        let q = sm.noise(mean, step)
         guard let pts = sigmaPoints() else {
-            let f = sm.jacobian(mean, length: step.length, headingChange: step.headingChange)
-            mean = sm.propagate(mean, length: step.length, headingChange: step.headingChange)
+            let f = sm.jacobian(mean, step)
+            mean = sm.propagate(mean, step)
             covariance = (covariance.congruence(f) + q).symmetrized
             return
         }
-        let moved = pts.map { sm.propagate($0, length: step.length, headingChange: step.headingChange) }
+        let moved = pts.map { sm.propagate($0, step) }
         mean = stateMean(moved)
         covariance = (stateCovariance(moved, mean: mean) + q).symmetrized
     }

@@ -34,16 +34,16 @@ public struct MotionDetector: Sendable {
     private var meanAcceleration: Double?
     private var lastAccelerationTime: Double?
     /// First and latest IMU sample times seen.
-    public private(set) var firstSample: Double?
-    public private(set) var lastSample: Double?
+    private var firstSample: Double?
+    private var lastSample: Double?
     /// Merged intervals [start, end] with motion evidence, oldest first.
     private var motion: [(start: Double, end: Double)] = []
 
     public init() {}
 
-    public mutating func accelerometer(_ a: SIMD3<Double>, time: Double) {
+    /// One accelerometer sample's magnitude ‖a‖ (m/s²).
+    public mutating func accelerometer(magnitude m: Double, time: Double) {
         see(time)
-        let m = (a * a).sum().squareRoot()
         guard let mean = meanAcceleration, let t0 = lastAccelerationTime else {
             meanAcceleration = m; lastAccelerationTime = time; return
         }

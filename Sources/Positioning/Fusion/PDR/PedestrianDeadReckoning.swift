@@ -142,9 +142,7 @@ public struct PedestrianDeadReckoning: Sendable {
     public mutating func update(_ s: IMUSample, time: Double) {
         switch s.kind {
         case .rotationVector: updateRotationVector(s, time: time)
-        case .accelerometer:
-            motion.accelerometer(s.vector, time: time)
-            updateAccelerometer(s.vector, time: time)
+        case .accelerometer: updateAccelerometer(s.vector, time: time)
         case .gyroscope:
             motion.gyroscope(s.vector, time: time)
             updateGyro(s.vector, time: time)
@@ -192,6 +190,7 @@ public struct PedestrianDeadReckoning: Sendable {
         } else { gravity = a }
         // Step detector.
         let mag = (a * a).sum().squareRoot()
+        motion.accelerometer(magnitude: mag, time: time)
         accHistory.append((time, mag)); accSum += mag
         while let f = accHistory.first, time - f.t > 2.5 { accSum -= f.a; accHistory.removeFirst() }
         let centered = mag - accSum / Double(accHistory.count)

@@ -48,7 +48,7 @@ extension UnscentedKalmanFilter {
         let (w0, wi) = sigma.covarianceWeights
         var dy = Mat4.zero
         for (i, chi) in pts.enumerated() {
-            let moved = motion.step.propagate(chi, length: step.length, headingChange: step.headingChange)
+            let moved = motion.step.propagate(chi, step)
             dy = dy + (i == 0 ? w0 : wi) * Mat4.outer(stateDiff(chi, x), stateDiff(moved, prior))
         }
         guard dt > 0 else { return dy }

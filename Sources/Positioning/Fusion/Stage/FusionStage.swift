@@ -291,6 +291,7 @@ public final class FusionStage: PipelineStage {
     /// S1 has the same test for the start of walking: a fix gated under the stationary diffusion
     /// (the IMU showed the phone still) is tested once more under the walking diffusion — the
     /// first centimetres of a start, or a slow arm movement, are below the detector's thresholds.
+    /// Fixes and tight-coupled measurements (TA range, TDoA, peer range…) get the re-test alike.
     private func retestAsManoeuvre(_ t: FusionTrack, _ r: UpdateRecord) -> UpdateRecord? {
         if t.filter.motion.layout == .step {
             guard t.lastPredictionStill else { return nil }

@@ -166,7 +166,7 @@ final class FusionTrack {
         let motion = filter.motion
         let f: Mat4
         switch (motion.layout, step) {
-        case (.step, let s?): f = motion.step.jacobian(x0, length: s.length, headingChange: s.headingChange)
+        case (.step, let s?): f = motion.step.jacobian(x0, s)
         case (.step, nil): f = .identity
         case (.constantVelocity, _): f = motion.constantVelocity.transition(dt: filter.time - t0)
         }
