@@ -159,7 +159,14 @@ func sharedData(_ sub: String) -> URL? {
 @Suite struct GNSSFusionRealDataTests {
     /// GSDC 2020 drive, two phones against the SPAN track. The chipset fixes are already
     /// filtered by the phone: the ekf must not lose them (before the manoeuvre re-test it was
-    /// 42.7 m median on this drive), the smoother must not be worse than the ekf.
+    /// 42.7 m median on this drive), the smoother must not be worse than the ekf. Calibration:
+    /// the ekf's 95 % circle holds what the phone's reported accuracy holds, or 90 % where that
+    /// is calibrated (Pixel4: raw 0.93). The Pixel4XLModded reports accuracies 2× too small
+    /// (raw 0.49) for errors that all fixes share: no innovation shows it (GNSS bias states
+    /// and the NIS-driven accuracy scale see only what varies between fixes), so the filter can
+    /// only keep the phone's calibration; α = 3 (the white-noise stand-in before the bias
+    /// states) held 96 % there at the price of a P50 0.15 m worse on both phones and a smoother
+    /// 2.5× over-confident on simulated open sky (docs/fusion.md).
     @Test func gsdcDrive() throws {
         guard let dir = sharedData("gsdc2020/2020-05-14-US-MTV-1") else { return }
         #expect(GNSSRecordingKind.detect([dir.path], dataset: nil) == .gsdc)
@@ -172,7 +179,8 @@ func sharedData(_ sub: String) -> URL? {
             #expect(e.errors.median_m! <= 1.5 * g.errors.median_m!, "\(w.name): ekf P50 \(e.errors.median_m!) vs gnss \(g.errors.median_m!)")
             #expect(e.errors.p95_m! <= 2 * g.errors.p95_m!, "\(w.name): ekf P95 \(e.errors.p95_m!) vs gnss \(g.errors.p95_m!)")
             #expect(s.errors.median_m! <= e.errors.median_m!)
-            #expect(e.inside95! >= 0.9, "\(w.name): ekf inside95 \(e.inside95!)")
+            let raw = try #require(g.inside95)
+            #expect(e.inside95! >= min(0.9, raw - 0.02), "\(w.name): ekf inside95 \(e.inside95!), phone's own \(raw)")
         }
     }
 

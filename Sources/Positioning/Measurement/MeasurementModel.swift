@@ -74,8 +74,11 @@ public struct PositionMeasurement: MeasurementModel {
     public let source: Source
     public let time: Double
     public let z: [Double]
-    public let noise: Matrix
+    public private(set) var noise: Matrix
     public let gateProbability: Double?
+
+    /// The same fix with R × k (a calibrated accuracy scale, `AccuracyScale`).
+    public func scaled(_ k: Double) -> PositionMeasurement { var m = self; m.noise = k * noise; return m }
 
     public init(fix: Fix, inflation alpha: Double = 1, gateProbability: Double? = 0.99) {
         source = fix.source; time = fix.time

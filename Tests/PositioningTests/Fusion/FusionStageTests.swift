@@ -57,7 +57,10 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(b.rewinds == 2 && a.rewinds == 0)
         #expect(abs(x.position.x - y.position.x) < 1e-9 && abs(x.position.y - y.position.y) < 1e-9)
         #expect(abs(x.covariance.ee - y.covariance.ee) < 1e-9 && abs(x.covariance.nn - y.covariance.nn) < 1e-9)
-        #expect(a.counters[.gnss]?.accepted == 19 && b.counters[.gnss]?.accepted == 19)   // the first fix initialises
+        // The same decisions in and out of order (the GNSS bias states, on by default, are
+        // restored with the filter); the first fix initialises.
+        let (ca, cb) = (try #require(a.counters[.gnss]), try #require(b.counters[.gnss]))
+        #expect(ca.accepted + ca.gated == 19 && ca.accepted == cb.accepted && ca.gated == cb.gated && ca.accepted >= 17)
     }
 
     /// A fix older than the rewind history is dropped and counted, never applied out of order.
@@ -142,11 +145,13 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(try finalEast(useWalls: true) < 5)
     }
 
-    /// On a straight constant-velocity walk with white fix noise the EKF beats the raw fixes.
+    /// On a straight constant-velocity walk with white fix noise the EKF beats the raw fixes
+    /// (a filter told the noise is white: no GNSS bias states).
     @Test func filterBeatsRawFixesOnWhiteNoise() {
         var rng = TestRNG(seed: 5)
         var raw = 0.0, filtered = 0.0
-        let stage = FusionStage(settings: .init(kind: .ekf))
+        var white = FusionStage.Settings(kind: .ekf); white.gnssBias = nil
+        let stage = FusionStage(settings: white)
         var truth: [Double: SIMD2<Double>] = [:]
         var fixes: [StageResult] = []
         for k in 0..<300 {
@@ -197,12 +202,15 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
 }
 
 /// The RTS smoother equals the batch (all-epochs, information-form) solution on a
-/// linear-Gaussian constant-velocity problem, to 1e-9 relative.
+/// linear-Gaussian constant-velocity problem, to 1e-9 relative: with white GNSS fixes over the
+/// state x = [E, N, v_E, v_N], and with the GNSS bias states over y = [x; b_E, b_N] (`GNSSBias`).
 @Suite struct RTSSmootherTests {
-    @Test func smootherEqualsBatchSolution() throws {
+    @Test(arguments: [false, true], [FusionStage.Kind.ekf, .ukf]) func smootherEqualsBatchSolution(withBias: Bool, kind: FusionStage.Kind) throws {
         let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
-        var s = FusionStage.Settings(kind: .ekf)
+        var s = FusionStage.Settings(kind: kind)
         s.inflation = [:]; s.gateProbability = nil
+        s.gnssBias = withBias ? GNSSBias(correlationTime: 5, biasFraction: 0.6) : nil
+        s.adaptiveAccuracy = []
         let stage = SmootherStage(settings: s)
         var rng = TestRNG(seed: 3)
         let n = 12, sigma = 4.0
@@ -217,33 +225,53 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         let smoothed = stage.finish(context: context).compactMap { r -> Fix? in if case .fix(let f) = r { return f }; return nil }
         #expect(smoothed.count == n)
 
-        // Batch: minimise ‖x₀ − m₀‖²_{P₀⁻¹} + Σₖ ‖xₖ − F xₖ₋₁‖²_{Q⁻¹} + Σ_{k≥1} ‖zₖ − H xₖ‖²_{R⁻¹}.
+        // Batch: minimise ‖y₀ − m₀‖²_{P₀⁻¹} + Σₖ ‖yₖ − F yₖ₋₁‖²_{Q⁻¹} + Σ_{k≥1} ‖zₖ − H yₖ‖²_{R⁻¹}.
+        // With the bias: F = diag(F_cv, φI), Q = diag(Q_cv, (1 − φ²)βσ²I), H = [I 0 I], R = (1 − β)σ²I,
+        // and the start at z₀ (p̂ = z₀, P_pp = σ²) correlated with the bias: P_pb = −βσ², P_bb = βσ².
         let cv = s.motion.constantVelocity
-        let f = cv.transition(dt: 1).matrix, qi = try #require(cv.noise(dt: 1).spdInverse).matrix
-        let p0i = try #require(Mat4.diagonal(SIMD4(sigma * sigma, sigma * sigma, pow(s.initialSpeedSigma, 2), pow(s.initialSpeedSigma, 2))).spdInverse).matrix
-        let dim = 4 * n
+        let d = withBias ? 6 : 4
+        let beta = s.gnssBias?.biasFraction ?? 0, phi = s.gnssBias?.decay(1) ?? 0
+        func embed(_ m: Mat4, _ tail: Double) -> Matrix {
+            var out = Matrix(rows: d, cols: d)
+            for i in 0..<4 { for j in 0..<4 { out[i, j] = m[i, j] } }
+            for i in 4..<d { out[i, i] = tail }
+            return out
+        }
+        let f = embed(cv.transition(dt: 1), phi)
+        let qi = try #require(embed(cv.noise(dt: 1), (1 - phi * phi) * beta * sigma * sigma).spdInverse)
+        var p0 = embed(Mat4.diagonal(SIMD4(sigma * sigma, sigma * sigma, pow(s.initialSpeedSigma, 2), pow(s.initialSpeedSigma, 2))),
+                       beta * sigma * sigma)
+        if withBias { for i in 0..<2 { p0[i, 4 + i] = -beta * sigma * sigma; p0[4 + i, i] = -beta * sigma * sigma } }
+        let p0i = try #require(p0.spdInverse)
+        let dim = d * n
         var lam = Matrix(rows: dim, cols: dim), eta = [Double](repeating: 0, count: dim)
         func add(_ r: Int, _ c: Int, _ m: Matrix, _ sign: Double = 1) {
-            for i in 0..<4 { for j in 0..<4 { lam[4 * r + i, 4 * c + j] += sign * m[i, j] } }
+            for i in 0..<d { for j in 0..<d { lam[d * r + i, d * c + j] += sign * m[i, j] } }
         }
-        let m0 = [z[0].x, z[0].y, 0, 0]
+        let m0 = [z[0].x, z[0].y] + [Double](repeating: 0, count: d - 2)
         add(0, 0, p0i)
-        for i in 0..<4 { for j in 0..<4 { eta[i] += p0i[i, j] * m0[j] } }
+        for i in 0..<d { for j in 0..<d { eta[i] += p0i[i, j] * m0[j] } }
         let ftqi = f.transposed * qi, ftqif = ftqi * f
+        var h = Matrix(rows: 2, cols: d)
+        h[0, 0] = 1; h[1, 1] = 1
+        if withBias { h[0, 4] = 1; h[1, 5] = 1 }
+        let ri = 1 / ((1 - beta) * sigma * sigma)
+        let htrih = ri * (h.transposed * h)
         for k in 1..<n {
             add(k, k, qi); add(k - 1, k - 1, ftqif)
             add(k, k - 1, qi * f, -1); add(k - 1, k, ftqi, -1)
-            let ri = 1 / (sigma * sigma)
-            lam[4 * k, 4 * k] += ri; lam[4 * k + 1, 4 * k + 1] += ri
-            eta[4 * k] += ri * z[k].x; eta[4 * k + 1] += ri * z[k].y
+            add(k, k, htrih)
+            let ht = h.transposed * [z[k].x, z[k].y]
+            for i in 0..<d { eta[d * k + i] += ri * ht[i] }
         }
         let cov = try #require(lam.spdInverse)
         let x = cov * eta
         for k in 0..<n {
-            let e = SIMD2(x[4 * k], x[4 * k + 1])
+            let e = SIMD2(x[d * k], x[d * k + 1])
             #expect(abs(smoothed[k].position.x - e.x) < 1e-9 * max(1, abs(e.x)) && abs(smoothed[k].position.y - e.y) < 1e-9 * max(1, abs(e.y)),
                     "epoch \(k): \(smoothed[k].position) vs batch \(e)")
-            #expect(abs(smoothed[k].covariance.ee - cov[4 * k, 4 * k]) < 1e-9 * cov[4 * k, 4 * k])
+            #expect(abs(smoothed[k].covariance.ee - cov[d * k, d * k]) < 1e-9 * cov[d * k, d * k])
+            #expect(abs(smoothed[k].covariance.en - cov[d * k, d * k + 1]) < 1e-9 * cov[d * k, d * k])
         }
     }
 }

@@ -13,10 +13,16 @@ import Testing
 
     /// One model-matched constant-velocity realisation: truth from the filter's own Q(Δt) and the
     /// initial speed prior, fixes with σ; returns truth positions and (filtered, smoothed) fixes.
-    static func run(kind: FusionStage.Kind, seed: UInt64, epochs n: Int = 60, sigma: Double = 3)
+    /// `bias`: the fixes' error is b + w with b the first-order Gauss–Markov bias of `GNSSBias`
+    /// (Σ_b = βσ², τ_b) and w white ((1 − β)σ²); `modelBias` says whether the filter carries the
+    /// bias states. Without `bias` the error is white and the filter has no bias states.
+    static func run(kind: FusionStage.Kind, seed: UInt64, epochs n: Int = 60, sigma: Double = 3,
+                    bias: GNSSBias? = nil, modelBias: Bool = true)
         -> (truth: [SIMD2<Double>], filtered: [Fix], smoothed: [Fix]) {
         var s = FusionStage.Settings(kind: kind)
         s.inflation = [:]; s.gateProbability = nil; s.layout = .cv
+        s.gnssBias = modelBias ? bias : nil
+        s.adaptiveAccuracy = []                              // the model is known exactly here
         let filter = FusionStage(settings: s)
         let smoother = SmootherStage(settings: s)
         var rng = SplitMix64(seed: seed)
@@ -26,6 +32,9 @@ import Testing
         let l11 = a.squareRoot(), l21 = b / l11, l22 = (c - l21 * l21).squareRoot()
         var p = SIMD2<Double>(10, -5)
         var v = SIMD2(s.initialSpeedSigma * rng.gaussian(), s.initialSpeedSigma * rng.gaussian())
+        let beta = bias?.biasFraction ?? 0, sb = sigma * beta.squareRoot(), sw = sigma * (1 - beta).squareRoot()
+        let phi = bias?.decay(dt) ?? 0
+        var e = sb * SIMD2(rng.gaussian(), rng.gaussian())
         var truth: [SIMD2<Double>] = []
         var filtered: [Fix] = []
         for k in 0..<n {
@@ -33,13 +42,14 @@ import Testing
                 let u = SIMD2(rng.gaussian(), rng.gaussian()), w = SIMD2(rng.gaussian(), rng.gaussian())
                 p += dt * v + l11 * u
                 v += l21 * u + l22 * w
+                e = phi * e + sb * (1 - phi * phi).squareRoot() * SIMD2(rng.gaussian(), rng.gaussian())
             }
             truth.append(p)
-            let z = p + sigma * SIMD2(rng.gaussian(), rng.gaussian())
+            let z = p + e + sw * SIMD2(rng.gaussian(), rng.gaussian())
             let f = Fix(time: Double(k) * dt, position: z, covariance: Covariance2(sigma: sigma), source: .gnss)
-            let e = TraceEvent(time: f.time, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: sigma)))
-            filtered += fixes(filter.process(e, upstream: [.fix(f)], context: context))
-            _ = smoother.process(e, upstream: [.fix(f)], context: context)
+            let ev = TraceEvent(time: f.time, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: sigma)))
+            filtered += fixes(filter.process(ev, upstream: [.fix(f)], context: context))
+            _ = smoother.process(ev, upstream: [.fix(f)], context: context)
         }
         return (truth, filtered, fixes(smoother.finish(context: context)))
     }
@@ -60,11 +70,69 @@ import Testing
     /// at a fixed epoch (independent across runs, so Σ ε ~ χ²_{2M} exactly) lies in its 95 %
     /// band [χ²₄₀₀(0.025), χ²₄₀₀(0.975)]/200 = [1.73, 2.29]; the filtered one too.
     @Test(arguments: [FusionStage.Kind.ekf, .ukf]) func smoothedTrackIsBetterAndConsistent(kind: FusionStage.Kind) {
-        let runs = 200, epoch = 30
+        let x = Self.monteCarlo(kind: kind)
+        #expect(x.rmse.smoothed < x.rmse.filtered, "smoothed RMSE \(x.rmse.smoothed) vs filtered \(x.rmse.filtered)")
+        #expect(x.band.contains(x.anees.smoothed), "smoothed ANEES \(x.anees.smoothed) outside \(x.band)")
+        #expect(x.band.contains(x.anees.filtered), "filtered ANEES \(x.anees.filtered) outside \(x.band)")
+    }
+
+    /// The same with a Gauss–Markov GNSS bias in the fixes (β = 0.75, τ_b = 30 s over a 60 s
+    /// track) and the bias states in the filter: the smoother better, and filtered and
+    /// smoothed NEES consistent. The statistic is the NEES averaged over all 60 epochs of a run:
+    /// for a consistent filter its expectation is exactly 2 however the epochs correlate, and
+    /// the runs are independent, so the mean of 400 run averages must lie within 3 standard
+    /// errors of 2 (CLT; the standard error from the run averages themselves). (The single-epoch
+    /// band of the white test was too weak here: at epoch 30 the 1000 runs on seeds 1000… gave
+    /// 1.84, 2.6 standard errors low, while 3000 runs on other seeds gave 1.96 ± 0.04 — the
+    /// filter itself is exact, `smootherEqualsBatchSolution`.) The same data through a filter
+    /// without bias states (the fixes taken as white with their full σ) is over-confident:
+    /// smoothed ANEES more than twice 2, filtered above the 3-standard-error limit — what
+    /// docs/consistency.md diagnosed. EKF only: on this linear model the UKF is the same filter.
+    @Test func biasStatesMakeFilterAndSmootherConsistent() {
+        let bias = GNSSBias(correlationTime: 30, biasFraction: 0.75)
+        let runs = 400
+        func averages(modelBias: Bool) -> (rmse: (filtered: Double, smoothed: Double), filtered: [Double], smoothed: [Double]) {
+            var se = (filtered: 0.0, smoothed: 0.0, count: 0)
+            var f: [Double] = [], sm: [Double] = []
+            for r in 0..<runs {
+                let x = Self.run(kind: .ekf, seed: 1000 + UInt64(r), bias: bias, modelBias: modelBias)
+                var a = (0.0, 0.0)
+                for k in x.truth.indices {
+                    let df = x.filtered[k].position - x.truth[k], ds = x.smoothed[k].position - x.truth[k]
+                    se.filtered += (df * df).sum(); se.smoothed += (ds * ds).sum(); se.count += 1
+                    a.0 += x.filtered[k].covariance.mahalanobis2(df) ?? .infinity
+                    a.1 += x.smoothed[k].covariance.mahalanobis2(ds) ?? .infinity
+                }
+                f.append(a.0 / Double(x.truth.count)); sm.append(a.1 / Double(x.truth.count))
+            }
+            let n = Double(se.count)
+            return (((se.filtered / n).squareRoot(), (se.smoothed / n).squareRoot()), f, sm)
+        }
+        func meanAndLimit(_ v: [Double]) -> (mean: Double, limit: Double) {
+            let m = v.reduce(0, +) / Double(v.count)
+            let sd = (v.reduce(0) { $0 + ($1 - m) * ($1 - m) } / Double(v.count - 1)).squareRoot()
+            return (m, 3 * sd / Double(v.count).squareRoot())
+        }
+        let x = averages(modelBias: true)
+        #expect(x.rmse.smoothed < x.rmse.filtered, "smoothed RMSE \(x.rmse.smoothed) vs filtered \(x.rmse.filtered)")
+        for (name, v) in [("filtered", x.filtered), ("smoothed", x.smoothed)] {
+            let (m, limit) = meanAndLimit(v)
+            #expect(abs(m - 2) < limit, "\(name) ANEES \(m), 2 ± \(limit)")
+        }
+        let white = averages(modelBias: false)
+        let (wf, wfLimit) = meanAndLimit(white.filtered), ws = meanAndLimit(white.smoothed).mean
+        #expect(ws > 4, "without bias states: smoothed ANEES \(ws)")
+        #expect(wf > 2 + wfLimit, "without bias states: filtered ANEES \(wf)")
+    }
+
+    /// White fixes: RMSE over all epochs and ANEES at epoch 30 over seeded runs, with the 95 % band.
+    static func monteCarlo(kind: FusionStage.Kind, runs: Int = 200)
+        -> (rmse: (filtered: Double, smoothed: Double), anees: (filtered: Double, smoothed: Double), band: ClosedRange<Double>) {
+        let epoch = 30
         var se = (filtered: 0.0, smoothed: 0.0, count: 0)
         var nees = (filtered: 0.0, smoothed: 0.0)
         for r in 0..<runs {
-            let x = Self.run(kind: kind, seed: 1000 + UInt64(r))
+            let x = run(kind: kind, seed: 1000 + UInt64(r))
             #expect(x.filtered.count == x.truth.count && x.smoothed.count == x.truth.count)
             for k in x.truth.indices {
                 let df = x.filtered[k].position - x.truth[k], ds = x.smoothed[k].position - x.truth[k]
@@ -73,12 +141,9 @@ import Testing
             nees.filtered += x.filtered[epoch].covariance.mahalanobis2(x.filtered[epoch].position - x.truth[epoch]) ?? .infinity
             nees.smoothed += x.smoothed[epoch].covariance.mahalanobis2(x.smoothed[epoch].position - x.truth[epoch]) ?? .infinity
         }
-        let rmseF = (se.filtered / Double(se.count)).squareRoot(), rmseS = (se.smoothed / Double(se.count)).squareRoot()
-        #expect(rmseS < rmseF, "smoothed RMSE \(rmseS) vs filtered \(rmseF)")
-        let lo = ChiSquare.quantile(0.025, dof: 2 * runs) / Double(runs), hi = ChiSquare.quantile(0.975, dof: 2 * runs) / Double(runs)
-        let (af, asm) = (nees.filtered / Double(runs), nees.smoothed / Double(runs))
-        #expect((lo...hi).contains(asm), "smoothed ANEES \(asm) outside [\(lo), \(hi)]")
-        #expect((lo...hi).contains(af), "filtered ANEES \(af) outside [\(lo), \(hi)]")
+        let n = Double(se.count), m = Double(runs)
+        let lo = ChiSquare.quantile(0.025, dof: 2 * runs) / m, hi = ChiSquare.quantile(0.975, dof: 2 * runs) / m
+        return (((se.filtered / n).squareRoot(), (se.smoothed / n).squareRoot()), (nees.filtered / m, nees.smoothed / m), lo...hi)
     }
 
     /// Step layout: walking due south (ψ ≈ π, the filter's ψ crosses ±π) smooths to exactly the

@@ -13,23 +13,83 @@ import Foundation
 /// starting from xˢ_N = x⁺_N. Epochs with `startsSegment` (filter (re)initialisations) begin
 /// an independent segment. A singular P⁻ₖ₊₁ leaves epoch k at its filtered value. On a
 /// linear-Gaussian model this is the batch (information-form) solution exactly.
+///
+/// With the GNSS bias states (`GNSSBias`) the recursion runs over the augmented y = [x; b]
+/// (n = 6) wherever both epochs of a pair carry a primed bias; Cov(y⁺ₖ, y⁻ₖ₊₁) =
+/// [[D, φC⁺ₖ], [(F C⁺ₖ)ᵀ, φB⁺ₖ]]. Where epoch k has no bias state yet (before the first GNSS fix,
+/// or the fix that introduced it), the pair runs over x alone (n = 4): a bias introduced
+/// independent of x (C = 0) makes the marginal recursion exact.
 public enum RTSSmoother {
-    /// Smoothed (mean, covariance) for every epoch, in order.
+    /// Smoothed (mean, covariance) of x for every epoch, in order.
     public static func smooth(_ epochs: [FilterEpoch], angleIndex: Int?) -> [(mean: SIMD4<Double>, covariance: Mat4)] {
-        var out = epochs.map { (mean: $0.posteriorMean, covariance: $0.posteriorCovariance) }
-        guard epochs.count > 1 else { return out }
-        for k in stride(from: epochs.count - 2, through: 0, by: -1) {
-            let next = epochs[k + 1]
-            guard !next.startsSegment, let pinv = next.priorCovariance.spdInverse else { continue }
-            let c = next.crossCovariance * pinv
-            var dx = out[k + 1].mean - next.priorMean
-            if let a = angleIndex { dx[a] = Angle.wrap(dx[a]) }
-            var x = epochs[k].posteriorMean + c * dx
-            if let a = angleIndex { x[a] = Angle.wrap(x[a]) }
-            let p = epochs[k].posteriorCovariance + c * (out[k + 1].covariance - next.priorCovariance) * c.transposed
-            out[k] = (x, p.symmetrized)
+        var out = epochs.map { $0.posterior(dimension: $0.posteriorBias?.isPrimed == true ? 6 : 4) }
+        if epochs.count > 1 {
+            for k in stride(from: epochs.count - 2, through: 0, by: -1) {
+                let (this, next) = (epochs[k], epochs[k + 1])
+                guard !next.startsSegment else { continue }
+                let n = this.posteriorBias?.isPrimed == true && next.priorBias?.isPrimed == true ? 6 : 4
+                let prior = next.prior(dimension: n)
+                guard let pinv = prior.covariance.spdInverse else { continue }
+                let c = next.crossCovariance(from: this, dimension: n) * pinv
+                var dx = (0..<n).map { out[k + 1].mean[$0] - prior.mean[$0] }
+                if let a = angleIndex { dx[a] = Angle.wrap(dx[a]) }
+                let post = this.posterior(dimension: n)
+                var x = zip(post.mean, c * dx).map { $0 + $1 }
+                if let a = angleIndex { x[a] = Angle.wrap(x[a]) }
+                let ps = out[k + 1].covariance.block(n)
+                out[k] = (x, (post.covariance + c * (ps - prior.covariance) * c.transposed).symmetrized)
+            }
         }
-        return out
+        return out.map { g in
+            var p = Mat4.zero
+            for i in 0..<4 { for j in 0..<4 { p[i, j] = g.covariance[i, j] } }
+            return (SIMD4(g.mean[0], g.mean[1], g.mean[2], g.mean[3]), p)
+        }
+    }
+}
+
+extension FilterEpoch {
+    /// (x⁻, P⁻) of the epoch over the first n = 4 (x) or 6 ([x; b]) states.
+    func prior(dimension n: Int) -> (mean: [Double], covariance: Matrix) {
+        Self.gaussian(priorMean, priorCovariance, priorBias, n)
+    }
+    /// (x⁺, P⁺) of the epoch over n = 4 or 6 states.
+    func posterior(dimension n: Int) -> (mean: [Double], covariance: Matrix) {
+        Self.gaussian(posteriorMean, posteriorCovariance, posteriorBias, n)
+    }
+    /// Cov(y⁺ of `previous`, y⁻ of this epoch) over n states.
+    func crossCovariance(from previous: FilterEpoch, dimension n: Int) -> Matrix {
+        var d = Matrix(rows: n, cols: n)
+        for i in 0..<4 { for j in 0..<4 { d[i, j] = crossCovariance[i, j] } }
+        guard n == 6, let b = previous.posteriorBias else { return d }
+        let fe = transition * b.crossE, fn = transition * b.crossN
+        for i in 0..<4 {
+            d[i, 4] = biasDecay * b.crossE[i]; d[i, 5] = biasDecay * b.crossN[i]
+            d[4, i] = fe[i]; d[5, i] = fn[i]
+        }
+        d[4, 4] = biasDecay * b.covariance.ee; d[4, 5] = biasDecay * b.covariance.en
+        d[5, 4] = biasDecay * b.covariance.en; d[5, 5] = biasDecay * b.covariance.nn
+        return d
+    }
+    private static func gaussian(_ x: SIMD4<Double>, _ p: Mat4, _ b: GNSSBias?, _ n: Int) -> (mean: [Double], covariance: Matrix) {
+        var mean = [x[0], x[1], x[2], x[3]]
+        guard n == 6, let b else {
+            var m = Matrix(rows: 4, cols: 4)
+            for i in 0..<4 { for j in 0..<4 { m[i, j] = p[i, j] } }
+            return (mean, m)
+        }
+        mean += [b.bias.x, b.bias.y]
+        return (mean, b.augmented(p))
+    }
+}
+
+extension Matrix {
+    /// The leading n×n block.
+    func block(_ n: Int) -> Matrix {
+        guard n != rows || n != cols else { return self }
+        var m = Matrix(rows: n, cols: n)
+        for i in 0..<n { for j in 0..<n { m[i, j] = self[i, j] } }
+        return m
     }
 }
 

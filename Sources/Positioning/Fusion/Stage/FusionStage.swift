@@ -40,11 +40,20 @@ public final class FusionStage: PipelineStage {
         public var motion = MotionConfiguration(layout: .step)
         public var inputs: Set<Source> = [.gnss, .cell, .cellTA, .wcl, .hapel, .tdoa, .peer]
         public var tight: Set<Source> = []
-        /// α per source (R = α²Σ). Defaults: GNSS 3 (phone fixes carry a slowly varying bias:
-        /// α² ≈ τ/Δt for an error correlation time τ ≈ 10 s at 1 Hz), WCL and HAPEL 1.5
-        /// (consecutive scans share the shadowing); others 1. Measured effect in docs/fusion.md.
-        public var inflation: [Source: Double] = Settings.defaultInflation
+        /// α per source (R = α²Σ). Defaults: WCL and HAPEL 1.5 (consecutive scans share the
+        /// shadowing); GNSS 1 where its bias is a state (`gnssBias`), else 3 (the particle filter:
+        /// α² ≈ τ/Δt stands in for an error correlation time τ ≈ 10 s at 1 Hz); others 1.
+        /// Measured effect in docs/fusion.md.
+        public var inflation: [Source: Double]
         public static let defaultInflation: [Source: Double] = [.gnss: 3, .wcl: 1.5, .hapel: 1.5]
+        /// The GNSS bias states (EKF, UKF and the smoother over them; nil = off, and always off
+        /// for the particle filter).
+        public var gnssBias: GNSSBias?
+        /// Sources whose reported accuracy is calibrated online from their NIS (`AccuracyScale`);
+        /// default GNSS for the EKF and UKF (with the bias states), none for the particle filter.
+        public var adaptiveAccuracy: Set<Source>
+        /// Fixes over which an accuracy scale follows a change.
+        public var adaptiveAccuracyWindow = 30.0
         /// R × k for the k-th identical fix of a source in a row (option `repeat_inflation`).
         public var repeatInflation = true
         public var gateProbability: Double? = 0.99
@@ -76,7 +85,13 @@ public final class FusionStage: PipelineStage {
         /// (reference `floorplan`, GeoJSON) gets weight 0 (`walls`).
         public var useWalls = true
         public var sigmaPoints = SigmaPointParameters()
-        public init(kind: Kind) { self.kind = kind }
+        public init(kind: Kind) {
+            self.kind = kind
+            gnssBias = kind == .pf ? nil : GNSSBias()
+            adaptiveAccuracy = kind == .pf ? [] : [.gnss]
+            inflation = Self.defaultInflation
+            if gnssBias != nil { inflation[.gnss] = 1 }
+        }
     }
 
     public let settings: Settings
@@ -189,6 +204,8 @@ public final class FusionStage: PipelineStage {
         let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
         t.interpolatesStrides = settings.strideInterpolation
+        t.gnssBias = settings.gnssBias
+        for s in settings.adaptiveAccuracy { t.accuracyScales[s] = AccuracyScale(window: settings.adaptiveAccuracyWindow) }
         tracks[device] = t
         deviceOrder.append(device)
         return t
@@ -316,7 +333,7 @@ public final class FusionStage: PipelineStage {
     /// filter that lost a vehicle restarts at its speed instead of at rest (at rest ± 1.5 m/s it
     /// would gate the next fixes again and cycle through re-initialisations).
     private func initialize(_ t: FusionTrack, at f: Fix, keepingHeading: Bool = false, previous: Fix? = nil) -> Bool {
-        let alpha2 = pow(settings.inflation[f.source] ?? 1, 2)
+        let alpha2 = pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
         let c = f.covariance.scaled(alpha2)
         let layout: StateLayout
         switch settings.layout {
@@ -353,7 +370,7 @@ public final class FusionStage: PipelineStage {
                 p[2, 2] = pow(settings.initialSpeedSigma, 2); p[3, 3] = p[2, 2]
             }
         }
-        t.initialize(mean: x, covariance: p, time: f.time)
+        t.initialize(mean: x, covariance: p, time: f.time, gnssFix: f.source == .gnss ? c : nil)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
         t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()
@@ -379,7 +396,21 @@ extension FusionStage {
         s.layout = l
         s.inputs = try Self.sources(o, "inputs", default: s.inputs)
         s.tight = try Self.sources(o, "tight", default: [])
+        s.adaptiveAccuracy = try Self.sources(o, "adaptive_accuracy", default: s.adaptiveAccuracy)
+        s.adaptiveAccuracyWindow = try o.double("adaptive_accuracy_window", default: s.adaptiveAccuracyWindow)
         s.repeatInflation = try o.bool("repeat_inflation", default: s.repeatInflation)
+        if try o.bool("gnss_bias", default: kind != .pf) {
+            guard kind != .pf else {
+                throw ConfigurationError(path: "\(o.name).gnss_bias", reason: "the GNSS bias states are for ekf, ukf and smoother; the particle filter uses inflation.gnss")
+            }
+            let tau = try o.double("gnss_bias_tau_s", default: 30), beta = try o.double("gnss_bias_fraction", default: 0.75)
+            guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).gnss_bias_tau_s", reason: "expected a time > 0 s, got \(tau)") }
+            guard beta > 0, beta < 1 else { throw ConfigurationError(path: "\(o.name).gnss_bias_fraction", reason: "expected 0 < β < 1, got \(beta)") }
+            s.gnssBias = GNSSBias(correlationTime: tau, biasFraction: beta)
+        } else {
+            s.gnssBias = nil
+            s.inflation[.gnss] = Settings.defaultInflation[.gnss]
+        }
         if let v = o.values["inflation"] {
             guard case .map(let m) = v else { throw ConfigurationError(path: "\(o.name).inflation", reason: "expected a map source: factor") }
             for (k, val) in m {
@@ -428,7 +459,8 @@ extension FusionStage {
                                  ("cv_turn_rate_sigma_deg_per_s", s.cvTurnRateSigma, s.cvTurnRateSigma >= 0),
                                  ("cv_manoeuvre_accel_mps2", s.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration >= 0),
                                  ("output_interval_s", s.outputInterval, s.outputInterval >= 0),
-                                 ("history_s", s.historySeconds, s.historySeconds >= 0)] where !ok {
+                                 ("history_s", s.historySeconds, s.historySeconds >= 0),
+                                 ("adaptive_accuracy_window", s.adaptiveAccuracyWindow, s.adaptiveAccuracyWindow >= 1)] where !ok {
             throw ConfigurationError(path: "\(o.name).\(key)", reason: "out of range: \(value)")
         }
         self.init(settings: s, emitting: source, recordEpochs: recordEpochs)

@@ -45,6 +45,11 @@ public struct FilterEpoch: Sendable {
     public var emitted = false
     /// The filter was (re)initialised here: the epoch does not follow from the previous one.
     public var startsSegment = false
+    /// The GNSS bias block after the prediction and after the updates (nil when off).
+    public var priorBias: GNSSBias? = nil
+    public var posteriorBias: GNSSBias? = nil
+    /// φ of the bias over this epoch's prediction.
+    public var biasDecay = 1.0
 }
 
 /// The filter of one phone inside `FusionStage`: the filter object, its PDR, the rewind
@@ -79,10 +84,17 @@ final class FusionTrack {
     /// Walks the state between heel strikes (`StrideInterpolation`); off = the position moves at steps only.
     var interpolatesStrides = true
     private(set) var stride = StrideInterpolation()
+    /// The GNSS bias states beside the filter's (`GNSSBias`); nil = off (GNSS fixes are white).
+    var gnssBias: GNSSBias?
+    /// Sources whose fixes' R is scaled by a calibrated accuracy scale (`AccuracyScale`), with the scale.
+    var accuracyScales: [Source: AccuracyScale] = [:]
     /// NIS of every update in order (time, source, m, NIS, accepted) when logging is on.
     var nisLog: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)] = []
 
-    private struct HistoryEntry { var input: FusionInput; var before: FilterSnapshot; var stride: StrideInterpolation; var epochCount: Int }
+    private struct HistoryEntry {
+        var input: FusionInput; var before: FilterSnapshot; var stride: StrideInterpolation; var bias: GNSSBias?
+        var scales: [Source: AccuracyScale]; var epochCount: Int
+    }
     private var history: [HistoryEntry] = []
     let historySeconds: Double
     let recordEpochs: Bool
@@ -95,12 +107,17 @@ final class FusionTrack {
     }
 
     /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
-    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
+    /// `gnssFix`: the start is a GNSS fix with this covariance (the bias block is primed from it).
+    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double, gnssFix: Covariance2? = nil) {
         filter.initialize(mean: mean, covariance: covariance, time: time)
+        if gnssBias != nil {
+            if let c = gnssFix { gnssBias!.prime(startingAt: c, time: time) } else { gnssBias!.reset(time: time) }
+        }
         history.removeAll()
         if recordEpochs {
             epochs.append(FilterEpoch(time: time, transition: .identity, crossCovariance: covariance, priorMean: mean, priorCovariance: covariance,
-                                      posteriorMean: mean, posteriorCovariance: covariance, startsSegment: true))
+                                      posteriorMean: mean, posteriorCovariance: covariance, startsSegment: true,
+                                      priorBias: gnssBias, posteriorBias: gnssBias))
         }
     }
 
@@ -121,6 +138,8 @@ final class FusionTrack {
         let replay = history[i...].map(\.input)
         filter.restore(history[i].before)
         stride = history[i].stride
+        gnssBias = history[i].bias
+        accuracyScales = history[i].scales
         if recordEpochs { epochs.removeLast(epochs.count - history[i].epochCount) }
         history.removeLast(history.count - i)
         let record = run(input, gate: gate, countIt: true)
@@ -130,7 +149,8 @@ final class FusionTrack {
 
     @discardableResult
     private func run(_ input: FusionInput, gate: (any MeasurementModel) -> Double?, countIt: Bool = true) -> UpdateRecord? {
-        history.append(HistoryEntry(input: input, before: filter.snapshot(), stride: stride, epochCount: epochs.count))
+        history.append(HistoryEntry(input: input, before: filter.snapshot(), stride: stride, bias: gnssBias, scales: accuracyScales,
+                                    epochCount: epochs.count))
         let horizon = input.time - historySeconds
         if let k = history.firstIndex(where: { $0.input.time >= horizon }), k > 0 { history.removeFirst(k) }
         var record: UpdateRecord?
@@ -138,19 +158,57 @@ final class FusionTrack {
         case .step(let full):
             let s = interpolatesStrides && filter.motion.layout == .step ? stride.step(full) : full
             predict(step: s) { filter.predict(step: s) }
-        case .update(let m):
-            predictTime(to: m.time)
-            record = filter.update(m, gate: gate(m))
+        case .update(let original):
+            predictTime(to: original.time)
+            var m = original
+            let scale = accuracyScales[m.source]
+            if let s = scale, let pm = m as? PositionMeasurement { m = pm.scaled(s.value) }
+            defer {
+                if scale != nil, m is PositionMeasurement, let r = record, let nis = r.nis, r.outcome == .accepted || r.outcome == .gated {
+                    accuracyScales[m.source]!.observe(nis: nis)
+                }
+            }
+            if gnssBias != nil, m.source == .gnss, let pm = m as? PositionMeasurement {
+                record = updateWithBias(pm, gate: gate(m))
+            } else {
+                let (x, p) = (filter.mean, filter.covariance)
+                record = filter.update(m, gate: gate(m))
+                if record?.accepted == true, gnssBias?.isPrimed == true {
+                    let q = SIMD2(x[0], x[1]), j = m.jacobian(q)
+                    gnssBias!.update(h: (0..<m.dimension).map { SIMD4(j[$0, 0], j[$0, 1], 0, 0) },
+                                     innovation: m.innovation(m.predict(q)), noise: m.noise, prior: p)
+                }
+            }
         case .heading(let time, let value, let variance):
             predictTime(to: time)
+            let (x, p) = (filter.mean, filter.covariance)
             record = filter.updateHeading(value, variance: variance, time: time, gate: ChiSquare.quantile(0.99, dof: 1))
+            if record?.accepted == true, gnssBias?.isPrimed == true {
+                gnssBias!.update(h: [SIMD4(0, 0, 1, 0)], innovation: [Angle.wrap(value - x[2])],
+                                 noise: Matrix(rows: 1, cols: 1, data: [variance]), prior: p)
+            }
         }
         if let r = record, countIt { count(r) }
         if recordEpochs, !epochs.isEmpty {
             epochs[epochs.count - 1].posteriorMean = filter.mean
             epochs[epochs.count - 1].posteriorCovariance = filter.covariance
+            epochs[epochs.count - 1].posteriorBias = gnssBias
         }
         return record
+    }
+
+    /// A GNSS fix as the joint update of [x; b] (`GNSSBias.updateFix`), written back to the filter.
+    private func updateWithBias(_ m: PositionMeasurement, gate: Double?) -> UpdateRecord {
+        func record(_ nis: Double?, _ o: UpdateRecord.Outcome) -> UpdateRecord {
+            UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: nis, gate: gate, outcome: o)
+        }
+        let r = m.noise
+        let sigma = Covariance2(ee: r[0, 0], en: 0.5 * (r[0, 1] + r[1, 0]), nn: r[1, 1])
+        guard let out = gnssBias!.updateFix(SIMD2(m.z[0], m.z[1]), covariance: sigma, mean: filter.mean, prior: filter.covariance,
+                                            gate: gate, angleIndex: filter.motion.layout.angleIndex) else { return record(nil, .singular) }
+        guard out.nis >= 0 else { return record(-out.nis, .gated) }
+        filter.restore(FilterSnapshot(time: filter.time, mean: out.mean, covariance: out.covariance, initialized: true, payload: nil))
+        return record(out.nis, .accepted)
     }
 
     /// Runs a prediction and logs it as a new smoother epoch (when it moved the state in time
@@ -159,7 +217,7 @@ final class FusionTrack {
     /// identity (S1) or the constant-velocity F(Δt) (S2). The cross-covariance D = Cov(x⁺, x⁻)
     /// is P⁺Fᵀ, except for a UKF step (`UnscentedKalmanFilter.stepCrossCovariance`).
     private func predict(step: StepInput? = nil, _ body: () -> Void) {
-        guard recordEpochs else { body(); return }
+        guard recordEpochs || gnssBias != nil else { body(); return }
         let (t0, x0, p0) = (filter.time, filter.mean, filter.covariance)
         body()
         guard filter.time != t0 || filter.mean != x0 else { return }
@@ -170,6 +228,9 @@ final class FusionTrack {
         case (.step, nil): f = .identity
         case (.constantVelocity, _): f = motion.constantVelocity.transition(dt: filter.time - t0)
         }
+        let phi = gnssBias?.decay(filter.time - t0) ?? 1
+        gnssBias?.predict(transition: f, to: filter.time)
+        guard recordEpochs else { return }
         var d = p0 * f.transposed
         if let ukf = filter as? UnscentedKalmanFilter, motion.layout == .step, let s = step,
            let u = ukf.stepCrossCovariance(mean: x0, covariance: p0, dt: max(0, s.time - t0), step: s, prior: filter.mean) {
@@ -177,7 +238,7 @@ final class FusionTrack {
         }
         epochs.append(FilterEpoch(time: filter.time, transition: f, crossCovariance: d, priorMean: filter.mean,
                                   priorCovariance: filter.covariance, posteriorMean: filter.mean,
-                                  posteriorCovariance: filter.covariance))
+                                  posteriorCovariance: filter.covariance, priorBias: gnssBias, posteriorBias: gnssBias, biasDecay: phi))
     }
 
     /// Time prediction to t. S1 while the PDR's motion detector shows the phone still over the
@@ -208,6 +269,8 @@ final class FusionTrack {
         history.removeLast()
         filter.restore(last.before)
         stride = last.stride
+        gnssBias = last.bias
+        accuracyScales = last.scales
         if recordEpochs { epochs.removeLast(epochs.count - last.epochCount) }
         uncount(record)
         return run(last.input, gate: gate)

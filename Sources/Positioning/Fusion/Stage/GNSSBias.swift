@@ -1,0 +1,152 @@
+import Foundation
+
+/// The slowly varying part of a phone's GNSS error, estimated as two extra states beside the
+/// filter's four (`design/estimators.md` §7.4; the error model of `docs/simulator.md` GNSS).
+///
+/// **Model.** A GNSS fix is z = p + b + w: p the phone position (E, N, m), w white with
+/// covariance R_w, and b = [b_E, b_N] (m) a first-order Gauss–Markov bias (multipath,
+/// atmosphere, orbit; Brown & Hwang, *Introduction to Random Signals and Applied Kalman
+/// Filtering*, 4th ed., §4.2 and §8.4 "GPS-aided inertial"):
+///
+///     b(t + Δt) = φ b(t) + u,   φ = e^{−Δt/τ_b},   u ~ N(0, (1 − φ²) Σ_b).
+///
+/// The phone reports one covariance Σ per fix (its accuracy; × α² by the stage). It is split
+/// into Σ_b = β Σ (bias, stationary covariance) and R_w = (1 − β) Σ (white), β = `biasFraction`.
+/// Σ_b follows the last fix: a phone that reports a worse accuracy has a larger bias.
+///
+/// **Why.** Treating correlated fixes as independent lets P shrink like 1/n while the bias
+/// does not average out: the filter and, twice as much, the RTS smoother become over-confident
+/// (docs/consistency.md). With the bias a state, n fixes within τ_b add the information of
+/// about one.
+///
+/// **Algebra.** The augmented state y = [x; b] has covariance [[P, C], [Cᵀ, B]], C = Cov(x, b)
+/// (4×2). The filter keeps x and P; this type keeps b, C and B and applies the blocks of the
+/// 6-state equations, so every filter step stays the filter's own:
+///
+/// * predict x ← f(x) with Jacobian F over Δt:  C ← φ F C,  b ← φ b,  B ← φ² B + (1 − φ²) Σ_b.
+/// * update by a measurement of x alone (H = ∂h/∂x at the prior, S = H P Hᵀ + R, K_x = P Hᵀ S⁻¹,
+///   innovation ν): with L = H C (m×2),  b ← b + Lᵀ S⁻¹ ν,  C ← C − K_x L,  B ← B − Lᵀ S⁻¹ L.
+///   x and P are the filter's update, unchanged by the bias (its measurement does not see b).
+///   For the UKF, H is the Jacobian at the prior mean: the cross-covariance is kept to first order.
+/// * GNSS fix, H_y = [I₂ 0 0 | I₂] (linear, so exact for the EKF and the UKF alike): the joint
+///   Kalman update of y in Joseph form, done here (`updateFix`), x and P written back.
+///
+/// Until the first GNSS fix the block is *unprimed*: b is not a state yet (nothing observes it).
+/// The first fix primes it with b = 0, B = Σ_b and C = 0, or, when that fix starts the filter
+/// (p̂ = z, so the position error is −(b + w)), with C_p = −Σ_b (`prime(startingAt:)`).
+public struct GNSSBias: Sendable, Equatable {
+    /// τ_b, s.
+    public var correlationTime: Double
+    /// β: share of the fix covariance that is bias.
+    public var biasFraction: Double
+    public private(set) var bias = SIMD2<Double>.zero
+    /// Columns of C = Cov(x, b).
+    public private(set) var crossE = SIMD4<Double>.zero, crossN = SIMD4<Double>.zero
+    /// B = Cov(b).
+    public private(set) var covariance = Covariance2.zero
+    /// Σ_b of the last fix; nil while unprimed.
+    public private(set) var stationary: Covariance2?
+    public private(set) var time = 0.0
+
+    public init(correlationTime: Double = 30, biasFraction: Double = 0.75) {
+        self.correlationTime = correlationTime; self.biasFraction = biasFraction
+    }
+
+    public var isPrimed: Bool { stationary != nil }
+
+    /// Back to unprimed (the filter was (re)started from another source).
+    public mutating func reset(time t: Double) {
+        bias = .zero; crossE = .zero; crossN = .zero; covariance = .zero; stationary = nil; time = t
+    }
+
+    /// Primes at the fix that starts the filter (x̂_p = z, P_pp = Σ): C_p = −Σ_b.
+    public mutating func prime(startingAt fixCovariance: Covariance2, time t: Double) {
+        let sb = fixCovariance.scaled(biasFraction)
+        reset(time: t)
+        stationary = sb; covariance = sb
+        crossE = SIMD4(-sb.ee, -sb.en, 0, 0); crossN = SIMD4(-sb.en, -sb.nn, 0, 0)
+    }
+
+    /// Decay factor φ over Δt ≥ 0.
+    public func decay(_ dt: Double) -> Double { exp(-max(0, dt) / correlationTime) }
+
+    /// Prediction of the bias to `t` with the filter's transition Jacobian F over the same interval.
+    public mutating func predict(transition f: Mat4, to t: Double) {
+        guard let sb = stationary else { time = max(time, t); return }
+        let phi = decay(t - time)
+        time = max(time, t)
+        crossE = phi * (f * crossE); crossN = phi * (f * crossN)
+        bias *= phi
+        let a = phi * phi
+        covariance = Covariance2(ee: a * covariance.ee + (1 - a) * sb.ee, en: a * covariance.en + (1 - a) * sb.en,
+                                 nn: a * covariance.nn + (1 - a) * sb.nn)
+    }
+
+    /// The block update for an accepted measurement of x alone with Jacobian rows `h` (1×4 each),
+    /// innovation `nu` and noise `r`, applied at the filter's prior (x⁻ not needed, P⁻ = `prior`).
+    public mutating func update(h: [SIMD4<Double>], innovation nu: [Double], noise r: Matrix, prior p: Mat4) {
+        guard isPrimed else { return }
+        let m = h.count
+        var s = Matrix(rows: m, cols: m)
+        var ph = [SIMD4<Double>](repeating: .zero, count: m)
+        for k in 0..<m { ph[k] = p * h[k] }                                              // P Hᵀ
+        for i in 0..<m { for j in 0..<m { s[i, j] = (h[i] * ph[j]).sum() + r[i, j] } }
+        guard let si = s.symmetrized.spdInverse else { return }
+        let le = h.map { ($0 * crossE).sum() }, ln = h.map { ($0 * crossN).sum() }       // L = H C
+        // Lᵀ S⁻¹ (2×m) and K_x = P Hᵀ S⁻¹ (4×m).
+        var ge = [Double](repeating: 0, count: m), gn = ge
+        var kx = [SIMD4<Double>](repeating: .zero, count: m)
+        for col in 0..<m {
+            for j in 0..<m { ge[col] += le[j] * si[j, col]; gn[col] += ln[j] * si[j, col]; kx[col] += ph[j] * si[j, col] }
+        }
+        for k in 0..<m { bias += SIMD2(ge[k], gn[k]) * nu[k] }
+        for k in 0..<m { crossE -= kx[k] * le[k]; crossN -= kx[k] * ln[k] }
+        var bee = 0.0, ben = 0.0, bnn = 0.0
+        for k in 0..<m { bee += ge[k] * le[k]; ben += 0.5 * (ge[k] * ln[k] + gn[k] * le[k]); bnn += gn[k] * ln[k] }
+        covariance = Covariance2(ee: covariance.ee - bee, en: covariance.en - ben, nn: covariance.nn - bnn)
+    }
+
+    /// The 6×6 covariance [[P, C], [Cᵀ, B]].
+    public func augmented(_ p: Mat4) -> Matrix {
+        var y = Matrix(rows: 6, cols: 6)
+        for i in 0..<4 { for j in 0..<4 { y[i, j] = p[i, j] } }
+        for i in 0..<4 { y[i, 4] = crossE[i]; y[i, 5] = crossN[i]; y[4, i] = crossE[i]; y[5, i] = crossN[i] }
+        y[4, 4] = covariance.ee; y[4, 5] = covariance.en; y[5, 4] = covariance.en; y[5, 5] = covariance.nn
+        return y
+    }
+
+    /// Joint update of [x; b] by a GNSS fix z with covariance Σ (already × α²), gated at `gate`
+    /// on the NIS. Primes the block first if needed. Returns the new (x, P) and the NIS, or
+    /// nil when S is singular; a gated fix (NIS > gate) returns −NIS and changes nothing.
+    public mutating func updateFix(_ z: SIMD2<Double>, covariance sigma: Covariance2, mean x: SIMD4<Double>, prior p: Mat4,
+                                   gate: Double?, angleIndex: Int?) -> (mean: SIMD4<Double>, covariance: Mat4, nis: Double)? {
+        var trial = self
+        let sb = sigma.scaled(biasFraction), rw = sigma.scaled(1 - biasFraction)
+        if trial.stationary == nil { trial.stationary = sb; trial.covariance = sb }
+        trial.stationary = sb
+        let y = trial.augmented(p)
+        var h = Matrix(rows: 2, cols: 6)
+        h[0, 0] = 1; h[1, 1] = 1; h[0, 4] = 1; h[1, 5] = 1
+        let r = Matrix([[rw.ee, rw.en], [rw.en, rw.nn]])
+        let yh = y * h.transposed                                                       // P_y Hᵀ (6×2)
+        let s = (h * yh + r).symmetrized
+        guard let si = s.spdInverse else { return nil }
+        let nu = [z.x - x[0] - trial.bias.x, z.y - x[1] - trial.bias.y]
+        let nis = nu[0] * (si[0, 0] * nu[0] + si[0, 1] * nu[1]) + nu[1] * (si[1, 0] * nu[0] + si[1, 1] * nu[1])
+        guard nis.isFinite else { return nil }
+        if let g = gate, nis > g { return (x, p, -nis) }
+        let k = yh * si                                                                 // 6×2
+        let ikh = Matrix.identity(6) - k * h
+        let yn = (ikh * y * ikh.transposed + k * r * k.transposed).symmetrized        // Joseph form
+        var xn = x
+        for i in 0..<4 { xn[i] += k[i, 0] * nu[0] + k[i, 1] * nu[1] }
+        if let a = angleIndex { xn[a] = Angle.wrap(xn[a]) }
+        trial.bias += SIMD2(k[4, 0] * nu[0] + k[4, 1] * nu[1], k[5, 0] * nu[0] + k[5, 1] * nu[1])
+        var pn = Mat4.zero
+        for i in 0..<4 { for j in 0..<4 { pn[i, j] = yn[i, j] } }
+        for i in 0..<4 { trial.crossE[i] = yn[i, 4]; trial.crossN[i] = yn[i, 5] }
+        trial.covariance = Covariance2(ee: yn[4, 4], en: yn[4, 5], nn: yn[5, 5])
+        self = trial
+        return (xn, pn, nis)
+    }
+}
