@@ -24,6 +24,14 @@ import Foundation
 ///    reported covariance is ~0 (NEES 10³⁰).
 /// 5. Output: weighted mean (circular for ψ) and covariance. If every weight underflows the
 ///    update is rejected (`.singular`) and the cloud is kept.
+/// 6. GNSS bias (`gnssBias`, the model of `GNSSBias`), Rao–Blackwellised (Doucet, de Freitas,
+///    Murphy & Russell 2000): given a particle's positions the bias b = [b_E, b_N] is linear-
+///    Gaussian, so each particle carries its conditional mean mᵢ and all share one covariance B
+///    (the same fixes, the same R: B evolves alike for every particle). Predict mᵢ ← φmᵢ,
+///    B ← φ²B + (1 − φ²)Σ_b; a GNSS fix weighs particle i by N(z; pᵢ + mᵢ, B + R_w) and then
+///    updates mᵢ += K(z − pᵢ − mᵢ), B ← B − K(B + R_w)Kᵀ, K = B(B + R_w)⁻¹. At the first fix
+///    mᵢ = 0, B = Σ_b; at a fix z that starts the filter (pᵢ ~ N(z, Σ)) the conditional of the
+///    joint p = z − b − w: mᵢ = −Σ_bΣ⁻¹(pᵢ − z), B = Σ_b − Σ_bΣ⁻¹Σ_b. Resampling carries mᵢ.
 /// Seeded xoshiro256** + ziggurat normals: one seed, identical output.
 ///
 /// Speed (benchmark `posfuse-bench filters`, ≈ 17–18 ns per particle-step at 100k particles in
@@ -42,6 +50,13 @@ public final class ParticleFilter: FusionFilter {
     /// Cholesky factor of the cloud covariance before the last update (the kernel shape).
     private var priorFactor: Mat4?
     public var walls: [Wall] = []
+    /// The GNSS bias model (τ_b, β); nil = GNSS fixes weigh the position alone.
+    public var gnssBias: GNSSBias?
+    /// Σ_b of the last GNSS fix; nil until the first GNSS fix.
+    private var biasStationary: Covariance2?
+    /// B, the bias covariance shared by every particle's conditional.
+    private var biasCovariance = Covariance2.zero
+    private var biasTime = 0.0
     public private(set) var isInitialized = false
     public private(set) var time = 0.0
     /// Number of resampling events so far.
@@ -53,6 +68,7 @@ public final class ParticleFilter: FusionFilter {
     let normal = ZigguratNormal.shared
     private(set) var a0, a1, a2, a3: UnsafeMutablePointer<Double>     // E, N, ψ|vE, s|vN
     private var b0, b1, b2, b3: UnsafeMutablePointer<Double>          // resampling scratch (b0: candidate log weights)
+    private var c0, c1, d0, d1: UnsafeMutablePointer<Double>          // GNSS bias means m_E, m_N and their scratch
     let lw: UnsafeMutablePointer<Double>                 // log weights (max 0)
     let w: UnsafeMutablePointer<Double>                  // normalised weights
     /// Source particle of each slot after a resampling not yet carried out (`ancestorsPending`):
@@ -60,6 +76,9 @@ public final class ParticleFilter: FusionFilter {
     /// else gathers first (`gatherAncestors`).
     private let ancestor: UnsafeMutablePointer<Int32>
     private var ancestorsPending = false
+    /// The bias arrays still wait for the last resampling's ancestors (gathered separately,
+    /// since the CV prediction gathers the position arrays on the fly).
+    private var biasAncestorsPending = false
     private var cached: (SIMD4<Double>, Mat4)?
 
     public init(motion: MotionConfiguration, count: Int, seed: UInt64) {
@@ -71,14 +90,15 @@ public final class ParticleFilter: FusionFilter {
         }
         precondition(count < Int(Int32.max))
         a0 = buf(); a1 = buf(); a2 = buf(); a3 = buf(); b0 = buf(); b1 = buf(); b2 = buf(); b3 = buf(); lw = buf(); w = buf()
+        c0 = buf(); c1 = buf(); d0 = buf(); d1 = buf()
         ancestor = .allocate(capacity: count); ancestor.initialize(repeating: 0, count: count)
         effectiveSampleSize = Double(count)
         for i in 0..<count { w[i] = 1 / Double(count) }
     }
-    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w] { p.deallocate() }; ancestor.deallocate() }
+    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w, c0, c1, d0, d1] { p.deallocate() }; ancestor.deallocate() }
 
     public func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
-        ancestorsPending = false
+        ancestorsPending = false; biasAncestorsPending = false
         let l = covariance.cholesky ?? Mat4.diagonal(pointwiseMax(covariance.diagonal, .zero).squareRoot())
         for i in 0..<count {
             let e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
@@ -87,6 +107,53 @@ public final class ParticleFilter: FusionFilter {
             a0[i] = x[0]; a1[i] = x[1]; a2[i] = x[2]; a3[i] = x[3]; lw[i] = 0; w[i] = 1 / Double(count)
         }
         self.time = time; isInitialized = true; cached = nil; effectiveSampleSize = Double(count)
+        biasStationary = nil; biasTime = time
+    }
+
+    // MARK: GNSS bias
+
+    /// Starts the bias: mᵢ = 0, B = Σ_b.
+    private func startBias(_ sb: Covariance2) {
+        for i in 0..<count { c0[i] = 0; c1[i] = 0 }
+        biasStationary = sb; biasCovariance = sb; biasTime = time
+    }
+
+    /// The filter was started at a GNSS fix z with covariance Σ (particles pᵢ ~ N(z, Σ)): the
+    /// start's error is −(b + w), so mᵢ = −Σ_bΣ⁻¹(pᵢ − z), B = Σ_b − Σ_bΣ⁻¹Σ_b. Nil: no bias yet.
+    public func primeBias(startingAt sigma: Covariance2?, fix z: SIMD2<Double>) {
+        guard let model = gnssBias, let sigma, let si = sigma.inverse else { biasStationary = nil; return }
+        gatherAncestors()
+        let sb = sigma.scaled(model.biasFraction)
+        // G = Σ_b Σ⁻¹ (2×2, not symmetric in general).
+        let g00 = sb.ee * si.ee + sb.en * si.en, g01 = sb.ee * si.en + sb.en * si.nn
+        let g10 = sb.en * si.ee + sb.nn * si.en, g11 = sb.en * si.en + sb.nn * si.nn
+        for i in 0..<count {
+            let dx = a0[i] - z.x, dy = a1[i] - z.y
+            c0[i] = -(g00 * dx + g01 * dy); c1[i] = -(g10 * dx + g11 * dy)
+        }
+        // B = Σ_b − G Σ_b.
+        biasStationary = sb; biasTime = time
+        biasCovariance = Covariance2(ee: sb.ee - (g00 * sb.ee + g01 * sb.en), en: sb.en - (g00 * sb.en + g01 * sb.nn),
+                                     nn: sb.nn - (g10 * sb.en + g11 * sb.nn))
+    }
+
+    /// Gauss–Markov prediction of the bias to the filter's time.
+    private func propagateBias() {
+        guard let model = gnssBias, let sb = biasStationary, time > biasTime else { return }
+        gatherBias()
+        let phi = model.decay(time - biasTime), a = phi * phi
+        for i in 0..<count { c0[i] *= phi; c1[i] *= phi }
+        let b = biasCovariance
+        biasCovariance = Covariance2(ee: a * b.ee + (1 - a) * sb.ee, en: a * b.en + (1 - a) * sb.en, nn: a * b.nn + (1 - a) * sb.nn)
+        biasTime = time
+    }
+
+    /// A pending resampling, for the bias arrays (the position arrays may be gathered on the fly).
+    private func gatherBias() {
+        guard biasAncestorsPending else { return }
+        biasAncestorsPending = false
+        for i in 0..<count { let k = Int(ancestor[i]); d0[i] = c0[k]; d1[i] = c1[k] }
+        swap(&c0, &d0); swap(&c1, &d1)
     }
 
     // MARK: prediction
@@ -95,6 +162,8 @@ public final class ParticleFilter: FusionFilter {
         guard isInitialized, t > time else { if !isInitialized { time = max(time, t) }; return }
         let dt = t - time
         time = t; cached = nil
+        gatherBias()
+        defer { propagateBias() }
         switch motion.layout {
         case .constantVelocity: predictCV(dt: dt)
         case .step:
@@ -156,6 +225,7 @@ public final class ParticleFilter: FusionFilter {
     /// Carries out a pending resampling: slot i takes its ancestor's state.
     func gatherAncestors() {
         guard ancestorsPending else { return }
+        gatherBias()
         for i in 0..<count {
             let k = Int(ancestor[i])
             b0[i] = a0[k]; b1[i] = a1[k]; b2[i] = a2[k]; b3[i] = a3[k]
@@ -280,6 +350,7 @@ public final class ParticleFilter: FusionFilter {
         let last = Int32(n - 1)
         for i in 0..<n { s &+= ancestor[i]; ancestor[i] = Swift.min(s, last) }
         ancestorsPending = true
+        biasAncestorsPending = biasStationary != nil
         let uniform = 1 / Double(n)
         for i in 0..<n { lw[i] = 0; w[i] = uniform }
         effectiveSampleSize = Double(n)
@@ -327,6 +398,9 @@ public final class ParticleFilter: FusionFilter {
         gatherAncestors()
         let (mu, p) = estimate()
         priorFactor = regularization > 0 ? p.cholesky : nil
+        if let model = gnssBias, m.source == .gnss, let pm = m as? PositionMeasurement {
+            return updateBiased(pm, model: model, gate: gate)
+        }
         let pos = SIMD2(mu[0], mu[1])
         // NIS from the cloud's moments (linearised): S = H P Hᵀ + R, for logging and gating.
         var nis: Double?
@@ -358,6 +432,47 @@ public final class ParticleFilter: FusionFilter {
             ok = commitWeights(maxLog: mx)
         }
         return record(nis, isInequality ? nil : gate, ok ? .accepted : .singular)
+    }
+
+    /// A GNSS fix z = p + b + w (Rao–Blackwellised, see the type's step 6). NIS from the
+    /// moments of the particles' pᵢ + mᵢ plus B + R_w (B = Σ_b, mᵢ = 0 before the first fix).
+    private func updateBiased(_ m: PositionMeasurement, model: GNSSBias, gate: Double?) -> UpdateRecord {
+        let r = m.noise
+        let sigma = Covariance2(ee: r[0, 0], en: 0.5 * (r[0, 1] + r[1, 0]), nn: r[1, 1])
+        let sb = sigma.scaled(model.biasFraction), rw = sigma.scaled(1 - model.biasFraction)
+        func record(_ nis: Double?, _ o: UpdateRecord.Outcome) -> UpdateRecord {
+            UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: nis, gate: gate, outcome: o)
+        }
+        let started = biasStationary != nil
+        let b = started ? biasCovariance : sb
+        var q = SIMD2<Double>.zero, qee = 0.0, qen = 0.0, qnn = 0.0
+        for i in 0..<count { q += w[i] * SIMD2(a0[i] + (started ? c0[i] : 0), a1[i] + (started ? c1[i] : 0)) }
+        for i in 0..<count {
+            let d = SIMD2(a0[i] + (started ? c0[i] : 0), a1[i] + (started ? c1[i] : 0)) - q
+            qee += w[i] * d.x * d.x; qen += w[i] * d.x * d.y; qnn += w[i] * d.y * d.y
+        }
+        let sbr = Covariance2(ee: b.ee + rw.ee, en: b.en + rw.en, nn: b.nn + rw.nn)     // B + R_w
+        let s = Covariance2(ee: qee + sbr.ee, en: qen + sbr.en, nn: qnn + sbr.nn)
+        let z = SIMD2(m.z[0], m.z[1])
+        guard let nis = s.mahalanobis2(z - q), let si = sbr.inverse else { return record(nil, .singular) }
+        if let g = gate, nis > g { return record(nis, .gated) }
+        if started { biasStationary = sb } else { startBias(sb) }
+        var mx = -Double.infinity
+        for i in 0..<count {
+            let dx = z.x - a0[i] - c0[i], dy = z.y - a1[i] - c1[i]
+            let l = lw[i] - 0.5 * (si.ee * dx * dx + 2 * si.en * dx * dy + si.nn * dy * dy)
+            b0[i] = l; mx = l > mx ? l : mx
+        }
+        // K = B (B + R_w)⁻¹ (2×2), then mᵢ += K νᵢ and B ← B − K (B + R_w) Kᵀ = B − K B.
+        let k00 = b.ee * si.ee + b.en * si.en, k01 = b.ee * si.en + b.en * si.nn
+        let k10 = b.en * si.ee + b.nn * si.en, k11 = b.en * si.en + b.nn * si.nn
+        for i in 0..<count {
+            let dx = z.x - a0[i] - c0[i], dy = z.y - a1[i] - c1[i]
+            c0[i] += k00 * dx + k01 * dy; c1[i] += k10 * dx + k11 * dy
+        }
+        biasCovariance = Covariance2(ee: b.ee - (k00 * b.ee + k01 * b.en), en: b.en - (k00 * b.en + k01 * b.nn),
+                                     nn: b.nn - (k10 * b.en + k11 * b.nn))
+        return record(nis, commitWeights(maxLog: mx) ? .accepted : .singular)
     }
 
     public func updateHeading(_ z: Double, variance: Double, time t: Double, gate: Double?) -> UpdateRecord {
@@ -415,20 +530,28 @@ public final class ParticleFilter: FusionFilter {
 
     final class Cloud {
         let data: [Double]; let rng: Xoshiro256
-        init(data: [Double], rng: Xoshiro256) { self.data = data; self.rng = rng }
+        let bias: (stationary: Covariance2?, covariance: Covariance2, time: Double)
+        init(data: [Double], rng: Xoshiro256, bias: (stationary: Covariance2?, covariance: Covariance2, time: Double)) {
+            self.data = data; self.rng = rng; self.bias = bias
+        }
     }
+    private var snapshotBuffers: [UnsafeMutablePointer<Double>] { biasStationary == nil ? [a0, a1, a2, a3, lw, w] : [a0, a1, a2, a3, lw, w, c0, c1] }
     public func snapshot() -> FilterSnapshot {
         gatherAncestors()
-        var d = [Double](); d.reserveCapacity(6 * count)
-        for p in [a0, a1, a2, a3, lw, w] { d.append(contentsOf: UnsafeBufferPointer(start: p, count: count)) }
+        let buffers = snapshotBuffers
+        var d = [Double](); d.reserveCapacity(buffers.count * count)
+        for p in buffers { d.append(contentsOf: UnsafeBufferPointer(start: p, count: count)) }
         let (mu, p) = isInitialized ? estimate() : (SIMD4<Double>.zero, Mat4.identity)
-        return FilterSnapshot(time: time, mean: mu, covariance: p, initialized: isInitialized, payload: Cloud(data: d, rng: rng))
+        return FilterSnapshot(time: time, mean: mu, covariance: p, initialized: isInitialized,
+                              payload: Cloud(data: d, rng: rng, bias: (biasStationary, biasCovariance, biasTime)))
     }
     public func restore(_ s: FilterSnapshot) {
-        time = s.time; isInitialized = s.initialized; cached = nil; ancestorsPending = false
+        time = s.time; isInitialized = s.initialized; cached = nil; ancestorsPending = false; biasAncestorsPending = false
         guard let c = s.payload as? Cloud else { return }
+        (biasStationary, biasCovariance, biasTime) = c.bias
+        let buffers = snapshotBuffers
         c.data.withUnsafeBufferPointer { d in
-            for (k, p) in [a0, a1, a2, a3, lw, w].enumerated() { p.update(from: d.baseAddress! + k * count, count: count) }
+            for (k, p) in buffers.enumerated() { p.update(from: d.baseAddress! + k * count, count: count) }
         }
         rng = c.rng
     }

@@ -41,17 +41,15 @@ public final class FusionStage: PipelineStage {
         public var inputs: Set<Source> = [.gnss, .cell, .cellTA, .wcl, .hapel, .tdoa, .peer]
         public var tight: Set<Source> = []
         /// α per source (R = α²Σ). Defaults: WCL and HAPEL 1.5 (consecutive scans share the
-        /// shadowing); GNSS 1 where its bias is a state (`gnssBias`), else 3 (the particle filter:
-        /// α² ≈ τ/Δt stands in for an error correlation time τ ≈ 10 s at 1 Hz); others 1.
-        /// Measured effect in docs/fusion.md.
+        /// shadowing); GNSS 1 where its bias is a state (`gnssBias`), else 3 (α² ≈ τ/Δt stands
+        /// in for an error correlation time τ ≈ 10 s at 1 Hz); others 1. Measured effect in docs/fusion.md.
         public var inflation: [Source: Double]
         public static let defaultInflation: [Source: Double] = [.gnss: 3, .wcl: 1.5, .hapel: 1.5]
-        /// The GNSS bias states (EKF, UKF and the smoother over them; nil = off, and always off
-        /// for the particle filter).
-        public var gnssBias: GNSSBias?
-        /// Sources whose reported accuracy is calibrated online from their NIS (`AccuracyScale`);
-        /// default GNSS for the EKF and UKF (with the bias states), none for the particle filter.
-        public var adaptiveAccuracy: Set<Source>
+        /// The GNSS bias states (the Kalman filters' `GNSSBias` block, the particles' own bias in
+        /// the particle filter); nil = off.
+        public var gnssBias: GNSSBias? = GNSSBias()
+        /// Sources whose reported accuracy is calibrated online from their NIS (`AccuracyScale`).
+        public var adaptiveAccuracy: Set<Source> = [.gnss]
         /// Fixes over which an accuracy scale follows a change.
         public var adaptiveAccuracyWindow = 30.0
         /// R × k for the k-th identical fix of a source in a row (option `repeat_inflation`).
@@ -87,10 +85,8 @@ public final class FusionStage: PipelineStage {
         public var sigmaPoints = SigmaPointParameters()
         public init(kind: Kind) {
             self.kind = kind
-            gnssBias = kind == .pf ? nil : GNSSBias()
-            adaptiveAccuracy = kind == .pf ? [] : [.gnss]
             inflation = Self.defaultInflation
-            if gnssBias != nil { inflation[.gnss] = 1 }
+            inflation[.gnss] = 1
         }
     }
 
@@ -204,7 +200,7 @@ public final class FusionStage: PipelineStage {
         let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
         t.interpolatesStrides = settings.strideInterpolation
-        t.gnssBias = settings.gnssBias
+        if let pf = t.filter as? ParticleFilter { pf.gnssBias = settings.gnssBias } else { t.gnssBias = settings.gnssBias }
         for s in settings.adaptiveAccuracy { t.accuracyScales[s] = AccuracyScale(window: settings.adaptiveAccuracyWindow) }
         tracks[device] = t
         deviceOrder.append(device)
@@ -399,10 +395,7 @@ extension FusionStage {
         s.adaptiveAccuracy = try Self.sources(o, "adaptive_accuracy", default: s.adaptiveAccuracy)
         s.adaptiveAccuracyWindow = try o.double("adaptive_accuracy_window", default: s.adaptiveAccuracyWindow)
         s.repeatInflation = try o.bool("repeat_inflation", default: s.repeatInflation)
-        if try o.bool("gnss_bias", default: kind != .pf) {
-            guard kind != .pf else {
-                throw ConfigurationError(path: "\(o.name).gnss_bias", reason: "the GNSS bias states are for ekf, ukf and smoother; the particle filter uses inflation.gnss")
-            }
+        if try o.bool("gnss_bias", default: true) {
             let tau = try o.double("gnss_bias_tau_s", default: 30), beta = try o.double("gnss_bias_fraction", default: 0.75)
             guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).gnss_bias_tau_s", reason: "expected a time > 0 s, got \(tau)") }
             guard beta > 0, beta < 1 else { throw ConfigurationError(path: "\(o.name).gnss_bias_fraction", reason: "expected 0 < β < 1, got \(beta)") }

@@ -110,6 +110,7 @@ final class FusionTrack {
     /// `gnssFix`: the start is a GNSS fix with this covariance (the bias block is primed from it).
     func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double, gnssFix: Covariance2? = nil) {
         filter.initialize(mean: mean, covariance: covariance, time: time)
+        (filter as? ParticleFilter)?.primeBias(startingAt: gnssFix, fix: SIMD2(mean[0], mean[1]))
         if gnssBias != nil {
             if let c = gnssFix { gnssBias!.prime(startingAt: c, time: time) } else { gnssBias!.reset(time: time) }
         }
