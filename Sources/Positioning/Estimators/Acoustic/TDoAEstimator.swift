@@ -36,7 +36,9 @@ public struct TDoASolution: Sendable {
 /// 5. Solve with `TDoASolver` (Chan–Ho + refinement).
 /// 6. NLoS mitigation: while the largest normalised residual exceeds `nlosThreshold` and
 ///    removing a beacon leaves redundancy (M − 1 ≥ D + 2), re-solve leaving each beacon
-///    out and keep the subset with the smallest χ².
+///    out and keep the subset with the smallest χ² among those whose left-out beacon arrived
+///    significantly late (studentised deleted residual > `nlosThreshold`,
+///    `TDoAProblem.deletedResidual`; a blocked path only delays), else the smallest χ².
 /// 7. Fix covariance (JᵀWJ)⁻¹ × max(1, χ²/dof) (`inflateByResiduals`); CRLB and GDOP nominal.
 ///
 /// Mode: `.auto` solves in 3-D when M ≥ 5 and the beacons are not coplanar, otherwise
@@ -50,6 +52,14 @@ public struct TDoAEstimator: Sendable {
     public var toaSigma: Double
     /// Normalised residual above which leave-one-out NLoS mitigation runs (0 disables it).
     public var nlosThreshold: Double
+    /// Which left-out subset NLoS mitigation keeps (step 6).
+    public enum NLoSSelection: String, Sendable, CaseIterable {
+        /// The smallest χ² among the subsets whose left-out beacon arrived significantly late.
+        case lateArrival = "late_arrival"
+        /// The smallest χ² (the textbook rule; ignores that NLoS only delays).
+        case smallestChiSquare = "smallest_chi_square"
+    }
+    public var nlosSelection: NLoSSelection = .lateArrival
     /// Allowed excess of |ρ_i1| over the baseline ‖s_i − s_1‖, m.
     public var consistencySlack: Double
     /// Scale the fix covariance by max(1, χ²/(M − 1 − D)) (the CRLB stays nominal).
@@ -153,14 +163,19 @@ public struct TDoAEstimator: Sendable {
         while nlosThreshold > 0, case .success(let est) = result,
               Self.normalised(est.residuals, current).map(abs).max() ?? 0 > nlosThreshold,
               current.beacons.count - 1 >= d + 2 {
-            var best: (Int, TDoAEstimate)?
+            // The beacon to drop (`nlosSelection`): the subset with the smallest χ² among those
+            // whose left-out beacon arrived significantly late against the others' solution
+            // (studentised deleted residual > `nlosThreshold`) — NLoS only delays, so a subset
+            // that leaves out a beacon which arrived early explains the data by the impossible.
+            // No such subset: the smallest χ².
+            var late: (k: Int, estimate: TDoAEstimate)?, smallest: (k: Int, estimate: TDoAEstimate)?
             for k in 0..<current.beacons.count {
-                if case .success(let e) = solver.solve(current.removing(k), prior: prior, workspace: ws),
-                   best == nil || e.chiSquare < best!.1.chiSquare {
-                    best = (k, e)
-                }
+                guard case .success(let e) = solver.solve(current.removing(k), prior: prior, workspace: ws) else { continue }
+                if smallest == nil || e.chiSquare < smallest!.estimate.chiSquare { smallest = (k, e) }
+                if nlosSelection == .lateArrival, current.deletedResidual(k, at: e.position, covariance: e.covariance) > nlosThreshold,
+                   late == nil || e.chiSquare < late!.estimate.chiSquare { late = (k, e) }
             }
-            guard let (k, e) = best else { break }
+            guard let (k, e) = late ?? smallest else { break }
             current = current.removing(k)
             dropped.append(used.remove(at: k))
             result = .success(e)

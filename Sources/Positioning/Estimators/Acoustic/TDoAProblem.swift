@@ -50,6 +50,30 @@ public struct TDoAProblem: Sendable, Equatable {
         return TDoAProblem(beacons: b, rangeDifferences: rel.dropFirst().map { $0 - ref }, sigmas: s, mode: mode)
     }
 
+    /// Beacon k's studentised deleted residual at p̂, the solution of the problem without it
+    /// (covariance `covariance`, D×D row-major): its pseudo-range ρ̃_k (ρ̃_0 = 0, ρ̃_i = ρ_i1)
+    /// minus ‖P̂ − s_k‖, less the mean of the same over the other beacons (their common clock
+    /// term), divided by its standard deviation √(σ_k² + Σ_{j≠k} σ_j²/(M − 1)² + gᵀ P g), g its
+    /// gradient in p. Positive when beacon k's sound arrived later than the others place it —
+    /// the only way a blocked direct path (NLoS) errs.
+    public func deletedResidual(_ k: Int, at p: [Double], covariance c: [Double]) -> Double {
+        let q = point(p), d = mode.dimension, m = Double(beacons.count - 1)
+        let rel = [0.0] + rangeDifferences
+        var others = 0.0, variance = sigmas[k] * sigmas[k]
+        var g = [Double](repeating: 0, count: d)
+        func unit(_ j: Int) -> SIMD3<Double> { let v = q - beacons[j]; return v / max(distance(q, beacons[j]), 1e-9) }
+        for j in beacons.indices where j != k {
+            others += rel[j] - distance(q, beacons[j])
+            variance += sigmas[j] * sigmas[j] / (m * m)
+            let u = unit(j)
+            for a in 0..<d { g[a] += u[a] / m }
+        }
+        let uk = unit(k)
+        for a in 0..<d { g[a] -= uk[a] }
+        for a in 0..<d { for b in 0..<d { variance += g[a] * c[a * d + b] * g[b] } }
+        return (rel[k] - distance(q, beacons[k]) - others / m) / variance.squareRoot()
+    }
+
     /// The full 3-D point for the unknown vector p (length D).
     @inline(__always)
     func point(_ p: [Double]) -> SIMD3<Double> {

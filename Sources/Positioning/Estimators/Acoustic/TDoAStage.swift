@@ -35,7 +35,7 @@ public final class TDoAStage: PipelineStage {
 
     /// Build from pipeline options (documented in `docs/acoustic-camloc.md` and `docs/pipeline.yaml`):
     /// `mode` (auto|2d|3d, auto), `refinement` (lm|gauss-newton|none, lm), `toa_sigma_s` (3e-5),
-    /// `nlos_threshold` (3; 0 disables leave-one-out), `consistency_slack_m` (0.05),
+    /// `nlos_threshold` (3; 0 disables leave-one-out), `nlos_selection` (late_arrival), `consistency_slack_m` (0.05),
     /// `degeneracy_ratio` (0.01), `inflate_by_residuals` (true), `phone_height_m` (header, else 1.2), `floor` (0),
     /// `temperature_c` (header, else 20), `emit_measurements` (true).
     public convenience init(options o: StageOptions) throws {
@@ -50,10 +50,15 @@ public final class TDoAStage: PipelineStage {
         let sigma = try o.double("toa_sigma_s", default: 30e-6)
         guard sigma > 0 else { throw ConfigurationError(path: "\(o.name).toa_sigma_s", reason: "must be > 0") }
         let solver = TDoASolver(refinement: refinement, degeneracyRatio: try o.double("degeneracy_ratio", default: 1e-2))
-        let est = TDoAEstimator(solver: solver, mode: mode, toaSigma: sigma,
+        var est = TDoAEstimator(solver: solver, mode: mode, toaSigma: sigma,
                                 nlosThreshold: try o.double("nlos_threshold", default: 3),
                                 consistencySlack: try o.double("consistency_slack_m", default: 0.05),
                                 inflateByResiduals: try o.bool("inflate_by_residuals", default: true))
+        let selection = try o.string("nlos_selection", default: TDoAEstimator.NLoSSelection.lateArrival.rawValue)
+        guard let sel = TDoAEstimator.NLoSSelection(rawValue: selection) else {
+            throw ConfigurationError(path: "\(o.name).nlos_selection", reason: "expected late_arrival or smallest_chi_square")
+        }
+        est.nlosSelection = sel
         let ph: Double? = o.values["phone_height_m"] == nil ? nil : try o.double("phone_height_m", default: 1.2)
         let tc: Double? = o.values["temperature_c"] == nil ? nil : try o.double("temperature_c", default: 20)
         self.init(estimator: est, phoneHeight: ph, floor: try o.int("floor", default: 0), temperature: tc,
