@@ -59,6 +59,7 @@ struct EvaluateRadio: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Test recordings (files or folders).") var test: [String] = []
     @Option(help: "lte-walks, ms-indoor, ujiindoorloc, gsdc, gnsslogger (default: detected).") var dataset: String?
     @Option(name: .customLong("truth-point"), help: "gnsslogger: the static phone's surveyed position 'lat,lon[,h]' (WGS84 degrees, m).") var truthPoint: String?
+    @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss.") var pipeline: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
@@ -205,12 +206,13 @@ extension EvaluateRadio {
     func runGNSS(_ kind: GNSSRecordingKind, _ paths: [String]) throws {
         for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
         var recordings: [GNSSFusionEvaluation.Recording] = []
+        let stages = try withExitCodes { try pipeline.map { try PipelineConfigLoader.load(url: URL(fileURLWithPath: $0)) } ?? [:] }
         do {
             switch kind {
             case .gsdc:
                 for p in paths {
                     for walk in try GNSSFusionEvaluation.loadGSDC(URL(fileURLWithPath: p)) {
-                        recordings.append(try GNSSFusionEvaluation.evaluate(walk, isStatic: false))
+                        recordings.append(try GNSSFusionEvaluation.evaluate(walk, isStatic: false, stages: stages))
                     }
                 }
             case .gnssLogger:
@@ -218,7 +220,8 @@ extension EvaluateRadio {
                     throw ValidationError("gnsslogger: give the static phone's surveyed point with --truth-point lat,lon[,h]")
                 }
                 for u in try expandInputs(paths, extensions: ["txt"]) {
-                    recordings.append(try GNSSFusionEvaluation.evaluate(try GNSSFusionEvaluation.loadStatic(u, truth: truth), isStatic: true))
+                    recordings.append(try GNSSFusionEvaluation.evaluate(try GNSSFusionEvaluation.loadStatic(u, truth: truth), isStatic: true,
+                                                                        stages: stages))
                 }
             }
         } catch let e as ImportDataError {
@@ -244,6 +247,9 @@ extension EvaluateRadio {
                                     x.anees ?? .nan, x.finalError_m ?? .nan, x.finalR95_m ?? .nan))
             }
             if let c = r.converged { lines.append("  converged within the reported 95% radius and the filter's own: " + (c ? "yes" : "no")) }
+            if let a = r.accuracyCalibration {
+                lines.append(String(format: "  reported accuracy calibration against this truth: α̂ = %.2f (pipeline option inflation: {gnss: α̂})", a))
+            }
         }
         print(lines.joined(separator: "\n"))
     }

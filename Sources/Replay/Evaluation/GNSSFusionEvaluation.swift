@@ -71,9 +71,13 @@ public enum GNSSFusionEvaluation {
         /// Static logs: the last ekf and smoother fixes lie within the phone's reported 95% radius
         /// and their own 95% radius.
         public var converged: Bool?
+        /// α̂ = √(ANEES_gnss / 2): the factor by which the phone's reported σ must be scaled for
+        /// its own fixes to be χ²₂-consistent against this truth (`inflation: {gnss: α̂}` is that
+        /// handset's calibration; 1 = calibrated).
+        public var accuracyCalibration: Double?
 
         enum CodingKeys: String, CodingKey {
-            case name, sources, reportedAccuracy_m = "reported_accuracy_m", converged
+            case name, sources, reportedAccuracy_m = "reported_accuracy_m", converged, accuracyCalibration = "accuracy_calibration_alpha"
         }
     }
 
@@ -109,10 +113,12 @@ public enum GNSSFusionEvaluation {
         return RecordedWalk(name: url.deletingPathExtension().lastPathComponent, header: t.header, events: t.events)
     }
 
-    /// Replays one recording through the default pipeline plus the smoother and scores it.
-    /// `isStatic`: report convergence.
-    public static func evaluate(_ walk: RecordedWalk, isStatic: Bool) throws -> Recording {
-        let pipeline = try StageRegistry.pipeline(options: ["smoother": StageOptions(name: "smoother", values: ["enabled": .bool(true)])])
+    /// Replays one recording through the pipeline (`stages`, default the default pipeline) plus
+    /// the smoother (unless configured) and scores it. `isStatic`: report convergence.
+    public static func evaluate(_ walk: RecordedWalk, isStatic: Bool, stages: [String: StageOptions] = [:]) throws -> Recording {
+        var stages = stages
+        if stages["smoother"] == nil { stages["smoother"] = StageOptions(name: "smoother", values: ["enabled": .bool(true)]) }
+        let pipeline = try StageRegistry.pipeline(options: stages)
         let context = PipelineContext(header: walk.header)
         let truth = TruthTrack(walk: walk, frame: walk.header.frame, maxGap: 5)
         var fixes: [Source: [Fix]] = [:]
@@ -146,6 +152,7 @@ public enum GNSSFusionEvaluation {
                                                     inside95: nees.isEmpty ? nil : Double(inside) / Double(nees.count),
                                                     anees: RadioStats.mean(nees), finalError_m: last?.0, finalR95_m: last?.1)
         }
+        out.accuracyCalibration = out.sources[Source.gnss.rawValue]?.anees.map { ($0 / 2).squareRoot() }
         if isStatic, let acc = out.reportedAccuracy_m {
             let reported95 = acc * accuracyTo95
             out.converged = [Source.ekf, .smoother].allSatisfy { s in
