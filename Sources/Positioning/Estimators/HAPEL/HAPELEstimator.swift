@@ -9,7 +9,9 @@ import Foundation
 ///    (ours): hearing AP i at RSS_i places the phone within d_max,i = 10^((P0_i − (RSS_i −
 ///    2σ))/(10 n_i)) of it (2σ shadowing margin); if p̃_t is farther than that from any visible
 ///    AP, the prediction contradicts the scan and is reset to the plain WCL fix of the scan
-///    (stops the recursion from drifting with an earlier bad estimate).
+///    (stops the recursion from drifting with an earlier bad estimate); that epoch selects no
+///    hidden APs (step 3 needs a prediction, and the WCL fix is not one: selecting ahead of it
+///    pushed the fix past the newly heard AP, e.g. mall-sparse-ap t = 22 s, 33 m vs WCL's 23 m).
 /// 2. Hidden candidates H_t = map radios not heard in the scan with ‖a_j − p̃_t‖ ≤ R_sel.
 /// 3. Heading selection (only when moving): S_t = { j ∈ H_t : (a_j − p̃_t)·u(ψ_t) ≥
 ///    ‖a_j − p̃_t‖ cos θ_sel }, θ_sel = 45° (APs ahead).
@@ -192,11 +194,12 @@ public final class HAPELStage: PipelineStage {
             return out
         }
         var pred = prev.position + dp
+        var contradicted = false
         if est.predictionContradicts(pred, visible: visible), case .success(let w) = est.wcl.fix(anchors: visible, time: time) {
-            pred = w.position
+            pred = w.position; contradicted = true
         }
         let moving = st.tracker.isMoving(at: time)
-        let heading = moving ? st.tracker.heading : nil
+        let heading = moving && !contradicted ? st.tracker.heading : nil
         let hidden = est.hiddenAnchors(prediction: pred, heading: heading, heard: heard, radios: radios, radius: radius)
         if !hidden.candidates.isEmpty {
             out.append(.measurement(HiddenAPMeasurement(time: time, bssids: hidden.candidates.map(\.bssid),
