@@ -122,7 +122,7 @@ public struct GNSSBias: Sendable, Equatable {
                                    gate: Double?, angleIndex: Int?) -> (mean: SIMD4<Double>, covariance: Mat4, nis: Double)? {
         var trial = self
         let sb = sigma.scaled(biasFraction), rw = sigma.scaled(1 - biasFraction)
-        if trial.stationary == nil { trial.stationary = sb; trial.covariance = sb }
+        if trial.stationary == nil { trial.covariance = sb }       // first fix: b ~ N(0, Σ_b), C = 0
         trial.stationary = sb
         let y = trial.augmented(p)
         var h = Matrix(rows: 2, cols: 6)
