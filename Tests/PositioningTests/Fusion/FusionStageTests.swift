@@ -170,6 +170,23 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["inputs": .list([.string("ekf")])])) }
         #expect(throws: ConfigurationError.self) { try FusionStage(kind: .pf, options: StageOptions(name: "pf", values: ["particles": .number(1)])) }
         #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["inflation": .map(["wifi": .number(2)])])) }
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["gnss_bias_tau_s": .number(0)])) }
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ukf, options: StageOptions(name: "ukf", values: ["gnss_bias_fraction": .number(1)])) }
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["adaptive_accuracy": .list([.string("smoother")])])) }
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .pf, options: StageOptions(name: "pf", values: ["adaptive_accuracy_window": .number(0.5)])) }
+    }
+
+    /// The GNSS bias and accuracy-scale options reach the settings; `gnss_bias: false` restores
+    /// the white model with its α = 3 unless `inflation.gnss` is given.
+    @Test func gnssBiasOptions() throws {
+        let on = try FusionStage(kind: .pf, options: StageOptions(name: "pf", values: ["gnss_bias_tau_s": .number(45), "gnss_bias_fraction": .number(0.6),
+                                                                                      "adaptive_accuracy": .list([.string("gnss"), .string("wcl")])]))
+        #expect(on.settings.gnssBias == GNSSBias(correlationTime: 45, biasFraction: 0.6))
+        #expect(on.settings.inflation[.gnss] == 1 && on.settings.adaptiveAccuracy == [.gnss, .wcl])
+        let off = try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["gnss_bias": .bool(false), "adaptive_accuracy": .list([])]))
+        #expect(off.settings.gnssBias == nil && off.settings.inflation[.gnss] == 3 && off.settings.adaptiveAccuracy.isEmpty)
+        let explicit = try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["gnss_bias": .bool(false), "inflation": .map(["gnss": .number(2)])]))
+        #expect(explicit.settings.inflation[.gnss] == 2)
     }
 }
 
