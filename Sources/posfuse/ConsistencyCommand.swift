@@ -43,7 +43,7 @@ struct EvaluateConsistency: ParsableCommand {
         try withExitCodes {
             // The evaluation is about the filters: the opt-in ukf and smoother run too unless
             // the configuration says otherwise (pf stays opt-in: costly over 50 runs).
-            var stages = try pipeline.map { try PipelineConfigLoader.load(url: URL(fileURLWithPath: $0)) } ?? [:]
+            var stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
             for name in ["ukf", "smoother"] where stages[name] == nil {
                 stages[name] = StageOptions(name: name, values: ["enabled": .bool(true)])
             }

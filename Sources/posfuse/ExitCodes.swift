@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Positioning
 import Replay
 
 /// posfuse exit codes, the contract documented in `docs/cli.md`:
@@ -38,4 +39,21 @@ func withExitCodes<T>(_ body: () throws -> T) throws -> T {
 /// The exit status for a data error (see `withExitCodes`).
 func exitStatus(for e: TraceDataError) -> Int32 {
     e.code == "io" && e.line == 0 ? ExitStatus.usage : ExitStatus.dataError
+}
+
+/// Reads a `--pipeline` file for commands that replay through it: a file that cannot be read
+/// is a usage error (exit 64); bad YAML or a bad option value prints `file: reason` and exits 65
+/// (the stages are built once here, so a bad value is caught before any work).
+func loadPipelineStages(_ path: String) throws -> [String: StageOptions] {
+    guard let text = try? String(contentsOf: URL(fileURLWithPath: path), encoding: .utf8) else {
+        throw ValidationError("cannot read --pipeline file \(path)")
+    }
+    do {
+        let stages = try PipelineConfigLoader.parse(yaml: text, file: path)
+        _ = try StageRegistry.pipeline(options: stages)
+        return stages
+    } catch let e as ConfigurationError {
+        printError(e.path.hasPrefix(path) ? e.description : "\(path): \(e.description)")
+        throw ExitCode(ExitStatus.dataError)
+    }
 }

@@ -206,7 +206,7 @@ extension EvaluateRadio {
     func runGNSS(_ kind: GNSSRecordingKind, _ paths: [String]) throws {
         for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
         var recordings: [GNSSFusionEvaluation.Recording] = []
-        let stages = try withExitCodes { try pipeline.map { try PipelineConfigLoader.load(url: URL(fileURLWithPath: $0)) } ?? [:] }
+        let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
         do {
             switch kind {
             case .gsdc:

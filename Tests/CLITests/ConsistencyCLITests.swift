@@ -31,5 +31,14 @@ import Testing
     @Test func usageErrors() throws {
         #expect(try CLI.run(["evaluate", "consistency", "/nonexistent"]).status == 64)
         #expect(try CLI.run(["evaluate", "consistency", CLI.root.appendingPathComponent("Traces/open-street").path, "--runs", "0"]).status == 64)
+        // --pipeline: unreadable → 64 (was 1, the regression code, before 23 Nov); a bad option
+        // value → 65 with the file and the option named.
+        let open = CLI.root.appendingPathComponent("Traces/open-street").path
+        #expect(try CLI.run(["evaluate", "consistency", open, "--runs", "1", "--pipeline", "/nonexistent.yaml"]).status == 64)
+        let bad = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: bad) }
+        try "stages: {ekf: {gnss_bias_tau_s: 0}}\n".write(to: bad, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["evaluate", "consistency", open, "--runs", "1", "--pipeline", bad.path])
+        #expect(r.status == 65 && r.stderr.contains(bad.path) && r.stderr.contains("gnss_bias_tau_s"), "\(r.status) \(r.stderr)")
     }
 }

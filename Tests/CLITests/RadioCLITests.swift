@@ -60,5 +60,26 @@ import Foundation
         let r = try CLI.run(["evaluate", "radio", "--test", log.path])
         #expect(r.status == 64 && r.stderr.contains("--truth-point"), "\(r.stderr)")
         #expect(try CLI.run(["evaluate", "radio", "--test", log.path, "--truth-point", "north"]).status == 64)
+        // --pipeline: a missing file is a usage error; a pipeline's options reach the filters, and
+        // the phone's accuracy calibration α̂ = √(ANEES_gnss/2) is reported.
+        #expect(try CLI.run(["evaluate", "radio", "--test", log.path, "--truth-point", "37.4,-122.0,-30", "--pipeline", "/nonexistent.yaml"]).status == 64)
+        let cfg = FileManager.default.temporaryDirectory.appendingPathComponent("pl-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: cfg) }
+        try "stages: {ekf: {inflation: {gnss: 2}}}\n".write(to: cfg, atomically: true, encoding: .utf8)
+        try ("# Fix,Provider,Latitude,Longitude,Altitude,Speed,Accuracy,(UTC)TimeInMs\n" + (0..<5).map {
+            "Fix,gps,37.40003,-122.0,-30,0,3,\(1467321969000 + 1000 * $0)\n" }.joined()).write(to: log, atomically: true, encoding: .utf8)
+        let plain = try CLI.run(["evaluate", "radio", "--test", log.path, "--truth-point", "37.4,-122.0,-30", "--json"])
+        let inflated = try CLI.run(["evaluate", "radio", "--test", log.path, "--truth-point", "37.4,-122.0,-30", "--json", "--pipeline", cfg.path])
+        #expect(plain.status == 0 && inflated.status == 0, "\(plain.stderr) \(inflated.stderr)")
+        func recording(_ o: String) -> [String: Any]? {
+            ((try? JSONSerialization.jsonObject(with: Data(o.utf8))) as? [String: Any]).flatMap { ($0["recordings"] as? [[String: Any]])?.first }
+        }
+        let a = try #require(recording(plain.stdout)), b = try #require(recording(inflated.stdout))
+        // The fixes are 3.3 m north of the truth with a reported 3 m (68 %) accuracy.
+        let alpha = try #require(a["accuracy_calibration_alpha"] as? Double)
+        #expect(alpha > 1 && alpha < 2, "α̂ \(alpha)")
+        func r95(_ r: [String: Any]) -> Double? { ((r["sources"] as? [String: Any])?["ekf"] as? [String: Any])?["final_r95_m"] as? Double }
+        let r1 = try #require(r95(a)), r2 = try #require(r95(b))
+        #expect(r2 > 1.5 * r1, "inflation.gnss 2 must widen the ekf's 95 % radius: \(r1) → \(r2) m")
     }
 }
