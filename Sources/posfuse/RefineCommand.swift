@@ -47,7 +47,7 @@ struct Refine: ParsableCommand {
 
     func run() throws {
         try withExitCodes {
-            let stages = try pipeline.map { try PipelineConfigLoader.load(url: URL(fileURLWithPath: $0)) } ?? [:]
+            let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
             let refiner = try ReportRefiner(referenceURL: reference.map { URL(fileURLWithPath: $0) }, stages: stages)
             let out: FileHandle
             if let o = output {

@@ -79,6 +79,11 @@ import Testing
         #expect(strict.status == 65)
         #expect(strict.stderr.contains("r.jsonl:301: missing or invalid 'accuracy_m'"), "\(strict.stderr)")
         #expect(try CLI.run(["refine", dir.appendingPathComponent("none.jsonl").path]).status == 64)
+        // A pipeline with a bad option value: exit 65 naming the file and the option (was 1).
+        let bad = dir.appendingPathComponent("bad.yaml")
+        try "stages: {ekf: {gnss_bias_fraction: 1.5}}\n".write(to: bad, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["refine", f.path, "--no-progress", "--pipeline", bad.path])
+        #expect(r.status == 65 && r.stderr.contains("bad.yaml") && r.stderr.contains("gnss_bias_fraction"), "\(r.status) \(r.stderr)")
     }
     /// JSON Lines records decode their evidence straight from the line's bytes, a FeatureCollection
     /// document through Foundation objects: the same reports give the same output either way
