@@ -77,6 +77,9 @@ public struct PositionMeasurement: MeasurementModel {
     public private(set) var noise: Matrix
     public let gateProbability: Double?
 
+    /// R as a symmetric 2×2 covariance.
+    public var covariance: Covariance2 { Covariance2(ee: noise[0, 0], en: 0.5 * (noise[0, 1] + noise[1, 0]), nn: noise[1, 1]) }
+
     /// The same fix with R × k (a calibrated accuracy scale, `AccuracyScale`).
     public func scaled(_ k: Double) -> PositionMeasurement { var m = self; m.noise = k * noise; return m }
 

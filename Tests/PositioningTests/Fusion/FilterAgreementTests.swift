@@ -126,10 +126,7 @@ struct ReferenceKF {
             let (mu, p) = pf.estimate()
             means.append(mu); vars.append(p.diagonal); resamples += pf.resampleCount
         }
-        let k = Double(seeds.count)
-        let avg = means.reduce(SIMD4<Double>.zero, +) / k
-        let sd = (means.map { ($0 - avg) * ($0 - avg) }.reduce(SIMD4<Double>.zero, +) / (k - 1)).squareRoot()
-        let avgVar = vars.reduce(SIMD4<Double>.zero, +) / k
+        let (k, avg, sd, avgVar) = Self.summary(means: means, variances: vars)
         for i in 0..<4 {
             #expect(abs(avg[i] - ref.x[i]) < 4 * sd[i] / k.squareRoot() + 1e-3, "component \(i): pf \(avg[i]) kf \(ref.x[i]) σ_MC \(sd[i])")
             #expect(abs(avgVar[i] / ref.p[i, i] - 1) < 0.15, "variance \(i): pf \(avgVar[i]) kf \(ref.p[i, i])")
@@ -162,10 +159,7 @@ struct ReferenceKF {
             let (mu, p) = pf.estimate()
             means.append(mu); vars.append(p.diagonal)
         }
-        let k = Double(seeds.count)
-        let avg = means.reduce(SIMD4<Double>.zero, +) / k
-        let sd = (means.map { ($0 - avg) * ($0 - avg) }.reduce(SIMD4<Double>.zero, +) / (k - 1)).squareRoot()
-        let avgVar = vars.reduce(SIMD4<Double>.zero, +) / k
+        let (k, avg, sd, avgVar) = Self.summary(means: means, variances: vars)
         for i in 0..<4 {
             #expect(abs(avg[i] - ref.mean[i]) < 4 * sd[i] / k.squareRoot() + 1e-3, "component \(i): pf \(avg[i]) kf \(ref.mean[i]) σ_MC \(sd[i])")
             #expect(abs(avgVar[i] / ref.covariance[i, i] - 1) < 0.15, "variance \(i): pf \(avgVar[i]) kf \(ref.covariance[i, i])")
@@ -174,6 +168,16 @@ struct ReferenceKF {
         let plain = ExtendedKalmanFilter(motion: cv)
         self.run(plain)
         #expect(plain.covariance[0, 0] < 0.8 * ref.covariance[0, 0])
+    }
+
+    /// Over seeds: their count k, the mean of the PF means, the sample std of the PF means (σ_MC)
+    /// and the mean PF variance.
+    static func summary(means: [SIMD4<Double>], variances: [SIMD4<Double>])
+        -> (k: Double, mean: SIMD4<Double>, sd: SIMD4<Double>, variance: SIMD4<Double>) {
+        let k = Double(means.count)
+        let avg = means.reduce(SIMD4<Double>.zero, +) / k
+        let sd = (means.map { ($0 - avg) * ($0 - avg) }.reduce(SIMD4<Double>.zero, +) / (k - 1)).squareRoot()
+        return (k, avg, sd, variances.reduce(SIMD4<Double>.zero, +) / k)
     }
 
     /// Same seed ⇒ identical particle filter output.

@@ -89,9 +89,9 @@ public final class ExtendedKalmanFilter: FusionFilter {
             gate = nil
         }
         if let pm = m as? PositionMeasurement {
-            let r = pm.noise
+            let r = pm.covariance
             let out = KalmanAlgebra.updatePosition(mean: &mean, covariance: &covariance, z: SIMD2(pm.z[0], pm.z[1]),
-                                                   ree: r[0, 0], ren: 0.5 * (r[0, 1] + r[1, 0]), rnn: r[1, 1], gate: gate)
+                                                   ree: r.ee, ren: r.en, rnn: r.nn, gate: gate)
             guard let nis = out else { return UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: nil, gate: gate, outcome: .singular) }
             if let a = motion.layout.angleIndex { mean[a] = Angle.wrap(mean[a]) }
             return UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: abs(nis), gate: gate, outcome: nis < 0 ? .gated : .accepted)

@@ -124,17 +124,21 @@ public final class ParticleFilter: FusionFilter {
         guard let model = gnssBias, let sigma, let si = sigma.inverse else { biasStationary = nil; return }
         gatherAncestors()
         let sb = sigma.scaled(model.biasFraction)
-        // G = Σ_b Σ⁻¹ (2×2, not symmetric in general).
-        let g00 = sb.ee * si.ee + sb.en * si.en, g01 = sb.ee * si.en + sb.en * si.nn
-        let g10 = sb.en * si.ee + sb.nn * si.en, g11 = sb.en * si.en + sb.nn * si.nn
+        let (g, b) = Self.condition(sb, inverse: si)
         for i in 0..<count {
-            let dx = a0[i] - z.x, dy = a1[i] - z.y
-            c0[i] = -(g00 * dx + g01 * dy); c1[i] = -(g10 * dx + g11 * dy)
+            let d = SIMD2(a0[i] - z.x, a1[i] - z.y)
+            c0[i] = -(g.0 * d).sum(); c1[i] = -(g.1 * d).sum()
         }
-        // B = Σ_b − G Σ_b.
-        biasStationary = sb; biasTime = time
-        biasCovariance = Covariance2(ee: sb.ee - (g00 * sb.ee + g01 * sb.en), en: sb.en - (g00 * sb.en + g01 * sb.nn),
-                                     nn: sb.nn - (g10 * sb.en + g11 * sb.nn))
+        biasStationary = sb; biasTime = time; biasCovariance = b
+    }
+
+    /// For A and S⁻¹ (2×2 symmetric): the gain G = A S⁻¹ (rows) and A − G A — the Gaussian
+    /// conditioning step of both the start prime (A = Σ_b, S = Σ) and a GNSS update (A = B, S = B + R_w).
+    private static func condition(_ a: Covariance2, inverse si: Covariance2) -> (gain: (SIMD2<Double>, SIMD2<Double>), remainder: Covariance2) {
+        let g0 = SIMD2(a.ee * si.ee + a.en * si.en, a.ee * si.en + a.en * si.nn)
+        let g1 = SIMD2(a.en * si.ee + a.nn * si.en, a.en * si.en + a.nn * si.nn)
+        return ((g0, g1), Covariance2(ee: a.ee - (g0.x * a.ee + g0.y * a.en), en: a.en - (g0.x * a.en + g0.y * a.nn),
+                                      nn: a.nn - (g1.x * a.en + g1.y * a.nn)))
     }
 
     /// Gauss–Markov prediction of the bias to the filter's time.
@@ -420,8 +424,8 @@ public final class ParticleFilter: FusionFilter {
         }
         let ok: Bool
         if let pm = m as? PositionMeasurement {
-            let r = pm.noise
-            ok = updatePosition(SIMD2(pm.z[0], pm.z[1]), ree: r[0, 0], ren: 0.5 * (r[0, 1] + r[1, 0]), rnn: r[1, 1])
+            let r = pm.covariance
+            ok = updatePosition(SIMD2(pm.z[0], pm.z[1]), ree: r.ee, ren: r.en, rnn: r.nn)
         } else {
             var mx = -Double.infinity
             for i in 0..<count {
@@ -437,8 +441,7 @@ public final class ParticleFilter: FusionFilter {
     /// A GNSS fix z = p + b + w (Rao–Blackwellised, see the type's step 6). NIS from the
     /// moments of the particles' pᵢ + mᵢ plus B + R_w (B = Σ_b, mᵢ = 0 before the first fix).
     private func updateBiased(_ m: PositionMeasurement, model: GNSSBias, gate: Double?) -> UpdateRecord {
-        let r = m.noise
-        let sigma = Covariance2(ee: r[0, 0], en: 0.5 * (r[0, 1] + r[1, 0]), nn: r[1, 1])
+        let sigma = m.covariance
         let sb = sigma.scaled(model.biasFraction), rw = sigma.scaled(1 - model.biasFraction)
         func record(_ nis: Double?, _ o: UpdateRecord.Outcome) -> UpdateRecord {
             UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: nis, gate: gate, outcome: o)
@@ -463,15 +466,13 @@ public final class ParticleFilter: FusionFilter {
             let l = lw[i] - 0.5 * (si.ee * dx * dx + 2 * si.en * dx * dy + si.nn * dy * dy)
             b0[i] = l; mx = l > mx ? l : mx
         }
-        // K = B (B + R_w)⁻¹ (2×2), then mᵢ += K νᵢ and B ← B − K (B + R_w) Kᵀ = B − K B.
-        let k00 = b.ee * si.ee + b.en * si.en, k01 = b.ee * si.en + b.en * si.nn
-        let k10 = b.en * si.ee + b.nn * si.en, k11 = b.en * si.en + b.nn * si.nn
+        // K = B (B + R_w)⁻¹, then mᵢ += K νᵢ and B ← B − K (B + R_w) Kᵀ = B − K B.
+        let (k, remainder) = Self.condition(b, inverse: si)
         for i in 0..<count {
-            let dx = z.x - a0[i] - c0[i], dy = z.y - a1[i] - c1[i]
-            c0[i] += k00 * dx + k01 * dy; c1[i] += k10 * dx + k11 * dy
+            let d = SIMD2(z.x - a0[i] - c0[i], z.y - a1[i] - c1[i])
+            c0[i] += (k.0 * d).sum(); c1[i] += (k.1 * d).sum()
         }
-        biasCovariance = Covariance2(ee: b.ee - (k00 * b.ee + k01 * b.en), en: b.en - (k00 * b.en + k01 * b.nn),
-                                     nn: b.nn - (k10 * b.en + k11 * b.nn))
+        biasCovariance = remainder
         return record(nis, commitWeights(maxLog: mx) ? .accepted : .singular)
     }
 

@@ -172,9 +172,9 @@ final class FusionTrack {
             if gnssBias != nil, m.source == .gnss, let pm = m as? PositionMeasurement {
                 record = updateWithBias(pm, gate: gate(m))
             } else {
-                let (x, p) = (filter.mean, filter.covariance)
+                let prior = gnssBias?.isPrimed == true ? (x: filter.mean, p: filter.covariance) : nil   // only the bias block needs it
                 record = filter.update(m, gate: gate(m))
-                if record?.accepted == true, gnssBias?.isPrimed == true {
+                if record?.accepted == true, let (x, p) = prior {
                     let q = SIMD2(x[0], x[1]), j = m.jacobian(q)
                     gnssBias!.update(h: (0..<m.dimension).map { SIMD4(j[$0, 0], j[$0, 1], 0, 0) },
                                      innovation: m.innovation(m.predict(q)), noise: m.noise, prior: p)
@@ -182,9 +182,9 @@ final class FusionTrack {
             }
         case .heading(let time, let value, let variance):
             predictTime(to: time)
-            let (x, p) = (filter.mean, filter.covariance)
+            let prior = gnssBias?.isPrimed == true ? (x: filter.mean, p: filter.covariance) : nil
             record = filter.updateHeading(value, variance: variance, time: time, gate: ChiSquare.quantile(0.99, dof: 1))
-            if record?.accepted == true, gnssBias?.isPrimed == true {
+            if record?.accepted == true, let (x, p) = prior {
                 gnssBias!.update(h: [SIMD4(0, 0, 1, 0)], innovation: [Angle.wrap(value - x[2])],
                                  noise: Matrix(rows: 1, cols: 1, data: [variance]), prior: p)
             }
@@ -203,9 +203,7 @@ final class FusionTrack {
         func record(_ nis: Double?, _ o: UpdateRecord.Outcome) -> UpdateRecord {
             UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: nis, gate: gate, outcome: o)
         }
-        let r = m.noise
-        let sigma = Covariance2(ee: r[0, 0], en: 0.5 * (r[0, 1] + r[1, 0]), nn: r[1, 1])
-        guard let out = gnssBias!.updateFix(SIMD2(m.z[0], m.z[1]), covariance: sigma, mean: filter.mean, prior: filter.covariance,
+        guard let out = gnssBias!.updateFix(SIMD2(m.z[0], m.z[1]), covariance: m.covariance, mean: filter.mean, prior: filter.covariance,
                                             gate: gate, angleIndex: filter.motion.layout.angleIndex) else { return record(nil, .singular) }
         guard out.nis >= 0 else { return record(-out.nis, .gated) }
         filter.restore(FilterSnapshot(time: filter.time, mean: out.mean, covariance: out.covariance, initialized: true, payload: nil))
