@@ -43,6 +43,41 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
 
     /// A late fix rewinds and replays: the final estimate equals in-order processing exactly
     /// (same arithmetic in the same order), for the EKF and the UKF.
+    /// One cell report gives a `cell` and a `cell-ta` fix; the second contains the first, so
+    /// (default `supersede`) only `cell-ta` updates the filter — the posterior equals fusing
+    /// `cell-ta` alone — while a `cell` fix on its own (no TA that epoch) is still used. With
+    /// `supersede: false` both update (the old double count: a smaller, overconfident P).
+    @Test func supersedingFixReplacesTheOneItContains() throws {
+        func event(_ t: Double, ta: Bool) -> [StageResult] {
+            var r: [StageResult] = [.fix(Fix(time: t, position: SIMD2(400, -250), covariance: Covariance2(sigma: 600), source: .cell))]
+            if ta { r.append(.fix(Fix(time: t, position: SIMD2(100, -60), covariance: Covariance2(ee: 900, en: 0, nn: 40_000), source: .cellTA))) }
+            return r
+        }
+        func final(_ settings: FusionStage.Settings, _ events: [[StageResult]]) -> (Fix, FusionStage) {
+            let stage = FusionStage(settings: settings)
+            var last: Fix?
+            for u in events {
+                guard case .fix(let f)? = u.first else { continue }
+                let e = TraceEvent(time: f.time, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: 3)))
+                for r in stage.process(e, upstream: u, context: context) { if case .fix(let y) = r { last = y } }
+            }
+            return (last!, stage)
+        }
+        let on = FusionStage.Settings(kind: .ekf)
+        var off = on; off.superseding = [:]
+        var taOnly = on; taOnly.inputs = [.cellTA]
+        let (a, sa) = final(on, [event(0, ta: true)])
+        let (b, _) = final(taOnly, [event(0, ta: true)])
+        let (c, sc) = final(off, [event(0, ta: true)])
+        #expect(norm(a.position - b.position) < 1e-9 && abs(a.covariance.nn - b.covariance.nn) < 1e-6)
+        func used(_ s: FusionStage, _ src: Source) -> Int { s.counters[src].map { $0.accepted + $0.initializations } ?? 0 }
+        #expect(used(sa, .cell) == 0 && used(sa, .cellTA) == 1)
+        #expect(used(sc, .cell) == 1 && used(sc, .cellTA) == 1 && c.covariance.nn < 0.95 * a.covariance.nn)
+        // No TA in the second report: its cell fix updates the filter.
+        let (_, sd) = final(on, [event(0, ta: true), event(2, ta: false)])
+        #expect(used(sd, .cell) == 1)
+    }
+
     @Test(arguments: [FusionStage.Kind.ekf, .ukf]) func lateFixRewindsToTheInOrderResult(kind: FusionStage.Kind) throws {
         var rng = TestRNG(seed: 11)
         let fixes = (0..<20).map { k -> StageResult in

@@ -19,9 +19,21 @@ import Foundation
 /// motion and reflection; the weighted Procrustes fit to the anchors (rotation, optional
 /// reflection, translation; closed form in 2-D) places it. Otherwise the anchors start.
 ///
+/// **Correlated anchors.** Phones a few metres apart see the same shadowing field, so their
+/// RSS fixes err alike (measured on crowd-peers, `rss` anchors: error correlation 0.73 at
+/// 0–2 m, 0.30 at 2–4 m, 0.16 at 4–6 m). The anchor errors e = a − p are modelled jointly:
+/// Cov(e_i, e_j) = ρ_ij L_i L_jᵀ (L_i the Cholesky factor of Σ_i), ρ_ij = (1 − ν)·exp(−d_ij/d_c)
+/// for i ≠ j, d_ij the phones' distance in the starting layout (which the ranges shape),
+/// d_c = `anchorCorrelationDistance`, ν = `anchorIndependentFraction` (the per-scan receiver
+/// jitter every phone has on its own: ≈ 2² / (6² + 2²) = 0.1 for 2 dB jitter on 6 dB
+/// shadowing, estimators.md §2.1). The joint matrix Λ(R ⊗ I₂)Λᵀ is positive definite (the
+/// exponential kernel is, and ν > 0 keeps coincident phones apart), and the anchor residuals
+/// are whitened by its Cholesky factor G: G⁻¹(p − a). d_c = 0 gives independent anchors.
+///
 /// Assumptions: ranges are treated as horizontal (phones at similar heights); the
 /// absolute position is only as good as the mean of the anchors (ranges fix the shape,
-/// not the translation): with N independent anchors of σ the translation error is ≈ σ/√N.
+/// not the translation): with N independent anchors of σ the translation error is ≈ σ/√N,
+/// with fully correlated ones ≈ σ.
 /// Degenerate: no anchors → `tooFewAnchors`; phones not linked by any range keep their
 /// anchor (the solve is still well-posed because every phone has a prior).
 public struct CooperativePositioning: Sendable {
@@ -49,20 +61,28 @@ public struct CooperativePositioning: Sendable {
     }
 
     public var useMDSInitialisation: Bool
-    public init(useMDSInitialisation: Bool = true) { self.useMDSInitialisation = useMDSInitialisation }
+    /// The `peer` stage's d_c, m: the shadow-fading correlation distance of 3GPP TR 38.901's
+    /// indoor-office NLOS channel (Table 7.5-6: 6 m; 10 m LOS) — a standard's value, not one
+    /// fitted to a bundled trace (crowd-peers simulates 3 m). Sensitivity in docs/acoustic-camloc.md.
+    public static let defaultAnchorCorrelationDistance = 6.0
+    /// d_c of the anchor-error correlation exp(−d/d_c), m (0: independent anchors).
+    public var anchorCorrelationDistance: Double
+    /// ν: the share of each anchor's error variance that is its own (not shared with nearby phones).
+    public var anchorIndependentFraction: Double
+    public init(useMDSInitialisation: Bool = true, anchorCorrelationDistance: Double = 0, anchorIndependentFraction: Double = 0.1) {
+        self.useMDSInitialisation = useMDSInitialisation
+        self.anchorCorrelationDistance = anchorCorrelationDistance
+        self.anchorIndependentFraction = anchorIndependentFraction
+    }
 
     public func solve(nodes: [Node], edges: [Edge]) -> Result<Solution, EstimationFailure> {
         let n = nodes.count
         guard n >= 1 else { return .failure(.tooFewAnchors(needed: 1, got: 0)) }
-        // Whitening factors L_i⁻¹ (lower) of each anchor covariance.
-        var linv: [(Double, Double, Double)] = []   // (l00, l10, l11) of L⁻¹
         for nd in nodes {
             let c = nd.covariance
             guard c.ee > 0, c.determinant > 0, c.isValid else {
                 return .failure(.inconsistentMeasurements("anchor covariance of \(nd.id) is not positive definite"))
             }
-            let l00 = c.ee.squareRoot(), l10 = c.en / l00, l11 = (c.nn - l10 * l10).squareRoot()
-            linv.append((1 / l00, -l10 / (l00 * l11), 1 / l11))
         }
         let valid = edges.filter { $0.a != $0.b && $0.a >= 0 && $0.b >= 0 && $0.a < n && $0.b < n
             && $0.range.isFinite && $0.range >= 0 && $0.sigma > 0 && $0.sigma.isFinite }
@@ -76,18 +96,23 @@ public struct CooperativePositioning: Sendable {
         for e in valid where start[2 * e.a] == start[2 * e.b] && start[2 * e.a + 1] == start[2 * e.b + 1] {
             start[2 * e.b] += 1e-3 * max(e.range, 1)
         }
+        let layout = (0..<n).map { SIMD2(start[2 * $0], start[2 * $0 + 1]) }
+        guard let whiten = anchorWhitening(nodes: nodes, layout: layout) else {
+            return .failure(.inconsistentMeasurements("joint anchor covariance is not positive definite"))
+        }
         let rows = 2 * n + valid.count, p = 2 * n
         let model: WeightedLeastSquares.Model = { x in
             var f = [Double](repeating: 0, count: rows)
             var j = [Double](repeating: 0, count: rows * p)
-            for i in 0..<n {
-                let dx = x[2 * i] - nodes[i].anchor.x, dy = x[2 * i + 1] - nodes[i].anchor.y
-                let (a, b, c) = linv[i]
-                f[2 * i] = a * dx
-                f[2 * i + 1] = b * dx + c * dy
-                j[(2 * i) * p + 2 * i] = a
-                j[(2 * i + 1) * p + 2 * i] = b
-                j[(2 * i + 1) * p + 2 * i + 1] = c
+            // Anchor rows: G⁻¹(x − a), lower triangular (block-diagonal for independent anchors).
+            for r in 0..<p {
+                var acc = 0.0
+                for c in 0...r where whiten[r, c] != 0 {
+                    let a = c % 2 == 0 ? nodes[c / 2].anchor.x : nodes[c / 2].anchor.y
+                    acc += whiten[r, c] * (x[c] - a)
+                    j[r * p + c] = whiten[r, c]
+                }
+                f[r] = acc
             }
             for (k, e) in valid.enumerated() {
                 let r = 2 * n + k
@@ -113,6 +138,35 @@ public struct CooperativePositioning: Sendable {
         }
         return .success(Solution(positions: positions, covariances: covs, chiSquare: sol.chiSquare,
                                  rangeResiduals: res, usedMDS: usedMDS))
+    }
+
+    /// G⁻¹ for the joint anchor covariance C = G Gᵀ (lower triangular, 2n × 2n; see the type's
+    /// doc for C). nil if C is not positive definite.
+    func anchorWhitening(nodes: [Node], layout: [SIMD2<Double>]) -> Matrix? {
+        let n = nodes.count
+        let chol = nodes.map { c -> Matrix in
+            let l00 = c.covariance.ee.squareRoot(), l10 = c.covariance.en / l00
+            return Matrix(rows: 2, cols: 2, data: [l00, 0, l10, (c.covariance.nn - l10 * l10).squareRoot()])
+        }
+        var cov = Matrix(rows: 2 * n, cols: 2 * n)
+        for i in 0..<n {
+            for j in 0...i {
+                let rho: Double
+                if i == j { rho = 1 } else if anchorCorrelationDistance > 0 {
+                    let d = layout[i] - layout[j]
+                    rho = (1 - anchorIndependentFraction) * exp(-(d * d).sum().squareRoot() / anchorCorrelationDistance)
+                } else { rho = 0 }
+                guard rho != 0 else { continue }
+                let block = rho * (chol[i] * chol[j].transposed)
+                for a in 0..<2 { for b in 0..<2 {
+                    cov[2 * i + a, 2 * j + b] = block[a, b]; cov[2 * j + b, 2 * i + a] = block[a, b]
+                } }
+            }
+        }
+        guard let g = cov.cholesky, let gi = g.inverse else { return nil }
+        var w = gi
+        for r in 0..<(2 * n) { for c in (r + 1)..<(2 * n) { w[r, c] = 0 } }   // exact zeros above the diagonal
+        return w
     }
 
     /// Classical MDS: B = −½ J D⁽²⁾ J, X = V₂ Λ₂^½ (GSL symmetric eigensolver). Needs every

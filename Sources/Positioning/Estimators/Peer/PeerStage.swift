@@ -39,7 +39,7 @@ public final class PeerStage: PipelineStage {
     private var lastPeerFix: [String: Fix] = [:]
     private var ranges: [String: [String: StoredRange]] = [:]
 
-    public init(solver: CooperativePositioning = CooperativePositioning(), anchorSources: [Source] = [.rss, .wcl],
+    public init(solver: CooperativePositioning = CooperativePositioning(anchorCorrelationDistance: CooperativePositioning.defaultAnchorCorrelationDistance), anchorSources: [Source] = [.rss, .wcl],
                 anchorMaxAge: Double = 5, rangeMaxAge: Double = 5, motionSpeed: Double = 0.5,
                 onsetSigmaSamples: Double = 1, defaultRangeSigma: Double = 0.05, rangeSigmaFloor: Double = 0.05,
                 temperature: Double? = nil, emitMeasurements: Bool = true) {
@@ -52,7 +52,9 @@ public final class PeerStage: PipelineStage {
     /// Options: `anchor_sources` (source names in order of preference, [rss, wcl]), `anchor_max_age_s` (5),
     /// `range_max_age_s` (5), `motion_speed_mps` (0.5), `onset_sigma_samples` (1),
     /// `range_sigma_m` (0.05, for `d` without σ), `range_sigma_floor_m` (0.05),
-    /// `mds_init` (true), `temperature_c` (header, else 20), `emit_measurements` (true).
+    /// `anchor_correlation_m` (6, `CooperativePositioning.defaultAnchorCorrelationDistance`),
+    /// `anchor_independent_fraction` (0.1), `mds_init` (true), `temperature_c` (header, else 20),
+    /// `emit_measurements` (true).
     public convenience init(options o: StageOptions) throws {
         var sources: [Source] = [.rss, .wcl]
         if let v = o.values["anchor_sources"] {
@@ -65,7 +67,12 @@ public final class PeerStage: PipelineStage {
             })
         }
         let tc: Double? = o.values["temperature_c"] == nil ? nil : try o.double("temperature_c", default: 20)
-        self.init(solver: CooperativePositioning(useMDSInitialisation: try o.bool("mds_init", default: true)),
+        let dc = try o.double("anchor_correlation_m", default: CooperativePositioning.defaultAnchorCorrelationDistance)
+        let nu = try o.double("anchor_independent_fraction", default: 0.1)
+        guard dc >= 0, dc.isFinite else { throw ConfigurationError(path: "\(o.name).anchor_correlation_m", reason: "expected a distance ≥ 0 m, got \(dc)") }
+        guard nu > 0, nu <= 1 else { throw ConfigurationError(path: "\(o.name).anchor_independent_fraction", reason: "expected 0 < ν ≤ 1, got \(nu)") }
+        self.init(solver: CooperativePositioning(useMDSInitialisation: try o.bool("mds_init", default: true),
+                                                 anchorCorrelationDistance: dc, anchorIndependentFraction: nu),
                   anchorSources: sources, anchorMaxAge: try o.double("anchor_max_age_s", default: 5),
                   rangeMaxAge: try o.double("range_max_age_s", default: 5),
                   motionSpeed: try o.double("motion_speed_mps", default: 0.5),
