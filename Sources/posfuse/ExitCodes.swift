@@ -44,14 +44,17 @@ func exitStatus(for e: TraceDataError) -> Int32 {
 /// Reads a `--pipeline` file for commands that replay through it: a file that cannot be read
 /// is a usage error (exit 64); bad YAML or a bad option value prints `file: reason` and exits 65
 /// (the stages are built once here, so a bad value is caught before any work).
-func loadPipelineStages(_ path: String) throws -> [String: StageOptions] {
+func loadPipelineStages(_ path: String) throws -> [String: StageOptions] { try loadPipelineFile(path).stages }
+
+/// The `--pipeline` file's text (stored with a replay's results) and its stage options.
+func loadPipelineFile(_ path: String) throws -> (text: String, stages: [String: StageOptions]) {
     guard let text = try? String(contentsOf: URL(fileURLWithPath: path), encoding: .utf8) else {
         throw ValidationError("cannot read --pipeline file \(path)")
     }
     do {
         let stages = try PipelineConfigLoader.parse(yaml: text, file: path)
         _ = try StageRegistry.pipeline(options: stages)
-        return stages
+        return (text, stages)
     } catch let e as ConfigurationError {
         printError(e.path.hasPrefix(path) ? e.description : "\(path): \(e.description)")
         throw ExitCode(ExitStatus.dataError)

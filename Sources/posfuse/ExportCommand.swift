@@ -59,10 +59,7 @@ struct Export: ParsableCommand {
                 points += ExportBuilder.points(events: events, header: header, sources: (estimateSources ?? ["gnss"]).intersection(["gnss"]))
             } else if !(estimateSources?.isEmpty ?? false) {
                 // Estimates: the default (or --pipeline) pipeline run through the Replayer.
-                let stages: [String: StageOptions]
-                do { stages = try pipeline.map { try PipelineConfig.load(url: URL(fileURLWithPath: $0)) } ?? [:] } catch let e as ConfigurationError {
-                    throw TraceDataError(file: pipeline ?? "pipeline", line: 0, reason: e.description)
-                }
+                let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
                 let replayer = Replayer(options: ReplayOptions(mode: strict ? .strict : .lenient, stages: stages))
                 let box = FixBox()
                 replayer.onEstimate = { box.fixes.append($0.fix) }

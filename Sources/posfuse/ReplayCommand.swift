@@ -102,28 +102,15 @@ final class ReplayJob {
     let store: ResultStore?
     private(set) var storedRuns: [Int64] = []
 
-    /// Resolves paths (exit 64 when missing), loads the pipeline file (exit 64 when it
-    /// cannot be read, `ResultsDataError` → exit 65 when its content is bad)
-    /// and opens the results database.
+    /// Resolves paths (exit 64 when missing), loads the pipeline file (`loadPipelineFile`: exit 64
+    /// when it cannot be read, 65 when its content is bad) and opens the results database.
     init(paths: [String], pipeline: String?, strict: Bool, epochs: Bool, db: String?,
          maxTruthGap: Double = ScoringOptions.defaultMaxTruthGap, fixValidity: Double = ScoringOptions.defaultFixValidity,
          reorderWindow: Double = TraceReader.defaultReorderWindow) throws {
         locations = try paths.flatMap { try TraceLocation.resolveAll($0) }
         var stages: [String: StageOptions] = [:]
         var text = ""
-        if let pipeline {
-            let url = URL(fileURLWithPath: pipeline)
-            guard let t = try? String(contentsOf: url, encoding: .utf8) else {
-                throw ValidationError("cannot read --pipeline file \(pipeline)")
-            }
-            text = t
-            do {
-                stages = try PipelineConfigLoader.parse(yaml: t, file: pipeline)
-                _ = try StageRegistry.pipeline(options: stages)
-            } catch let e as ConfigurationError {
-                throw ResultsDataError(file: pipeline, reason: e.reason(droppingFile: pipeline))
-            }
-        }
+        if let pipeline { (text, stages) = try loadPipelineFile(pipeline) }
         pipelineText = text
         pipelinePath = pipeline
         options = ReplayOptions(mode: strict ? .strict : .lenient, reorderWindow: reorderWindow, stages: stages,

@@ -88,6 +88,12 @@ import Foundation
         #expect(median["ekf"] != nil && median["ekf"]! < 1.5 * (median["gnss"] ?? 0), "\(r.stdout)")
         let geo = try CLI.run(["export", "geojson", out.path, "--source", "gt,gnss", "-o", out.appendingPathComponent("x.geojson").path])
         #expect(geo.status == 0, "\(geo.stderr)")
+        // Estimates through a --pipeline file: unreadable → 64, a bad option value → 65 naming it.
+        let bad = out.appendingPathComponent("bad.yaml")
+        try "stages: {ekf: {gnss_bias_fraction: 1.5}}\n".write(to: bad, atomically: true, encoding: .utf8)
+        #expect(try CLI.run(["export", "geojson", out.path, "--source", "ekf", "--pipeline", "/nonexistent.yaml", "-o", "/dev/null"]).status == 64)
+        let badRun = try CLI.run(["export", "geojson", out.path, "--source", "ekf", "--pipeline", bad.path, "-o", "/dev/null"])
+        #expect(badRun.status == 65 && badRun.stderr.contains("gnss_bias_fraction"), "\(badRun.status) \(badRun.stderr)")
         // A results database run exports too (origin from the trace folder).
         let db = out.appendingPathComponent("r.sqlite").path
         let rep = try CLI.run(["replay", out.path, "--db", db])
