@@ -54,6 +54,15 @@ public protocol FusionFilter: AnyObject {
 }
 
 extension FusionFilter {
+    /// Runs `body` under a motion model changed by `change` (a still phone's diffusion, a
+    /// manoeuvre's q), then restores the filter's own.
+    public func withMotion<R>(_ change: (inout MotionConfiguration) -> Void, _ body: () throws -> R) rethrows -> R {
+        let saved = motion
+        change(&motion)
+        defer { motion = saved }
+        return try body()
+    }
+
     /// Position and its 2×2 covariance as a `Fix`.
     public func fix(source: Source, subject: String, usedCount: Int = 0, flags: FixFlags = []) -> Fix {
         let p = covariance

@@ -342,11 +342,8 @@ public final class FusionStage: PipelineStage {
         guard t.filter.motion.layout == .constantVelocity, settings.cvTurnRateSigma > 0 || settings.cvManoeuvreAcceleration > 0 else { return nil }
         let v: SIMD4<Double> = t.filter.mean, p = t.filter.covariance
         let speed2 = max(0, v[2] * v[2] + v[3] * v[3] - p[2, 2] - p[3, 3])
-        let q0 = t.filter.motion.constantVelocity.q
         let along = settings.cvManoeuvreAcceleration, across2 = settings.cvTurnRateSigma * settings.cvTurnRateSigma * speed2
-        t.filter.motion.constantVelocity.q = q0 + along * along + across2
-        defer { t.filter.motion.constantVelocity.q = q0 }
-        return t.reapplyLast(r, gate: gate)
+        return t.filter.withMotion({ $0.constantVelocity.q += along * along + across2 }) { t.reapplyLast(r, gate: gate) }
     }
 
     /// Starts the phone's filter at a fix. Returns false while waiting for a heading (S1, Kalman).

@@ -245,7 +245,6 @@ final class FusionTrack {
     /// `allowStill` is off (the walking re-test of a gated fix); otherwise the walker goes on
     /// along the current stride (`StrideInterpolation`).
     private func predictTime(to t: Double) {
-        let sm = filter.motion.step
         lastPredictionStill = allowStill && filter.motion.layout == .step && pdr.motion.isStill(from: filter.time, to: t)
         guard lastPredictionStill else {
             if interpolatesStrides, filter.motion.layout == .step,
@@ -256,9 +255,7 @@ final class FusionTrack {
             }
             return
         }
-        filter.motion.step.positionDiffusion = sm.stationaryPositionDiffusion
-        defer { filter.motion.step.positionDiffusion = sm.positionDiffusion }
-        predict { filter.predict(to: t) }
+        filter.withMotion({ $0.step.positionDiffusion = $0.step.stationaryPositionDiffusion }) { predict { filter.predict(to: t) } }
     }
 
     /// Undoes the last input (the update `record` just applied in time order) and applies it
