@@ -181,6 +181,9 @@ import Testing
             #expect(((f.position - truth[i] - offset) * (f.position - truth[i] - offset)).sum().squareRoot() < 0.1)
         }
         #expect(throws: ConfigurationError.self) { try PeerStage(options: StageOptions(name: "peer", values: ["anchor_sources": .list([.string("sonar")])])) }
+        #expect(throws: ConfigurationError.self) { try PeerStage(options: StageOptions(name: "peer", values: ["anchor_correlation_m": .number(-1)])) }
+        #expect(throws: ConfigurationError.self) { try PeerStage(options: StageOptions(name: "peer", values: ["anchor_independent_fraction": .number(0)])) }
+        #expect(try PeerStage(options: StageOptions(name: "peer")).solver.anchorCorrelationDistance == CooperativePositioning.defaultAnchorCorrelationDistance)
         #expect(StageRegistry.entries.contains { $0.name == "peer" })
     }
 }
