@@ -137,6 +137,26 @@ import Testing
     }
     /// Service use: `posfuse refine -` answers each report line on stdout before the next one
     /// arrives (no buffering until EOF), and ends with exit 0 and the usual count when stdin closes.
+    /// A report whose cell evidence carries a timing advance gives a `cell` and a `cell-ta` fix;
+    /// the filter fuses the second only (it contains the first), and the output says so.
+    @Test func cellFixContainedInCellTAIsNamed() throws {
+        let dir = try GateFixtures.tempDir()
+        let ref = dir.appendingPathComponent("ref.json"), reports = dir.appendingPathComponent("r.jsonl")
+        try #"{"cells":[{"rat":"lte","mcc":310,"mnc":260,"area":7001,"cid":40002,"lat":40.7500,"lon":-73.9900,"h":55,"azimuth":300,"beamwidth":120}]}"#
+            .write(to: ref, atomically: true, encoding: .utf8)
+        try (#"{"id":"ta","lat":40.7505,"lon":-73.9905,"accuracy_m":80,"t":10,"evidence":[{"t":9,"type":"cell","rat":"lte","mcc":310,"mnc":260,"area":7001,"cid":40002,"serving":true,"ta":5,"ta_unit":"lte_16ts","rsrp":-75}]}"# + "\n")
+            .write(to: reports, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["refine", reports.path, "--reference", ref.path, "--lines", "--no-progress"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let first = try features(r.stdout).first
+        let props = try #require(first?["properties"] as? [String: Any])
+        let used = props["sources_used"] as? [String] ?? []
+        let rejected = props["rejected"] as? [[String: Any]] ?? []
+        #expect(used.contains("cell-ta") && !used.contains("cell"), "\(props)")
+        #expect(rejected.contains { $0["input"] as? String == "cell" && ($0["reason"] as? String)?.contains("contained in the cell-ta fix") == true },
+                "\(rejected)")
+    }
+
     @Test func stdinStreamsOneRecordPerLine() throws {
         let p = Process()
         p.executableURL = CLI.binary

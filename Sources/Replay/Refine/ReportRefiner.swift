@@ -195,16 +195,21 @@ public final class ReportRefiner {
         }
         for r in pipeline.finish(context: context) { if case .fix(let f) = r, f.subject.hasPrefix("object:") { objectFix = f } }
 
-        var used: [String] = [], gated: [String: Int] = [:]
+        var used: [String] = [], gated: [String: Int] = [:], contained: Set<String> = []
         for (s, c) in fusion.counters.sorted(by: { $0.key < $1.key }) {
             // The filter's own source labels its magnetometer heading updates.
             if c.accepted > 0 || c.initializations > 0 { used.append(s.isFusion ? "magnetometer-heading" : s.rawValue) }
             if c.gated > 0 { gated[s.rawValue] = c.gated }
+            if c.superseded > 0 { contained.insert(s.rawValue) }
         }
         for (s, n) in gated.sorted(by: { $0.key < $1.key }) {
             rejected.append(["input": s, "reason": "\(n) fix(es) rejected by the χ² gate (inconsistent with the other evidence)"])
         }
-        for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil {
+        for s in contained.sorted() where !used.contains(s) && gated[s] == nil {
+            let by = fusion.settings.superseding.filter { $0.value.contains(where: { $0.rawValue == s }) }.keys.map(\.rawValue).sorted()
+            rejected.append(["input": s, "reason": "contained in the \(by.joined(separator: "/")) fix of the same evidence (not fused twice)"])
+        }
+        for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil && !contained.contains(s.rawValue) {
             rejected.append(["input": s.rawValue, "reason": "not fused (not an ekf input)"])
         }
 

@@ -71,7 +71,7 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         let (c, sc) = final(off, [event(0, ta: true)])
         #expect(norm(a.position - b.position) < 1e-9 && abs(a.covariance.nn - b.covariance.nn) < 1e-6)
         func used(_ s: FusionStage, _ src: Source) -> Int { s.counters[src].map { $0.accepted + $0.initializations } ?? 0 }
-        #expect(used(sa, .cell) == 0 && used(sa, .cellTA) == 1)
+        #expect(used(sa, .cell) == 0 && used(sa, .cellTA) == 1 && sa.counters[.cell]?.superseded == 1)
         #expect(used(sc, .cell) == 1 && used(sc, .cellTA) == 1 && c.covariance.nn < 0.95 * a.covariance.nn)
         // No TA in the second report: its cell fix updates the filter.
         let (_, sd) = final(on, [event(0, ta: true), event(2, ta: false)])

@@ -126,6 +126,7 @@ public final class FusionStage: PipelineStage {
             for (s, c) in t.counters {
                 var a = out[s, default: SourceCounters()]
                 a.accepted += c.accepted; a.gated += c.gated; a.singular += c.singular; a.initializations += c.initializations
+                a.superseded += c.superseded
                 a.nisSum += c.nisSum; a.dofSum += c.dofSum
                 out[s] = a
             }
@@ -165,8 +166,12 @@ public final class FusionStage: PipelineStage {
         let superseded = supersededFixes(upstream)
         for r in upstream {
             switch r {
-            case .fix(let f) where isLooseInput(f) && !superseded.contains(SourceAt(source: f.source, subject: f.subject, time: f.time)):
-                out += update(fix: f, context)
+            case .fix(let f) where isLooseInput(f):
+                if superseded.contains(SourceAt(source: f.source, subject: f.subject, time: f.time)) {
+                    track(f.subject, context).counters[f.source, default: SourceCounters()].superseded += 1
+                } else {
+                    out += update(fix: f, context)
+                }
             case .measurement(let m, let subject) where settings.tight.contains(m.source) && !subject.hasPrefix("object:"):
                 let t = track(subject, context)
                 guard t.filter.isInitialized else { continue }

@@ -7,6 +7,9 @@ public struct SourceCounters: Sendable, Equatable {
     public var singular = 0
     /// Fixes of this source that (re)started the filter.
     public var initializations = 0
+    /// Fixes of this source not fused because a fix that contains them came with them
+    /// (`FusionStage.Settings.superseding`).
+    public var superseded = 0
     /// Σ NIS and Σ m over the accepted and gated updates (ANIS = nisSum / dofSum; ≈ 1 when consistent).
     public var nisSum = 0.0
     public var dofSum = 0
