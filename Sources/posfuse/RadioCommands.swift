@@ -146,11 +146,7 @@ struct EvaluateRadio: ParsableCommand {
                     var pooled = WLANEvaluation.Raw()
                     for i in walks.indices {
                         let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
-                        pooled.wclWaypoint += r.wclWaypoint; pooled.hapelWaypoint += r.hapelWaypoint
-                        pooled.rssWaypoint += r.rssWaypoint; pooled.rssAll += r.rssAll; pooled.rssNEES += r.rssNEES
-                        pooled.ekfWaypoint += r.ekfWaypoint; pooled.smootherWaypoint += r.smootherWaypoint
-                        pooled.wclAll += r.wclAll; pooled.hapelAll += r.hapelAll; pooled.wclNIS += r.wclNIS
-                        pooled.aps = max(pooled.aps, r.aps); pooled.calibration += r.calibration
+                        pooled.merge(r)
                     }
                     report = ev.report(pooled, train: walks.count - 1, test: walks.count)
                 }
@@ -167,6 +163,10 @@ struct EvaluateRadio: ParsableCommand {
                     text.append(String(format: "%@ at waypoints: mean %.2f m P75 %.2f m median %.2f m P95 %.2f m (n=%d)", name, s.mean_m ?? .nan,
                                        s.p75_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan, s.count))
                 }
+                let same = report.fusionAndWCLAtSameWaypoints
+                text.append(String(format: "same waypoints (n=%d): mean / P75 wcl %.2f / %.2f m, ekf %.2f / %.2f m, smoother %.2f / %.2f m",
+                                   same.wcl.count, same.wcl.mean_m ?? .nan, same.wcl.p75_m ?? .nan, same.ekf.mean_m ?? .nan,
+                                   same.ekf.p75_m ?? .nan, same.smoother.mean_m ?? .nan, same.smoother.p75_m ?? .nan))
             case .ujiIndoorLoc:
                 var rows: [UJIIndoorLocReader.Row] = []
                 var trainRows: [UJIIndoorLocReader.Row] = [], testRows: [UJIIndoorLocReader.Row] = []

@@ -90,3 +90,23 @@ enum SharedData {
         } }
     }
 }
+
+/// PDR + WiFi fusion against WiFi alone on the Microsoft indoor walks, on the *same* waypoints
+/// (issue 6's real-data comparison; each source's own waypoint set differs: the filters emit at
+/// every step, WCL only at scans). Four walks: radio map from three, scored on the fourth.
+@Suite struct MSIndoorFusionTests {
+    @Test(.enabled(if: SharedData.path("ms-indoor") != nil)) func sameWaypointsArePaired() throws {
+        let dir = URL(fileURLWithPath: try #require(SharedData.path("ms-indoor/site2/F3/path_data_files")))
+        let files = try FileManager.default.contentsOfDirectory(at: dir, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "txt" }.sorted { $0.path < $1.path }.prefix(4)
+        let walks = try RadioWalkLoader.load(Array(files), dataset: .msIndoor)
+        let raw = WLANEvaluation().run(train: Array(walks.prefix(3)), test: [walks[3]])
+        #expect(!raw.sameWCL.isEmpty)
+        #expect(raw.sameWCL.count == raw.sameEKF.count && raw.sameEKF.count == raw.sameSmoother.count)
+        #expect(raw.sameWCL.count <= min(raw.wclWaypoint.count, raw.ekfWaypoint.count, raw.smootherWaypoint.count))
+        // Every paired WCL error is one of the walk's WCL waypoint errors (same waypoint, same fix).
+        #expect(Set(raw.sameWCL).isSubset(of: Set(raw.wclWaypoint)))
+        let r = WLANEvaluation().report(raw, train: 3, test: 1)
+        print("ms-indoor 4 walks, same waypoints: \(r.fusionAndWCLAtSameWaypoints)")
+    }
+}

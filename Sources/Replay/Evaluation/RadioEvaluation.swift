@@ -207,9 +207,27 @@ public struct WLANEvaluation: Sendable {
         public var rssAll: [Double] = []
         public var rssNEES: [Double] = []
         public var wclNIS: [Double] = []
+        /// Waypoints where `wcl`, `ekf` and `smoother` all have a fix: their errors, paired.
+        public var sameWCL: [Double] = [], sameEKF: [Double] = [], sameSmoother: [Double] = []
         public var aps = 0
         public var calibration: [WCLCalibration.Sample] = []
         public init() {}
+
+        /// Pools another fold's samples into these (leave-one-walk-out).
+        public mutating func merge(_ r: Raw) {
+            wclWaypoint += r.wclWaypoint; hapelWaypoint += r.hapelWaypoint; rssWaypoint += r.rssWaypoint
+            ekfWaypoint += r.ekfWaypoint; smootherWaypoint += r.smootherWaypoint
+            wclAll += r.wclAll; hapelAll += r.hapelAll; rssAll += r.rssAll; rssNEES += r.rssNEES; wclNIS += r.wclNIS
+            sameWCL += r.sameWCL; sameEKF += r.sameEKF; sameSmoother += r.sameSmoother
+            aps = max(aps, r.aps); calibration += r.calibration
+        }
+    }
+
+    /// Fusion and WiFi alone on the same waypoints (each source's own waypoints differ: a
+    /// waypoint counts for a source only with a fix of it within the window, and the filters
+    /// emit at every step while WCL only at scans).
+    public struct SameWaypoints: Codable, Sendable {
+        public var wcl: ErrorSummary, ekf: ErrorSummary, smoother: ErrorSummary
     }
 
     public struct Report: Codable, Sendable {
@@ -223,6 +241,7 @@ public struct WLANEvaluation: Sendable {
         public var rssInside95: Double?
         public var ekfAtWaypoints: ErrorSummary
         public var smootherAtWaypoints: ErrorSummary
+        public var fusionAndWCLAtSameWaypoints: SameWaypoints
         public var wclAllFixes: ErrorSummary
         public var hapelAllFixes: ErrorSummary
         public var wclMedianNIS: Double?
@@ -234,6 +253,7 @@ public struct WLANEvaluation: Sendable {
             case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
             case rssAtWaypoints = "rss_at_waypoints", rssInside95 = "rss_inside95"
             case ekfAtWaypoints = "ekf_at_waypoints", smootherAtWaypoints = "smoother_at_waypoints"
+            case fusionAndWCLAtSameWaypoints = "same_waypoints"
             case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
             case wclMedianNIS = "wcl_median_nis", wclInside95 = "wcl_inside95", calibration
         }
@@ -287,10 +307,12 @@ public struct WLANEvaluation: Sendable {
             }
             // Waypoints: nearest fix in time per source.
             for (t, truthPosition) in zip(truth.times, truth.positions) {
+                var here: [Source: Double] = [:]
                 for src in [Source.wcl, .hapel, .rss, .ekf, .smoother] {
                     let c = fx.filter { $0.source == src && abs($0.time - t) <= waypointWindow }
                     guard let n = c.min(by: { abs($0.time - t) < abs($1.time - t) }) else { continue }
                     let e = norm(n.position - truthPosition)
+                    here[src] = e
                     switch src {
                     case .wcl: raw.wclWaypoint.append(e)
                     case .hapel: raw.hapelWaypoint.append(e)
@@ -298,6 +320,9 @@ public struct WLANEvaluation: Sendable {
                     case .ekf: raw.ekfWaypoint.append(e)
                     default: raw.smootherWaypoint.append(e)
                     }
+                }
+                if let w = here[.wcl], let k = here[.ekf], let s = here[.smoother] {
+                    raw.sameWCL.append(w); raw.sameEKF.append(k); raw.sameSmoother.append(s)
                 }
             }
         }
@@ -324,7 +349,10 @@ public struct WLANEvaluation: Sendable {
                hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), rssAtWaypoints: ErrorSummary(raw.rssWaypoint),
                rssInside95: raw.rssNEES.isEmpty ? nil : Double(raw.rssNEES.filter { $0 <= 5.991 }.count) / Double(raw.rssNEES.count),
                ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
-               smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint), wclAllFixes: ErrorSummary(raw.wclAll),
+               smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint),
+               fusionAndWCLAtSameWaypoints: SameWaypoints(wcl: ErrorSummary(raw.sameWCL), ekf: ErrorSummary(raw.sameEKF),
+                                                          smoother: ErrorSummary(raw.sameSmoother)),
+               wclAllFixes: ErrorSummary(raw.wclAll),
                hapelAllFixes: ErrorSummary(raw.hapelAll), wclMedianNIS: RadioStats.median(raw.wclNIS),
                wclInside95: raw.wclNIS.isEmpty ? nil : Double(raw.wclNIS.filter { $0 <= 5.991 }.count) / Double(raw.wclNIS.count),
                calibration: WCLCalibration.calibrate(raw.calibration, estimator: wcl).map {
