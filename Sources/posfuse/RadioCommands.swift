@@ -59,7 +59,7 @@ struct EvaluateRadio: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Test recordings (files or folders).") var test: [String] = []
     @Option(help: "lte-walks, ms-indoor, ujiindoorloc, gsdc, gnsslogger (default: detected).") var dataset: String?
     @Option(name: .customLong("truth-point"), help: "gnsslogger: the static phone's surveyed position 'lat,lon[,h]' (WGS84 degrees, m).") var truthPoint: String?
-    @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss.") var pipeline: String?
+    @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss; ms-indoor: its ekf section sets the PDR + WiFi filter (inputs stay [wcl]).") var pipeline: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
@@ -136,7 +136,14 @@ struct EvaluateRadio: ParsableCommand {
                 text.append(String(format: "radial std %.1f m (Δ/√12 = %.1f m), bias %.1f m, β = %.3f", report.radialStd_m ?? .nan,
                                    report.quantizationSigma_m, report.radialBias_m ?? .nan, report.offsetBeta))
             case .msIndoor, .traces:
-                let ev = WLANEvaluation(wcl: w, hapelVariant: hv)
+                var ev = WLANEvaluation(wcl: w, hapelVariant: hv)
+                if let pipeline, let o = try loadPipelineStages(pipeline)["ekf"] {
+                    do { ev.fusion = try FusionStage(kind: .ekf, options: o).settings } catch let e as ConfigurationError {
+                        printError("\(pipeline): \(e.description)")
+                        throw ExitCode(ExitStatus.dataError)
+                    }
+                    ev.fusion.inputs = [.wcl]
+                }
                 let report: WLANEvaluation.Report
                 if folder == nil {
                     let tr = try RadioWalkLoader.load(trainURLs, dataset: ds), te = try RadioWalkLoader.load(testURLs, dataset: ds)

@@ -21,6 +21,27 @@ import Foundation
         #expect((o?["ta_radial"] as? [[String: Any]])?.first?["ta_unit"] as? String == "lte_16ts")
     }
 
+    /// ms-indoor (four real walks, leave-one-walk-out; skips without ../shared/data): the paired
+    /// fusion-vs-WiFi figures are in the JSON, and `--pipeline` sets the filter (a bad value: 65).
+    @Test func msIndoorSameWaypointsAndPipeline() throws {
+        let src = CLI.root.deletingLastPathComponent().appendingPathComponent("shared/data/ms-indoor/site2/F3/path_data_files")
+        guard let all = try? FileManager.default.contentsOfDirectory(at: src, includingPropertiesForKeys: nil) else { return }
+        let dir = try Self.tempDir()
+        for f in all.filter({ $0.pathExtension == "txt" }).sorted(by: { $0.path < $1.path }).prefix(4) {
+            try FileManager.default.copyItem(at: f, to: dir.appendingPathComponent(f.lastPathComponent))
+        }
+        let r = try CLI.run(["evaluate", "radio", dir.path, "--dataset", "ms-indoor", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        let same = (o?["wlan"] as? [String: Any])?["same_waypoints"] as? [String: Any]
+        let counts = ["wcl", "ekf", "smoother"].compactMap { (same?[$0] as? [String: Any])?["count"] as? Int }
+        #expect(counts.count == 3 && Set(counts).count == 1 && counts[0] > 0, "\(String(describing: same))")
+        let bad = dir.appendingPathComponent("bad.yaml")
+        try "stages: {ekf: {gate_probability: 2}}\n".write(to: bad, atomically: true, encoding: .utf8)
+        let b = try CLI.run(["evaluate", "radio", dir.path, "--dataset", "ms-indoor", "--pipeline", bad.path])
+        #expect(b.status == 65 && b.stderr.contains("gate_probability"), "\(b.status) \(b.stderr)")
+    }
+
     @Test func buildCommandsOnSmallTraces() throws {
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -188,6 +188,12 @@ public struct WLANEvaluation: Sendable {
     public var waypointWindow: Double
     /// Calibrate κ, σ0 on the training walks (WCL run on them with their own map).
     public var calibrateCovariance: Bool
+    /// The PDR + WiFi filter (`ekf` and its `smoother`); its only position input is `wcl`.
+    public var fusion: FusionStage.Settings = {
+        var s = FusionStage.Settings(kind: .ekf)
+        s.inputs = [.wcl]
+        return s
+    }()
 
     public init(mapBuilder: RadioMapBuilder = RadioMapBuilder(), wcl: WCLEstimator = WCLEstimator(),
                 hapelVariant: HAPELEstimator.Variant = .v2, waypointWindow: Double = 2, calibrateCovariance: Bool = false) {
@@ -268,8 +274,6 @@ public struct WLANEvaluation: Sendable {
     /// one walk with an AP map.
     func fixes(_ w: RecordedWalk, map: [String: AccessPoint], wcl: WCLEstimator) -> [Fix] {
         let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map))
-        var fusion = FusionStage.Settings(kind: .ekf)
-        fusion.inputs = [.wcl]
         let pipe = Pipeline(stages: [WCLStage(estimator: wcl),
                                      HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
                                                                           rssThreshold: w.header.rssThreshold ?? -90)),
