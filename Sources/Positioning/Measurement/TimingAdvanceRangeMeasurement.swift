@@ -10,6 +10,32 @@ public protocol InequalityMeasurement: MeasurementModel {
     func isViolated(_ p: SIMD2<Double>) -> Bool
 }
 
+/// A measurement of the slant range from the phone (at `phoneUp`) to an antenna at `site`:
+/// h(p) = √((E − b_E)² + (N − b_N)² + Δh²), H = [(E − b_E)/h, (N − b_N)/h] (H = [0, 0] at h = 0).
+public protocol SlantRangeMeasurement: MeasurementModel {
+    /// Antenna position, ENU m.
+    var site: SIMD3<Double> { get }
+    /// Phone height above the ENU origin, m.
+    var phoneUp: Double { get }
+}
+
+extension SlantRangeMeasurement {
+    /// Slant range from p to the antenna, m.
+    public func slantRange(_ p: SIMD2<Double>) -> Double {
+        let dx = p.x - site.x, dy = p.y - site.y, dz = site.z - phoneUp
+        return (dx * dx + dy * dy + dz * dz).squareRoot()
+    }
+
+    public func predict(_ p: SIMD2<Double>) -> [Double] { [slantRange(p)] }
+
+    /// ∂h/∂p = [(E − b_E)/h, (N − b_N)/h].
+    public func jacobian(_ p: SIMD2<Double>) -> Matrix {
+        let h = slantRange(p)
+        guard h > 1e-9 else { return Matrix(rows: 1, cols: 2) }
+        return Matrix(rows: 1, cols: 2, data: [(p.x - site.x) / h, (p.y - site.y) / h])
+    }
+}
+
 /// Tight-coupling timing-advance range to a cell antenna (`design/estimators.md` §1.2 item 3).
 ///
 /// * h(p) = √((E − b_E)² + (N − b_N)² + Δh²), the slant range to the antenna, Δh = antenna
@@ -21,7 +47,7 @@ public protocol InequalityMeasurement: MeasurementModel {
 ///   L(ρ) = Φ((r_hi − ρ)/σ) − Φ((r_lo − ρ)/σ), σ = max(σ_m, 10⁻³Δ), with r_lo, r_hi the
 ///   ring limits of the reported index (`TimingAdvanceModel.ring`) — not the Gaussian
 ///   default, which would be wrong near TA = 0 and too light-tailed at the ring edges.
-public struct TimingAdvanceRangeMeasurement: MeasurementModel {
+public struct TimingAdvanceRangeMeasurement: SlantRangeMeasurement {
     public let source: Source
     public let time: Double
     public let z: [Double]
@@ -48,21 +74,6 @@ public struct TimingAdvanceRangeMeasurement: MeasurementModel {
         noise = Matrix(rows: 1, cols: 1, data: [d * d / 12 + sigmaM * sigmaM + nlosSigma * nlosSigma])
     }
 
-    /// Slant range from p to the antenna, m.
-    public func slantRange(_ p: SIMD2<Double>) -> Double {
-        let dx = p.x - site.x, dy = p.y - site.y, dz = site.z - phoneUp
-        return (dx * dx + dy * dy + dz * dz).squareRoot()
-    }
-
-    public func predict(_ p: SIMD2<Double>) -> [Double] { [slantRange(p)] }
-
-    /// ∂h/∂p = [(E − b_E)/h, (N − b_N)/h].
-    public func jacobian(_ p: SIMD2<Double>) -> Matrix {
-        let h = slantRange(p)
-        guard h > 1e-9 else { return Matrix(rows: 1, cols: 2) }
-        return Matrix(rows: 1, cols: 2, data: [(p.x - site.x) / h, (p.y - site.y) / h])
-    }
-
     /// log[Φ((r_hi − ρ)/σ) − Φ((r_lo − ρ)/σ)] (finite for every p).
     public func logLikelihood(_ p: SIMD2<Double>) -> Double {
         let rho = slantRange(p)
@@ -73,7 +84,7 @@ public struct TimingAdvanceRangeMeasurement: MeasurementModel {
 /// A saturated timing advance: only the one-sided statement d ≥ r_lo = (TA_max + β − ½)Δ
 /// (`design/estimators.md` §1.3). Likelihood L(ρ) = Φ((ρ − r_lo)/σ_m); z = [r_lo], h(p) is the
 /// slant range, and Gaussian filters apply it only when violated (`InequalityMeasurement`).
-public struct TimingAdvanceLowerBound: InequalityMeasurement {
+public struct TimingAdvanceLowerBound: InequalityMeasurement, SlantRangeMeasurement {
     public let source: Source
     public let time: Double
     public let z: [Double]
@@ -92,16 +103,6 @@ public struct TimingAdvanceLowerBound: InequalityMeasurement {
         noise = Matrix(rows: 1, cols: 1, data: [d * d / 12 + sigmaM * sigmaM])
     }
 
-    public func slantRange(_ p: SIMD2<Double>) -> Double {
-        let dx = p.x - site.x, dy = p.y - site.y, dz = site.z - phoneUp
-        return (dx * dx + dy * dy + dz * dz).squareRoot()
-    }
-    public func predict(_ p: SIMD2<Double>) -> [Double] { [slantRange(p)] }
-    public func jacobian(_ p: SIMD2<Double>) -> Matrix {
-        let h = slantRange(p)
-        guard h > 1e-9 else { return Matrix(rows: 1, cols: 2) }
-        return Matrix(rows: 1, cols: 2, data: [(p.x - site.x) / h, (p.y - site.y) / h])
-    }
     /// log Φ((ρ − r_lo)/σ_m).
     public func logLikelihood(_ p: SIMD2<Double>) -> Double { NormalCDF.logPhi((slantRange(p) - z[0]) / sigmaM) }
     public func isViolated(_ p: SIMD2<Double>) -> Bool { slantRange(p) < z[0] }
