@@ -28,6 +28,18 @@ import Positioning
         #expect((1...2.6).contains(m["ekf"]!.anees!), "ekf ANEES \(m["ekf"]!.anees!)")
     }
 
+    /// crowd-peers: the filters fuse the peer fixes (which replace the scan fixes they contain,
+    /// `supersede`) and beat the peer solve; the smoother beats its filter. The issue's
+    /// 0.8 × best single is met on this realisation by a hair (smoother 4.54 vs peer 5.70 m) and
+    /// not over 50 seeded runs (0.84, docs/fusion.md), so it is not asserted here.
+    @Test func crowdPeers() throws {
+        guard let m = try BundledTraces.scores("crowd-peers") else { return }
+        for f in ["ekf", "ukf", "pf"] { #expect(m[f]!.mean < m["peer"]!.mean, "\(f) \(m[f]!.mean) vs peer \(m["peer"]!.mean)") }
+        #expect(m["smoother"]!.mean <= m["ekf"]!.mean)
+        // Consistency on this run (the 50-run figure is 1.93, docs/consistency.md): ANEES within 1–3.
+        #expect((1...3).contains(m["ekf"]!.anees!), "ekf ANEES \(m["ekf"]!.anees!)")
+    }
+
     /// office-acoustic: TDoA alone is at 1 cm. The filters beat it where the motion model is good
     /// enough: standing at the test points (stationary diffusion), and walking between heel
     /// strikes (stride interpolation); the NLoS fixes TDoA keeps are gated. Issue-6 target met by
