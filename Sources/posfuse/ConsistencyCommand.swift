@@ -51,13 +51,15 @@ struct EvaluateConsistency: ParsableCommand {
             for s in scenarios {
                 let name = URL(fileURLWithPath: s).lastPathComponent
                 let bar = Progress(label: "\(name) runs", total: Int64(runs), enabled: !noProgress)
-                let rows = try ConsistencyEvaluation.run(scenarioFolder: URL(fileURLWithPath: s), runs: runs, firstSeed: firstSeed,
-                                                         duration: duration, stages: stages) { bar.update(completed: Int64($0)) }
+                let report = try ConsistencyEvaluation.run(scenarioFolder: URL(fileURLWithPath: s), runs: runs, firstSeed: firstSeed,
+                                                           duration: duration, stages: stages) { bar.update(completed: Int64($0)) }
                 bar.finish()
+                let rows = report.sources
                 if json {
-                    let data = try JSONEncoder().encode(rows)
+                    let data = try JSONEncoder().encode(rows), pairs = try JSONEncoder().encode(report.fusedVsBestSingle)
                     out.append(["scenario": name, "runs": runs, "first_seed": firstSeed,
-                                "sources": try JSONSerialization.jsonObject(with: data)])
+                                "sources": try JSONSerialization.jsonObject(with: data),
+                                "fused_vs_best_single": try JSONSerialization.jsonObject(with: pairs)])
                 } else {
                     print("\(name): \(runs) runs, seeds \(firstSeed)…\(firstSeed + UInt64(runs) - 1)")
                     print("  source      ANEES   95% band        in band  inside95  mean_m     τ   n_eff  n_eff band      in band")
@@ -67,6 +69,10 @@ struct EvaluateConsistency: ParsableCommand {
                                        r.anees, r.bandLow, r.bandHigh, r.insideBand ? "yes    " : "no     ", r.inside95, r.meanError,
                                        r.tau, r.effectiveCount, r.effectiveBandLow, r.effectiveBandHigh,
                                        r.insideEffectiveBand ? "yes" : "no"))
+                    }
+                    for p in report.fusedVsBestSingle {
+                        print(String(format: "  %@ vs %@ on the same %d epochs: %.4g vs %.4g m (%.2f ×)", p.fused, p.single, p.epochs,
+                                     p.fusedMean, p.singleMean, p.ratio))
                     }
                 }
             }

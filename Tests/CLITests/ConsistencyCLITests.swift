@@ -26,6 +26,10 @@ import Testing
         let plo = try #require(ekf["band_low"] as? Double), phi = try #require(ekf["band_high"] as? Double)
         // n_eff ≥ N, so the effective band lies inside the per-run band.
         #expect(plo <= lo + 1e-12 && hi <= phi + 1e-12 && lo < 2 && hi > 2)
+        // Each filter against the best stand-alone source on the same epochs.
+        let pairs = try #require(scenario["fused_vs_best_single"] as? [[String: Any]])
+        #expect(Set(pairs.compactMap { $0["fused"] as? String }) == ["ekf", "ukf", "smoother"] && pairs.allSatisfy { $0["single"] as? String == "gnss" })
+        #expect(pairs.allSatisfy { ($0["epochs"] as? Int ?? 0) > 0 && $0["ratio"] is Double })
     }
 
     @Test func usageErrors() throws {

@@ -21,12 +21,19 @@ import Positioning
         let folder = Self.root.appendingPathComponent("Traces/open-street")
         guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("scenario.yaml").path) else { return }
         let smoother = ["smoother": StageOptions(name: "smoother", values: ["enabled": .bool(true)])]
-        let a = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40, stages: smoother)
+        let report = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40, stages: smoother)
         let b = try ConsistencyEvaluation.run(scenarioFolder: folder, runs: 3, firstSeed: 7, duration: 40, stages: smoother)
-        #expect(a == b)
+        #expect(report == b)
+        let a = report.sources
         let ekf = try #require(a.first { $0.source == "ekf" })
         #expect(ekf.runs == 3 && ekf.anees.isFinite)
         #expect(ekf.insideBand, "ekf ANEES \(ekf.anees) outside [\(ekf.bandLow), \(ekf.bandHigh)]")
         #expect(a.contains { $0.source == "gnss" } && a.contains { $0.source == "smoother" })
+        // Fused vs the best stand-alone source (gnss here) on common epochs: the GNSS epochs are
+        // the filter's output epochs too, so the paired means are close to the unpaired ones.
+        let pair = try #require(report.fusedVsBestSingle.first { $0.fused == "smoother" })
+        let gnss = try #require(a.first { $0.source == "gnss" })
+        #expect(pair.single == "gnss" && pair.epochs > 0 && abs(pair.singleMean - gnss.meanError) < 0.1 * gnss.meanError)
+        #expect(abs(pair.ratio - pair.fusedMean / pair.singleMean) < 1e-12 && pair.ratio < 1)
     }
 }

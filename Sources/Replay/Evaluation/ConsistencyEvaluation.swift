@@ -54,6 +54,28 @@ public enum ConsistencyEvaluation {
         }
     }
 
+    /// A fusion source against the best stand-alone estimator (lowest mean error over the runs)
+    /// on the epochs both have (same run, phone and time): stand-alone sources that exist only
+    /// on some epochs (`peer` where phones range each other) are then compared on their own
+    /// ground, not against the filter's every epoch.
+    public struct PairedRow: Sendable, Codable, Equatable {
+        public var fused: String
+        public var single: String
+        public var epochs: Int
+        public var fusedMean: Double
+        public var singleMean: Double
+        public var ratio: Double
+        enum CodingKeys: String, CodingKey {
+            case fused, single, epochs, fusedMean = "fused_mean_m", singleMean = "single_mean_m", ratio
+        }
+    }
+
+    public struct Report: Sendable, Codable, Equatable {
+        public var sources: [SourceRow]
+        public var fusedVsBestSingle: [PairedRow]
+        enum CodingKeys: String, CodingKey { case sources, fusedVsBestSingle = "fused_vs_best_single" }
+    }
+
     /// The 95 % band of the mean of `count` independent χ²ₙ values (count need not be an integer).
     /// GSL's inverse fails (NaN) for very large ν; there the Wilson–Hilferty approximation
     /// χ²_ν(p) ≈ ν (1 − 2/(9ν) + z_p √(2/(9ν)))³ is used (relative error < 10⁻⁶ for ν > 10⁴).
@@ -105,7 +127,7 @@ public enum ConsistencyEvaluation {
 
     /// Runs the Monte Carlo evaluation of one scenario folder (`scenario.yaml` inside).
     public static func run(scenarioFolder: URL, runs: Int, firstSeed: UInt64 = 1, duration: Double? = nil,
-                           stages: [String: StageOptions] = [:], progress: ((Int) -> Void)? = nil) throws -> [SourceRow] {
+                           stages: [String: StageOptions] = [:], progress: ((Int) -> Void)? = nil) throws -> Report {
         let scenario = try Scenario.load(url: scenarioFolder.appendingPathComponent("scenario.yaml"))
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-consistency-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -113,6 +135,7 @@ public enum ConsistencyEvaluation {
         var perSource: [String: (anees: [Double], inside: [Double], mean: [Double])] = [:]
         var order: [String] = []
         var series: [String: [[Double]]] = [:]      // NEES sequences per (run, phone)
+        var errors: [String: [String: Double]] = [:] // per source: "run phone time" → error, m
         for k in 0..<runs {
             let trace = work.appendingPathComponent("trace.jsonl"), ref = work.appendingPathComponent("reference.json")
             _ = try Simulator.run(scenario: scenario, options: SimulationOptions(seed: firstSeed + UInt64(k), duration: duration),
@@ -120,6 +143,9 @@ public enum ConsistencyEvaluation {
             let replayer = Replayer(options: ReplayOptions(stages: stages))
             var neesByKey: [String: [String: [(time: Double, nees: Double)]]] = [:]
             replayer.onEstimate = { e in
+                if let err = e.error, !e.fix.subject.hasPrefix("object:") {
+                    errors[e.fix.source.rawValue, default: [:]]["\(k) \(e.fix.subject) \(e.fix.time)"] = err
+                }
                 guard e.error != nil, let n = e.nees, n.isFinite, n >= 0 else { return }
                 let key = e.fix.subject.hasPrefix("object:") ? e.fix.source.rawValue + ":object" : e.fix.source.rawValue
                 neesByKey[key, default: [:]][e.fix.subject, default: []].append((e.fix.time, n))
@@ -139,7 +165,7 @@ public enum ConsistencyEvaluation {
             }
             progress?(k + 1)
         }
-        return order.map { key in
+        let rows = order.map { key in
             let v = perSource[key]!
             let n = v.anees.count
             let b = band(runs: n)
@@ -153,6 +179,21 @@ public enum ConsistencyEvaluation {
                              insideBand: b.contains(anees), inside95: v.inside.reduce(0, +) / Double(n),
                              meanError: v.mean.reduce(0, +) / Double(n), tau: tau, epochsPerRun: kBar, effectiveCount: nEff,
                              effectiveBandLow: e.lowerBound, effectiveBandHigh: e.upperBound, insideEffectiveBand: e.contains(anees))
+        }
+        return Report(sources: rows, fusedVsBestSingle: pairs(rows: rows, errors: errors))
+    }
+
+    /// Each fusion source against the stand-alone estimator of lowest mean error, on common epochs.
+    static func pairs(rows: [SourceRow], errors: [String: [String: Double]]) -> [PairedRow] {
+        let singles = rows.filter { Source(rawValue: $0.source).map { !$0.isFusion } ?? false }
+        guard let best = singles.min(by: { $0.meanError < $1.meanError }), let b = errors[best.source] else { return [] }
+        return rows.compactMap { r -> PairedRow? in
+            guard Source(rawValue: r.source)?.isFusion == true, let f = errors[r.source] else { return nil }
+            let common = b.keys.filter { f[$0] != nil }.sorted()    // a fixed order: the same sums every run
+            guard !common.isEmpty else { return nil }
+            let fm = common.reduce(0) { $0 + f[$1]! } / Double(common.count), sm = common.reduce(0) { $0 + b[$1]! } / Double(common.count)
+            return PairedRow(fused: r.source, single: best.source, epochs: common.count, fusedMean: fm, singleMean: sm,
+                             ratio: sm > 0 ? fm / sm : .nan)
         }
     }
 }
