@@ -187,6 +187,43 @@ typealias TestRNG = SplitMix64
 @Suite struct TimingAdvanceMeasurementTests {
     let m = TimingAdvanceModel(unit: .lte16Ts)
 
+    /// The k-th repeat of a TA report: R × k, log L / k, everything else the base's.
+    @Test func repeatedMeasurementCarriesOneKth() {
+        let meas = TimingAdvanceRangeMeasurement(time: 0, site: SIMD3(120, -40, 35), timingAdvance: 5, model: m, sigmaM: 10)
+        let r = RepeatedMeasurement(meas, repeat: 3)
+        let p = SIMD2(400.0, 250.0)
+        #expect(abs(r.noise[0, 0] - 3 * meas.noise[0, 0]) < 1e-9 && r.z == meas.z && r.predict(p) == meas.predict(p))
+        #expect(abs(r.logLikelihood(p) - meas.logLikelihood(p) / 3) < 1e-12)
+        #expect(meas.repeatIdentity != nil && r.repeatIdentity == meas.repeatIdentity)
+    }
+
+    /// In a filter with `tight: [cell-ta]`, the same cell's unchanged TA reported n times in a row
+    /// enters as 1 + 1/2 + … + 1/n reports' worth (R × k for the k-th); a changed TA is new.
+    @Test func filterTempersRepeatedTAReports() throws {
+        let ctx = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48, longitude: 11)))
+        func run(repeatInflation: Bool) -> Covariance2 {
+            var st = FusionStage.Settings(kind: .ekf); st.tight = [.cellTA]; st.repeatInflation = repeatInflation
+            let stage = FusionStage(settings: st)
+            let start = Fix(time: 0, position: SIMD2(300, 300), covariance: Covariance2(sigma: 200), source: .gnss)
+            let tick = { (t: Double) in TraceEvent(time: t, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: 3))) }
+            _ = stage.process(tick(0), upstream: [.fix(start)], context: ctx)
+            var last = start.covariance
+            for k in 1...20 {
+                let meas = TimingAdvanceRangeMeasurement(time: Double(k), site: SIMD3(0, 0, 30), timingAdvance: 5, model: m, sigmaM: 10,
+                                                         cell: CellID(rat: .lte, mcc: 262, mnc: 2, area: 1, cid: 7))
+                for r in stage.process(tick(Double(k)), upstream: [.measurement(meas, subject: Fix.defaultSubject)], context: ctx) {
+                    if case .fix(let f) = r { last = f.covariance }
+                }
+            }
+            return last
+        }
+        let tempered = run(repeatInflation: true), plain = run(repeatInflation: false)
+        // The radial direction is (1, 1)/√2: its variance shrinks ~1/H_20 vs 1/20 without tempering.
+        let u = SIMD2(1.0, 1.0) / 2.0.squareRoot()
+        func radial(_ c: Covariance2) -> Double { u.x * u.x * c.ee + 2 * u.x * u.y * c.en + u.y * u.y * c.nn }
+        #expect(radial(tempered) > 2 * radial(plain), "\(radial(tempered)) vs \(radial(plain))")
+    }
+
     @Test func jacobianMatchesFiniteDifferences() {
         let meas = TimingAdvanceRangeMeasurement(time: 0, site: SIMD3(120, -40, 35), timingAdvance: 5, model: m, sigmaM: 10)
         for p in [SIMD2(400.0, 250.0), SIMD2(-80.0, 10.0), SIMD2(121.0, -39.0)] {

@@ -32,6 +32,10 @@ public protocol MeasurementModel: Sendable {
     /// extension method) so that models' overrides are seen by generic code such as
     /// `numericalJacobian`.
     func isAngleComponent(_ i: Int) -> Bool
+    /// What the measurement observes, for recognising a repeat of the same observation (a
+    /// serving cell's TA reported again unchanged): measurements with the same identity and the
+    /// same z are one observation repeated. nil: never treated as a repeat.
+    var repeatIdentity: String? { get }
 }
 
 extension MeasurementModel {
@@ -66,6 +70,27 @@ extension MeasurementModel {
 
     /// Whether component `i` of z is an angle (wrapped). Default: none.
     public func isAngleComponent(_ i: Int) -> Bool { false }
+    public var repeatIdentity: String? { nil }
+}
+
+/// The k-th repeat of one observation (`MeasurementModel.repeatIdentity`), counted as
+/// carrying 1/k of its information: R × k for the Gaussian filters and log L / k (a tempered
+/// likelihood) for the particle filter — the tight-measurement form of `repeat_inflation`.
+public struct RepeatedMeasurement: MeasurementModel {
+    public let base: any MeasurementModel
+    public let k: Double
+    public init(_ base: any MeasurementModel, repeat k: Int) { self.base = base; self.k = Double(max(1, k)) }
+    public var source: Source { base.source }
+    public var time: Double { base.time }
+    public var z: [Double] { base.z }
+    public var noise: Matrix { k * base.noise }
+    public var gateProbability: Double? { base.gateProbability }
+    public var repeatIdentity: String? { base.repeatIdentity }
+    public func predict(_ p: SIMD2<Double>) -> [Double] { base.predict(p) }
+    public func jacobian(_ p: SIMD2<Double>) -> Matrix { base.jacobian(p) }
+    public func innovation(_ h: [Double]) -> [Double] { base.innovation(h) }
+    public func logLikelihood(_ p: SIMD2<Double>) -> Double { base.logLikelihood(p) / k }
+    public func isAngleComponent(_ i: Int) -> Bool { base.isAngleComponent(i) }
 }
 
 /// A loosely coupled position fix used as a measurement: z = p̂, h(p) = p, H = I₂,

@@ -74,6 +74,9 @@ public struct TimingAdvanceRangeMeasurement: SlantRangeMeasurement {
         noise = Matrix(rows: 1, cols: 1, data: [d * d / 12 + sigmaM * sigmaM + nlosSigma * nlosSigma])
     }
 
+    /// The serving cell (else the antenna position): the same cell with the same TA is a repeat.
+    public var repeatIdentity: String? { cell.map { "\($0)" } ?? "\(site)" }
+
     /// log[Φ((r_hi − ρ)/σ) − Φ((r_lo − ρ)/σ)] (finite for every p).
     public func logLikelihood(_ p: SIMD2<Double>) -> Double {
         let rho = slantRange(p)

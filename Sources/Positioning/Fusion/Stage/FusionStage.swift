@@ -175,7 +175,13 @@ public final class FusionStage: PipelineStage {
             case .measurement(let m, let subject) where settings.tight.contains(m.source) && !subject.hasPrefix("object:"):
                 let t = track(subject, context)
                 guard t.filter.isInitialized else { continue }
-                if let r = t.apply(.update(m), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
+                var model = m
+                if settings.repeatInflation, let id = m.repeatIdentity, !(m is any InequalityMeasurement) {
+                    let k = t.measurementRepeats[id].map { $0.z == m.z ? $0.count + 1 : 1 } ?? 1
+                    t.measurementRepeats[id] = (m.z, k)
+                    if k > 1 { model = RepeatedMeasurement(m, repeat: k) }
+                }
+                if let r = t.apply(.update(model), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
                 out.append(emit(t, device: subject))
             default: continue
             }

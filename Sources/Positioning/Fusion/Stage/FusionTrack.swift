@@ -74,6 +74,9 @@ final class FusionTrack {
     var startFix: Fix?
     /// Per source: the last fix's content and how many times in a row it has been repeated.
     var repeats: [Source: (position: SIMD2<Double>, covariance: Covariance2, count: Int)] = [:]
+    /// Per observed thing (`MeasurementModel.repeatIdentity`): the last tight measurement's z and
+    /// how many times in a row it has been repeated.
+    var measurementRepeats: [String: (z: [Double], count: Int)] = [:]
     var reinitializations = 0
     var rewinds = 0
     var tooLate = 0
