@@ -14,7 +14,11 @@ import Foundation
 /// `Settings.defaultInflation`);
 /// for the sources listed in `tight` the stage uses their `.measurement` models instead (TA range,
 /// TDoA vector, peer range, CamLoc range-bearing, hidden-AP likelihood) and ignores their fixes,
-/// so no information is used twice. Object subjects (`object:…`, CamLoc) are never phones.
+/// so no information is used twice. For the same reason a fix that contains another fix of the
+/// same evidence replaces it (`superseding`: cell-ta over cell, peer over the scan's fixes), and
+/// a repeated observation counts less each time (`repeatInflation`: the k-th identical fix, or
+/// the k-th unchanged tight measurement of one cell, enters with R × k). Object subjects
+/// (`object:…`, CamLoc) are never phones.
 ///
 /// **Gating and health.** χ² gate at the model's probability (default 0.99 → 9.21 for m = 2);
 /// accepted/gated counts and Σ NIS per source (`counters`). `divergence_rejections` (5)
