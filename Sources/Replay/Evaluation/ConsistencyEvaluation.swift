@@ -135,7 +135,7 @@ public enum ConsistencyEvaluation {
         var perSource: [String: (anees: [Double], inside: [Double], mean: [Double])] = [:]
         var order: [String] = []
         var series: [String: [[Double]]] = [:]      // NEES sequences per (run, phone)
-        var errors: [String: [String: Double]] = [:] // per source: "run phone time" → error, m
+        var errors: [String: [EpochKey: Double]] = [:] // per source: (run, phone, time) → error, m
         for k in 0..<runs {
             let trace = work.appendingPathComponent("trace.jsonl"), ref = work.appendingPathComponent("reference.json")
             _ = try Simulator.run(scenario: scenario, options: SimulationOptions(seed: firstSeed + UInt64(k), duration: duration),
@@ -144,7 +144,7 @@ public enum ConsistencyEvaluation {
             var neesByKey: [String: [String: [(time: Double, nees: Double)]]] = [:]
             replayer.onEstimate = { e in
                 if let err = e.error, !e.fix.subject.hasPrefix("object:") {
-                    errors[e.fix.source.rawValue, default: [:]]["\(k) \(e.fix.subject) \(e.fix.time)"] = err
+                    errors[e.fix.source.rawValue, default: [:]][EpochKey(run: k, subject: e.fix.subject, time: e.fix.time)] = err
                 }
                 guard e.error != nil, let n = e.nees, n.isFinite, n >= 0 else { return }
                 let key = e.fix.subject.hasPrefix("object:") ? e.fix.source.rawValue + ":object" : e.fix.source.rawValue
@@ -183,8 +183,14 @@ public enum ConsistencyEvaluation {
         return Report(sources: rows, fusedVsBestSingle: pairs(rows: rows, errors: errors))
     }
 
+    /// One scored epoch of one run: the pairing key of `pairs`.
+    struct EpochKey: Hashable, Comparable {
+        var run: Int, subject: String, time: Double
+        static func < (a: Self, b: Self) -> Bool { (a.run, a.subject, a.time) < (b.run, b.subject, b.time) }
+    }
+
     /// Each fusion source against the stand-alone estimator of lowest mean error, on common epochs.
-    static func pairs(rows: [SourceRow], errors: [String: [String: Double]]) -> [PairedRow] {
+    static func pairs(rows: [SourceRow], errors: [String: [EpochKey: Double]]) -> [PairedRow] {
         let singles = rows.filter { Source(rawValue: $0.source).map { !$0.isFusion } ?? false }
         guard let best = singles.min(by: { $0.meanError < $1.meanError }), let b = errors[best.source] else { return [] }
         return rows.compactMap { r -> PairedRow? in

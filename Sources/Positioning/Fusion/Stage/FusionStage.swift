@@ -181,8 +181,7 @@ public final class FusionStage: PipelineStage {
                 guard t.filter.isInitialized else { continue }
                 var model = m
                 if settings.repeatInflation, let id = m.repeatIdentity, !(m is any InequalityMeasurement) {
-                    let k = t.measurementRepeats[id].map { $0.z == m.z ? $0.count + 1 : 1 } ?? 1
-                    t.measurementRepeats[id] = (m.z, k)
+                    let k = t.repeatCount(of: "measurement:" + id, value: m.z)
                     if k > 1 { model = RepeatedMeasurement(m, repeat: k) }
                 }
                 if let r = t.apply(.update(model), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
@@ -297,9 +296,8 @@ public final class FusionStage: PipelineStage {
         if settings.repeatInflation {
             // The k-th identical fix in a row (a serving cell, a TA that has not changed) carries no
             // new information about the position: R × k, so n repeats add ≈ ln n, not n, fixes' worth.
-            let k: Int
-            if let r = t.repeats[f.source], r.position == f.position, r.covariance == f.covariance { k = r.count + 1 } else { k = 1 }
-            t.repeats[f.source] = (f.position, f.covariance, k)
+            let c = f.covariance
+            let k = t.repeatCount(of: "fix:" + f.source.rawValue, value: [f.position.x, f.position.y, c.ee, c.en, c.nn])
             alpha *= Double(k).squareRoot()
         }
         let m = PositionMeasurement(fix: f, inflation: alpha, gateProbability: 0.99)

@@ -72,11 +72,9 @@ final class FusionTrack {
     var previousGated: [Source: Fix] = [:]
     /// The fix of a one-point S2 start, until the next fix of its source is accepted.
     var startFix: Fix?
-    /// Per source: the last fix's content and how many times in a row it has been repeated.
-    var repeats: [Source: (position: SIMD2<Double>, covariance: Covariance2, count: Int)] = [:]
-    /// Per observed thing (`MeasurementModel.repeatIdentity`): the last tight measurement's z and
-    /// how many times in a row it has been repeated.
-    var measurementRepeats: [String: (z: [Double], count: Int)] = [:]
+    /// Per observed thing (a loose source, or a tight measurement's `repeatIdentity`): the last
+    /// value seen and how many times in a row it has come unchanged (`repeatCount`).
+    private var repeatRuns: [String: (value: [Double], count: Int)] = [:]
     var reinitializations = 0
     var rewinds = 0
     var tooLate = 0
@@ -110,6 +108,14 @@ final class FusionTrack {
     init(filter: any FusionFilter, pdr: PedestrianDeadReckoning, historySeconds: Double, recordEpochs: Bool, logNIS: Bool) {
         self.filter = filter; self.pdr = pdr; self.historySeconds = historySeconds
         self.recordEpochs = recordEpochs; self.logNIS = logNIS
+    }
+
+    /// k for this observation of `key`: one more than last time when `value` is unchanged, else 1
+    /// (the `repeat_inflation` count).
+    func repeatCount(of key: String, value: [Double]) -> Int {
+        let k = repeatRuns[key].map { $0.value == value ? $0.count + 1 : 1 } ?? 1
+        repeatRuns[key] = (value, k)
+        return k
     }
 
     /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
