@@ -102,7 +102,7 @@ public struct PedestrianDeadReckoning: Sendable {
     private var relativeHeading = 0.0            // gyro-integrated (or rotation vector), unwrapped, rad
     private var relativeAtLastStep: Double?
     private var steps: [Step] = []
-    private var absoluteHeading: (time: Double, heading: Double)?
+    private var absoluteHeading: AbsoluteHeading?
     /// Σ (a_max − a_min)^{1/4} over the detected steps, for the calibration of K.
     public private(set) var weinbergRootSum = 0.0
 
@@ -112,9 +112,20 @@ public struct PedestrianDeadReckoning: Sendable {
         return steps
     }
 
+    /// An absolute heading for the filters.
+    public struct AbsoluteHeading: Sendable, Equatable {
+        /// s.
+        public var time: Double
+        /// ψ, rad clockwise from true north.
+        public var heading: Double
+        /// σ_ψ² of this heading from the measured disturbance level, atan(σ_d / |m_h|)² (rad²)
+        /// for a magnetometer heading; nil for the rotation vector (the OS fusion reports none).
+        public var variance: Double?
+    }
+
     /// The latest absolute heading from a clean magnetometer (or the rotation vector) since
-    /// the previous call: (time s, ψ rad clockwise from true north), or nil.
-    public mutating func takeHeading() -> (time: Double, heading: Double)? {
+    /// the previous call, or nil.
+    public mutating func takeHeading() -> AbsoluteHeading? {
         defer { absoluteHeading = nil }
         return absoluteHeading
     }
@@ -179,7 +190,7 @@ public struct PedestrianDeadReckoning: Sendable {
         let h = Angle.wrap(atan2(e, n) + declination)
         relativeHeading += Angle.wrap(h - (heading ?? h))
         heading = h
-        absoluteHeading = (time, h)
+        absoluteHeading = AbsoluteHeading(time: time, heading: h, variance: nil)
     }
 
     private mutating func updateAccelerometer(_ a: SIMD3<Double>, time: Double) {
@@ -285,7 +296,7 @@ public struct PedestrianDeadReckoning: Sendable {
             return
         }
         guard abs(dB) <= magnitudeGate, abs(dDip) <= dipGate else { return }   // disturbed: gyro only
-        absoluteHeading = (time, psiMag)
+        absoluteHeading = AbsoluteHeading(time: time, heading: psiMag, variance: compassVariance)
         let innovation = Angle.wrap(psiMag - (heading ?? psiMag))
         magAccumulator += SIMD2(sin(innovation), cos(innovation)); magAccumulated += 1
         // Standing before the first step: refine the initial heading once a second.

@@ -7,7 +7,10 @@ import Foundation
 /// scale) when the phone has an accelerometer; S2 constant velocity x = [E, N, v_E, v_N] otherwise
 /// (`layout: auto|step|cv`). S1 predicts once per detected step with L̂ (Weinberg) and Δψ
 /// (gyroscope), S2 by time; the magnetometer's absolute heading (clean field only, ≤ one update
-/// per `heading_interval_s`) updates ψ with σ = `heading_sigma_deg`.
+/// per `heading_interval_s`) updates ψ with σ = max(`heading_sigma_deg`, atan(σ_d / |m_h|)): the
+/// PDR's running disturbance level σ_d (µT per axis, from the deviations of the field's magnitude
+/// and dip) over the horizontal field |m_h| (`heading_sigma_from_field`; a 6 µT disturbance in a
+/// 20 µT horizontal field, Manhattan, is 17°, which a fixed 10° under-stated).
 ///
 /// **Measurements.** Every upstream `.fix` of a source in `inputs` for this phone becomes a loose
 /// position update z = p̂, R = α²Σ (`PositionMeasurement`, α = `inflation.<source>`, defaults
@@ -70,6 +73,9 @@ public final class FusionStage: PipelineStage {
         public var repeatInflation = true
         public var gateProbability: Double? = 0.99
         public var headingSigma = Angle.radians(10)
+        /// σ of a compass heading = max(`headingSigma`, the PDR's atan(σ_d / |m_h|) from the
+        /// measured field disturbance) when true; `headingSigma` alone when false.
+        public var headingSigmaFromField = true
         public var headingInterval = 5.0
         public var initialHeadingSigma = Angle.radians(20)
         public var initialScaleSigma = 0.15
@@ -280,7 +286,9 @@ public final class FusionStage: PipelineStage {
         }
         if let h = heading, h.time - t.lastHeadingUpdate >= settings.headingInterval {
             t.lastHeadingUpdate = h.time
-            t.apply(.heading(time: h.time, value: h.heading, variance: settings.headingSigma * settings.headingSigma), gate: gate)
+            let floor = settings.headingSigma * settings.headingSigma
+            let variance = settings.headingSigmaFromField ? max(floor, h.variance ?? floor) : floor
+            t.apply(.heading(time: h.time, value: h.heading, variance: variance), gate: gate)
         }
         return out
     }
@@ -454,6 +462,7 @@ extension FusionStage {
         guard g > 0, g <= 1 else { throw ConfigurationError(path: "\(o.name).gate_probability", reason: "expected 0 < p ≤ 1 (1 = no gate)") }
         s.gateProbability = g < 1 ? g : nil
         s.headingSigma = Angle.radians(try o.double("heading_sigma_deg", default: 10))
+        s.headingSigmaFromField = try o.bool("heading_sigma_from_field", default: true)
         s.headingInterval = try o.double("heading_interval_s", default: 5)
         s.initialHeadingSigma = Angle.radians(try o.double("initial_heading_sigma_deg", default: 20))
         s.initialScaleSigma = try o.double("initial_scale_sigma", default: 0.15)
