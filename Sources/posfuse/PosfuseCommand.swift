@@ -18,7 +18,7 @@ struct Posfuse: ParsableCommand {
 enum Subcommands {
     static let all: [ParsableCommand.Type] = [
         Version.self,
-        Evaluate.self, CellDB.self, RadioMap.self,
+        Evaluate.self, Calibrate.self, CellDB.self, RadioMap.self,
         Import.self,
         Validate.self,
         ReplayCommand.self,

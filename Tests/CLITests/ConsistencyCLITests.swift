@@ -46,3 +46,39 @@ import Testing
         #expect(r.status == 65 && r.stderr.contains(bad.path) && r.stderr.contains("gnss_bias_tau_s"), "\(r.status) \(r.stderr)")
     }
 }
+
+/// `posfuse calibrate gnss` end to end: fitted on the bundled urban-canyon trace, applied to
+/// the bundled downtown trace (another route, the same urban GNSS profile, never fitted on):
+/// the gnss fixes' share inside their 95 % circle moves toward 0.95.
+@Suite struct CalibrateCLITests {
+    @Test func fitOnOneTraceApplyToAnother() throws {
+        let urban = CLI.root.appendingPathComponent("Traces/urban-canyon"), downtown = CLI.root.appendingPathComponent("Traces/photo-landmark-downtown")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("calibration-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let fit = try CLI.run(["calibrate", "gnss", urban.path, "--min-per-bin", "50", "-o", out.path, "--json"])
+        #expect(fit.status == 0, "\(fit.stderr)")
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(fit.stdout.utf8)) as? [String: Any])
+        let factors = try #require(root["factors"] as? [Double]), edges = try #require(root["edges_m"] as? [Double])
+        #expect(factors.count == edges.count + 1 && factors.count >= 2)
+        #expect((root["fixes"] as? Int ?? 0) > 250)
+        let text = try String(contentsOf: out, encoding: .utf8)
+        #expect(text.contains("calibration_edges_m:") && text.contains("calibration_factors:"))
+        func gnssInside95(_ extra: [String]) throws -> Double {
+            let r = try CLI.run(["replay", downtown.path, "--json"] + extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            let j = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            let scores = try #require(j["scores"] as? [[String: Any]])
+            return try #require(scores.first { $0["source"] as? String == "gnss" }?["inside95"] as? Double)
+        }
+        let before = try gnssInside95([]), after = try gnssInside95(["--pipeline", out.path])
+        #expect(abs(after - 0.95) < abs(before - 0.95), "inside95 \(before) → \(after)")
+    }
+
+    @Test func errors() throws {
+        // --runs needs scenario folders; a trace without gnss fixes cannot be fitted (65).
+        #expect(try CLI.run(["calibrate", "gnss", "/nonexistent", "--runs", "2"]).status == 64)
+        let mall = CLI.root.appendingPathComponent("Traces/mall-sparse-ap").path
+        let r = try CLI.run(["calibrate", "gnss", mall])
+        #expect(r.status == 65 && r.stderr.contains("gnss fixes"), "\(r.status) \(r.stderr)")
+    }
+}

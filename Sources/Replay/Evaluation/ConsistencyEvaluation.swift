@@ -128,18 +128,11 @@ public enum ConsistencyEvaluation {
     /// Runs the Monte Carlo evaluation of one scenario folder (`scenario.yaml` inside).
     public static func run(scenarioFolder: URL, runs: Int, firstSeed: UInt64 = 1, duration: Double? = nil,
                            stages: [String: StageOptions] = [:], progress: ((Int) -> Void)? = nil) throws -> Report {
-        let scenario = try Scenario.load(url: scenarioFolder.appendingPathComponent("scenario.yaml"))
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-consistency-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
         var perSource: [String: (anees: [Double], inside: [Double], mean: [Double])] = [:]
         var order: [String] = []
         var series: [String: [[Double]]] = [:]      // NEES sequences per (run, phone)
         var errors: [String: [EpochKey: Double]] = [:] // per source: (run, phone, time) → error, m
-        for k in 0..<runs {
-            let trace = work.appendingPathComponent("trace.jsonl"), ref = work.appendingPathComponent("reference.json")
-            _ = try Simulator.run(scenario: scenario, options: SimulationOptions(seed: firstSeed + UInt64(k), duration: duration),
-                                  trace: trace, reference: ref)
+        try SimulatedRuns.forEach(scenarioFolder: scenarioFolder, runs: runs, firstSeed: firstSeed, duration: duration) { k, location in
             let replayer = Replayer(options: ReplayOptions(stages: stages))
             var neesByKey: [String: [String: [(time: Double, nees: Double)]]] = [:]
             replayer.onEstimate = { e in
@@ -150,7 +143,7 @@ public enum ConsistencyEvaluation {
                 let key = e.fix.subject.hasPrefix("object:") ? e.fix.source.rawValue + ":object" : e.fix.source.rawValue
                 neesByKey[key, default: [:]][e.fix.subject, default: []].append((e.fix.time, n))
             }
-            let r = try replayer.run(try TraceLocation.resolve(work.path))
+            let r = try replayer.run(location)
             for (key, bySubject) in neesByKey {
                 for subject in bySubject.keys.sorted() {
                     series[key, default: []].append(bySubject[subject]!.sorted { $0.time < $1.time }.map(\.nees))

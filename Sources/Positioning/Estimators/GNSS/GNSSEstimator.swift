@@ -15,14 +15,17 @@ public struct GNSSEstimator: Sendable {
     public var accuracyConfidence: Double
     /// Extra multiplicative inflation of σ (1 = trust the phone).
     public var inflation: Double
+    /// Factor on σ by reported accuracy, fitted against ground truth (`posfuse calibrate gnss`);
+    /// nil: none. Applied on top of `inflation`.
+    public var calibration: GNSSAccuracyCalibration?
 
-    public init(accuracyConfidence: Double = 0.68, inflation: Double = 1) {
-        self.accuracyConfidence = accuracyConfidence; self.inflation = inflation
+    public init(accuracyConfidence: Double = 0.68, inflation: Double = 1, calibration: GNSSAccuracyCalibration? = nil) {
+        self.accuracyConfidence = accuracyConfidence; self.inflation = inflation; self.calibration = calibration
     }
 
     /// Per-axis σ (m) for a reported accuracy radius r (m).
     public func sigma(forAccuracy r: Double) -> Double {
-        r / sqrt(-2 * log(1 - accuracyConfidence)) * inflation
+        r / sqrt(-2 * log(1 - accuracyConfidence)) * inflation * (calibration?.factor(forAccuracy: r) ?? 1)
     }
 
     public func estimate(_ g: GNSSFix, time: Double, subject: String = Fix.defaultSubject,

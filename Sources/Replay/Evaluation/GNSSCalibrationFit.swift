@@ -1,0 +1,65 @@
+import Foundation
+import Positioning
+
+/// Training samples for `GNSSAccuracyCalibration` (`posfuse calibrate gnss`): every `gnss` fix
+/// of the given recordings (or seeded simulator runs) that has ground truth, as (reported
+/// accuracy r, NEES under the uncalibrated covariance). Only the `gnss` stage runs, with its
+/// `accuracy_confidence` from `stages` and neither `inflation` nor a calibration, so the
+/// samples describe the phone's own reports.
+public enum GNSSCalibrationFit {
+    /// The stage options for collecting: every stage off but `gnss`, which keeps only its
+    /// accuracy confidence.
+    static func collectingStages(from stages: [String: StageOptions]) -> [String: StageOptions] {
+        var out: [String: StageOptions] = [:]
+        for e in StageRegistry.entries where e.name != "gnss" {
+            out[e.name] = StageOptions(name: e.name, values: ["enabled": .bool(false)])
+        }
+        var g = StageOptions(name: "gnss")
+        if let c = stages["gnss"]?.values["accuracy_confidence"] { g.values["accuracy_confidence"] = c }
+        out["gnss"] = g
+        return out
+    }
+
+    /// Samples of one replayed trace.
+    public static func samples(of location: TraceLocation, stages: [String: StageOptions] = [:],
+                               mode: TraceReadMode = .lenient) throws -> [GNSSAccuracyCalibration.Sample] {
+        let collecting = collectingStages(from: stages)
+        let confidence = try collecting["gnss"]!.double("accuracy_confidence", default: 0.68)
+        let k = (-2 * log(1 - confidence)).squareRoot()     // r = k σ
+        let replayer = Replayer(options: ReplayOptions(mode: mode, stages: collecting))
+        var out: [GNSSAccuracyCalibration.Sample] = []
+        replayer.onEstimate = { e in
+            guard e.fix.source == .gnss, e.error != nil, let n = e.nees, n.isFinite, n >= 0 else { return }
+            out.append(.init(reportedAccuracy: k * e.fix.covariance.ee.squareRoot(), nees: n))
+        }
+        _ = try replayer.run(location)
+        return out
+    }
+
+    /// Samples of `runs` seeded simulator runs of a scenario folder.
+    public static func samples(scenarioFolder: URL, runs: Int, firstSeed: UInt64, stages: [String: StageOptions] = [:],
+                               progress: ((Int) -> Void)? = nil) throws -> [GNSSAccuracyCalibration.Sample] {
+        var out: [GNSSAccuracyCalibration.Sample] = []
+        try SimulatedRuns.forEach(scenarioFolder: scenarioFolder, runs: runs, firstSeed: firstSeed) { k, location in
+            out += try samples(of: location, stages: stages)
+            progress?(k + 1)
+        }
+        return out
+    }
+
+    /// The fitted calibration as a pipeline file (`--pipeline`), with the bins as comments.
+    public static func pipelineYAML(_ c: GNSSAccuracyCalibration, bins: [GNSSAccuracyCalibration.Bin], command: String) -> String {
+        func list(_ v: [Double]) -> String { "[" + v.map { String(format: "%.4g", $0) }.joined(separator: ", ") + "]" }
+        var s = "# GNSS accuracy calibration (docs/consistency.md), fitted by:\n#   \(command)\n"
+        s += "# \(bins.reduce(0) { $0 + $1.count }) fixes with truth; per bin of reported accuracy r:"
+        s += " α² = median NEES / (2 ln 2), σ ← α σ.\n"
+        for b in bins {
+            s += String(format: "#   r %.2f–%.2f m: %d fixes, median NEES %.2f → α %.3f\n", b.lowerAccuracy, b.upperAccuracy,
+                        b.count, b.medianNEES, b.factor)
+        }
+        s += "stages:\n  gnss:\n"
+        s += "    calibration_edges_m: \(list(c.edges))   # m, upper edges of the bins of reported accuracy\n"
+        s += "    calibration_factors: \(list(c.factors))   # α per bin, factor on σ\n"
+        return s
+    }
+}

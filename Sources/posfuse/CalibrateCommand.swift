@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import Positioning
+import Replay
+
+/// `posfuse calibrate`: fit corrections of reported uncertainties against ground truth.
+struct Calibrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fit uncertainty calibrations against ground truth (training data only).",
+        subcommands: [CalibrateGNSS.self]
+    )
+}
+
+/// `posfuse calibrate gnss`: the phone's reported GNSS accuracy against truth (docs/consistency.md).
+struct CalibrateGNSS: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gnss",
+        abstract: "Calibrate the phone's reported GNSS accuracy against ground truth.",
+        discussion: """
+        Replays the training recordings (traces with ground truth), or with --runs simulates each
+        scenario folder with seeds S, S+1, …, and collects every gnss fix with its reported
+        accuracy r and its NEES under the uncalibrated covariance. Fixes are cut into bins of r
+        with equal counts; per bin α² = median NEES / (2 ln 2) (the median of χ²₂), so multipath
+        outliers (the filters gate them) do not set the scale. Writes a pipeline file whose gnss
+        stage scales σ by α(r): use it with --pipeline, or copy its two keys into yours.
+
+        Calibrate on recordings (or seeds) other than those you evaluate on.
+
+        Examples:
+          posfuse calibrate gnss Traces/urban-canyon --runs 30 --first-seed 1001 -o urban-gnss.yaml
+          posfuse evaluate consistency Traces/urban-canyon --runs 50 --pipeline urban-gnss.yaml
+          posfuse calibrate gnss drive1/ drive2/ --json
+        """.reflowed
+    )
+
+    @Argument(help: "Training traces (files or folders), or scenario folders with --runs.") var inputs: [String]
+    @Option(help: "Simulate each input (a folder with scenario.yaml) this many times instead of replaying it.") var runs: Int?
+    @Option(name: .customLong("first-seed"), help: "Seed of the first simulated run.") var firstSeed: UInt64 = 1001
+    @Option(name: .customLong("min-per-bin"), help: "Fewest fixes per bin.") var minPerBin: Int = 200
+    @Option(name: .customLong("max-bins"), help: "Most bins.") var maxBins: Int = 8
+    @Option(help: "Pipeline file whose gnss accuracy_confidence applies (other options are ignored).") var pipeline: String?
+    @Option(name: [.customShort("o"), .long], help: "Write the calibration as a pipeline file here.") var output: String?
+    @Flag(help: "Machine-readable JSON on stdout.") var json = false
+    @Flag(name: .customLong("no-progress"), help: "No progress line on stderr.") var noProgress = false
+
+    func validate() throws {
+        if let r = runs {
+            guard r >= 1 else { throw ValidationError("--runs must be ≥ 1") }
+            for s in inputs where !FileManager.default.fileExists(atPath: (s as NSString).appendingPathComponent("scenario.yaml")) {
+                throw ValidationError("\(s): no scenario.yaml in this folder (needed with --runs)")
+            }
+        }
+        guard minPerBin >= 1, maxBins >= 1 else { throw ValidationError("--min-per-bin and --max-bins must be ≥ 1") }
+    }
+
+    func run() throws {
+        try withExitCodes {
+            let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
+            var samples: [GNSSAccuracyCalibration.Sample] = []
+            let bar = Progress(label: "calibrate gnss", total: Int64(inputs.count * (runs ?? 1)), enabled: !noProgress && !json)
+            for (i, input) in inputs.enumerated() {
+                if let r = runs {
+                    samples += try GNSSCalibrationFit.samples(scenarioFolder: URL(fileURLWithPath: input), runs: r, firstSeed: firstSeed,
+                                                              stages: stages) { bar.update(completed: Int64(i * r + $0)) }
+                } else {
+                    samples += try GNSSCalibrationFit.samples(of: try TraceLocation.resolve(input), stages: stages)
+                    bar.update(completed: Int64(i + 1))
+                }
+            }
+            bar.finish()
+            guard let (calibration, bins) = GNSSAccuracyCalibration.fit(samples, minPerBin: minPerBin, maxBins: maxBins) else {
+                printError("calibrate gnss: \(samples.count) gnss fixes with ground truth, fewer than --min-per-bin \(minPerBin)")
+                throw ExitCode(ExitStatus.dataError)
+            }
+            let command = (["posfuse", "calibrate", "gnss"] + CommandLine.arguments.dropFirst(3)).joined(separator: " ")
+            let yaml = GNSSCalibrationFit.pipelineYAML(calibration, bins: bins, command: command)
+            if let o = output { try yaml.write(toFile: o, atomically: true, encoding: .utf8) }
+            if json {
+                let data = try JSONEncoder().encode(bins)
+                let obj: [String: Any] = ["fixes": samples.count, "edges_m": calibration.edges, "factors": calibration.factors,
+                                          "bins": try JSONSerialization.jsonObject(with: data)]
+                print(String(decoding: try JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]), as: UTF8.self))
+            } else {
+                print(yaml, terminator: "")
+            }
+        }
+    }
+}
