@@ -41,10 +41,12 @@ struct EvaluateRadio: ParsableCommand {
         Given one folder (or file) instead of --train/--test: leave-one-walk-out (UJI: row split).
         Given a scenario folder (trace.jsonl + reference.json, e.g. Traces/rural-cell): the radio stages run
         with the trace's own reference data (no learning); errors per source and the TA radial error std.
-        GNSS recordings (nothing to learn: --test or FOLDER alone): gsdc (a GSDC 2020 drive folder,
+        GNSS recordings (--test or FOLDER alone; --train optional): gsdc (a GSDC 2020 drive folder,
         *_chipset.nmea phones against SPAN_*_1Hz.nmea): gnss, ekf and smoother P50/P95, inside95, ANEES
         per phone; gnsslogger (GnssLogger logs of a static phone, --truth-point LAT,LON[,H]): the same,
-        and whether the last fused fix converged within the phone's reported 95% radius.
+        and whether the last fused fix converged within the phone's reported 95% radius. With --train,
+        each handset's reported accuracy is calibrated on its training recordings (all handsets pooled
+        for one the training set lacks; posfuse calibrate gnss) before the test recordings are scored.
 
         Examples:
           posfuse evaluate radio --train F3/a --test F3/b --json  # ms-indoor walks
@@ -210,33 +212,44 @@ struct EvaluateRadio: ParsableCommand {
 
 extension EvaluateRadio {
     /// GSDC drives and static GnssLogger logs: the filters over the phone's own fixes.
-    func runGNSS(_ kind: GNSSRecordingKind, _ paths: [String]) throws {
+    /// GSDC drive folders or GnssLogger logs as recordings (static: GnssLogger, scored for convergence).
+    func loadGNSSRecordings(_ kind: GNSSRecordingKind, _ paths: [String]) throws -> [(walk: RecordedWalk, isStatic: Bool)] {
         for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
+        switch kind {
+        case .gsdc:
+            return try paths.flatMap { try GNSSFusionEvaluation.loadGSDC(URL(fileURLWithPath: $0)) }.map { ($0, false) }
+        case .gnssLogger:
+            guard let tp = truthPoint, let truth = parseGeodetic(tp) else {
+                throw ValidationError("gnsslogger: give the static phone's surveyed point with --truth-point lat,lon[,h]")
+            }
+            return try expandInputs(paths, extensions: ["txt"]).map { (try GNSSFusionEvaluation.loadStatic($0, truth: truth), true) }
+        }
+    }
+
+    func runGNSS(_ kind: GNSSRecordingKind, _ paths: [String]) throws {
         var recordings: [GNSSFusionEvaluation.Recording] = []
         let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
+        let confidence = try stages["gnss"]?.double("accuracy_confidence", default: 0.68) ?? 0.68
         do {
-            switch kind {
-            case .gsdc:
-                for p in paths {
-                    for walk in try GNSSFusionEvaluation.loadGSDC(URL(fileURLWithPath: p)) {
-                        recordings.append(try GNSSFusionEvaluation.evaluate(walk, isStatic: false, stages: stages))
-                    }
+            // Training recordings (optional): each handset's reported accuracy calibrated on them.
+            let calibrations = train.isEmpty ? nil
+                : GNSSFusionEvaluation.fitCalibrations(try loadGNSSRecordings(kind, train).map(\.walk), accuracyConfidence: confidence)
+            for (walk, isStatic) in try loadGNSSRecordings(kind, paths) {
+                guard let cal = calibrations?.calibration(for: walk) else {
+                    recordings.append(try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic, stages: stages)); continue
                 }
-            case .gnssLogger:
-                guard let tp = truthPoint, let truth = parseGeodetic(tp) else {
-                    throw ValidationError("gnsslogger: give the static phone's surveyed point with --truth-point lat,lon[,h]")
-                }
-                for u in try expandInputs(paths, extensions: ["txt"]) {
-                    recordings.append(try GNSSFusionEvaluation.evaluate(try GNSSFusionEvaluation.loadStatic(u, truth: truth), isStatic: true,
-                                                                        stages: stages))
-                }
+                var r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic,
+                                                          stages: GNSSFusionEvaluation.stages(stages, calibratedBy: cal.calibration))
+                r.calibratedOn = cal.fittedOn
+                recordings.append(r)
             }
         } catch let e as ImportDataError {
             printError(e.description)
             throw ExitCode(ExitStatus.dataError)
         }
         if json {
-            let o: [String: Any] = ["dataset": kind.rawValue, "protocol": "test only (nothing learned)",
+            let o: [String: Any] = ["dataset": kind.rawValue,
+                                    "protocol": train.isEmpty ? "test only (nothing learned)" : "train/test: reported GNSS accuracy calibrated per handset on --train",
                                     "recordings": try jsonObject(recordings)]
             print(String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
             return
@@ -245,6 +258,7 @@ extension EvaluateRadio {
         for r in recordings {
             var head = r.name
             if let a = r.reportedAccuracy_m { head += String(format: "  (reported accuracy median %.2f m, 95%% radius %.2f m)", a, a * GNSSFusionEvaluation.accuracyTo95) }
+            if let c = r.calibratedOn { head += "  [accuracy calibrated on \(c)]" }
             lines.append(head)
             lines.append("  source       n     P50_m    P95_m   mean_m  inside95   anees  final_m  final_r95_m")
             for s in GNSSFusionEvaluation.sources {

@@ -196,6 +196,33 @@ func sharedData(_ sub: String) -> URL? {
         }
     }
 
+    /// Per-handset accuracy calibration learned on one part of a drive and applied to another
+    /// (`fitCalibrations` as `evaluate radio --train … --test …` uses it): each phone's first half
+    /// (by time) trains, its second half is scored. Measured (session 8): Pixel4XLModded one bin
+    /// (its r is quantised), α 1.76, ekf inside95 on the unseen half 0.33 → 0.84 (gnss 0.87,
+    /// smoother 0.75) — far better, not yet 0.95: the error of the second half is not the first's;
+    /// Pixel4 (already calibrated) 0.980 → 0.998, slightly over-cautious. P50 unchanged.
+    @Test func gsdcCalibrationTimeSplit() throws {
+        guard let dir = sharedData("gsdc2020/2020-05-14-US-MTV-1") else { return }
+        for w in try GNSSFusionEvaluation.loadGSDC(dir) {
+            let times = w.events.compactMap { e -> Double? in if case .gnss = e.payload { return e.time }; return nil }
+            let mid = times[times.count / 2]
+            var first = w, second = w
+            first.events = w.events.filter { $0.time < mid }; second.events = w.events.filter { $0.time >= mid }
+            let cals = GNSSFusionEvaluation.fitCalibrations([first])
+            let c = try #require(cals.calibration(for: second))
+            #expect(c.fittedOn == GNSSFusionEvaluation.handset(of: w))
+            let raw = try GNSSFusionEvaluation.evaluate(second, isStatic: false)
+            let cal = try GNSSFusionEvaluation.evaluate(second, isStatic: false, stages: GNSSFusionEvaluation.stages([:], calibratedBy: c.calibration))
+            let re = try #require(raw.sources["ekf"]?.inside95), ce = try #require(cal.sources["ekf"]?.inside95)
+            let cg = try #require(cal.sources["gnss"]?.inside95), cs = try #require(cal.sources["smoother"]?.inside95)
+            print("[gsdc time split] \(w.name): factors \(c.calibration.factors.map { (($0 * 100).rounded() / 100) }); ekf inside95 \(re) → \(ce), gnss \(cg), smoother \(cs); ekf P50 \(raw.sources["ekf"]!.errors.median_m!) → \(cal.sources["ekf"]!.errors.median_m!)")
+            #expect(ce >= 0.8, "\(w.name): calibrated ekf inside95 \(ce) (raw \(re))")
+            if re < 0.6 { #expect(ce - re >= 0.3, "\(w.name): the optimistic phone's circles: \(re) → \(ce)") }
+            #expect(cal.sources["ekf"]!.errors.median_m! <= 1.1 * raw.sources["ekf"]!.errors.median_m!)
+        }
+    }
+
     /// GnssLogger logs of a static phone converge to the surveyed point (gps-measurement-tools
     /// demo files: lat 37.422578, lon −122.081678, h −28 m) within the phone's reported 95%
     /// radius and the filter's own.

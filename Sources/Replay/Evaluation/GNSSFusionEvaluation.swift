@@ -75,9 +75,14 @@ public enum GNSSFusionEvaluation {
         /// its own fixes to be χ²₂-consistent against this truth (`inflation: {gnss: α̂}` is that
         /// handset's calibration; 1 = calibrated).
         public var accuracyCalibration: Double?
+        /// With training recordings: the handset whose training fixes calibrated this
+        /// recording's reported accuracy (or "all training handsets"); the figures above are then
+        /// after that calibration (α̂ is what remains).
+        public var calibratedOn: String?
 
         enum CodingKeys: String, CodingKey {
             case name, sources, reportedAccuracy_m = "reported_accuracy_m", converged, accuracyCalibration = "accuracy_calibration_alpha"
+            case calibratedOn = "calibrated_on"
         }
     }
 
@@ -111,6 +116,60 @@ public enum GNSSFusionEvaluation {
     public static func loadStatic(_ url: URL, truth: Geodetic) throws -> RecordedWalk {
         let t = try importTrace(format: .gnsslogger, urls: [url], options: ImportOptions(strict: true, staticTruth: truth))
         return RecordedWalk(name: url.deletingPathExtension().lastPathComponent, header: t.header, events: t.events)
+    }
+
+    /// Calibration samples of one recording (`GNSSAccuracyCalibration`): each gnss fix with truth
+    /// as (reported accuracy, NEES under the uncalibrated covariance of `accuracyConfidence`).
+    public static func calibrationSamples(_ walk: RecordedWalk, accuracyConfidence: Double = 0.68) -> [GNSSAccuracyCalibration.Sample] {
+        let truth = TruthTrack(walk: walk, frame: walk.header.frame, maxGap: 5)
+        let est = GNSSEstimator(accuracyConfidence: accuracyConfidence)
+        var out: [GNSSAccuracyCalibration.Sample] = []
+        for e in walk.events {
+            guard case .gnss(let g) = e.payload, case .success(let f) = est.estimate(g, time: e.time, frame: walk.header.frame),
+                  let p = truth.position(at: e.time), let m2 = f.covariance.mahalanobis2(f.position - p) else { continue }
+            out.append(.init(reportedAccuracy: g.accuracy, nees: m2))
+        }
+        return out
+    }
+
+    /// The handset a recording comes from, for per-handset calibration: the header's device, else
+    /// the recording's file name (GSDC: `Pixel4XLModded_chipset`).
+    public static func handset(of walk: RecordedWalk) -> String {
+        if let d = walk.header.device, !d.isEmpty { return d }
+        return String(walk.name.split(separator: "/").last ?? Substring(walk.name))
+    }
+
+    /// Per-handset calibrations fitted on training recordings, plus one over all of them for
+    /// handsets the training set does not have.
+    public struct HandsetCalibrations: Sendable {
+        public var byHandset: [String: GNSSAccuracyCalibration] = [:]
+        public var pooled: GNSSAccuracyCalibration?
+        /// The calibration for a test recording and what it was fitted on (nil: none could be fitted).
+        public func calibration(for walk: RecordedWalk) -> (calibration: GNSSAccuracyCalibration, fittedOn: String)? {
+            let h = handset(of: walk)
+            if let c = byHandset[h] { return (c, h) }
+            return pooled.map { ($0, "all training handsets") }
+        }
+    }
+
+    public static func fitCalibrations(_ training: [RecordedWalk], accuracyConfidence: Double = 0.68,
+                                       minPerBin: Int = 200) -> HandsetCalibrations {
+        var samples: [String: [GNSSAccuracyCalibration.Sample]] = [:]
+        for w in training { samples[handset(of: w), default: []] += calibrationSamples(w, accuracyConfidence: accuracyConfidence) }
+        var out = HandsetCalibrations()
+        for (h, s) in samples { out.byHandset[h] = GNSSAccuracyCalibration.fit(s, minPerBin: minPerBin)?.calibration }
+        out.pooled = GNSSAccuracyCalibration.fit(samples.values.flatMap { $0 }, minPerBin: minPerBin)?.calibration
+        return out
+    }
+
+    /// `stages` with the gnss stage calibrated by `c`.
+    public static func stages(_ stages: [String: StageOptions], calibratedBy c: GNSSAccuracyCalibration) -> [String: StageOptions] {
+        var out = stages
+        var g = out["gnss"] ?? StageOptions(name: "gnss")
+        g.values["calibration_edges_m"] = .list(c.edges.map { .number($0) })
+        g.values["calibration_factors"] = .list(c.factors.map { .number($0) })
+        out["gnss"] = g
+        return out
     }
 
     /// Replays one recording through the pipeline (`stages`, default the default pipeline) plus
