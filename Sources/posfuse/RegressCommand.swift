@@ -13,8 +13,14 @@ struct Regress: ParsableCommand {
         --update-baseline rewrites the baseline from this run (tolerances are kept); --junit FILE \
         writes JUnit XML, one test case per trace × source. Format and CI use: docs/regress.md.
 
+        --runs N gates seeded Monte Carlo runs instead of the bundled realisations: every scenario \
+        folder (default: the folders of Traces/ with a scenario.yaml) is simulated with seeds S…S+N−1, \
+        replayed and scored, and each metric is averaged over the runs before the check (a baseline \
+        of its own, e.g. Traces/baseline-montecarlo.yaml).
+
         Examples:
           posfuse regress --baseline Traces/baseline.yaml --junit regress.xml
+          posfuse regress --baseline Traces/baseline-montecarlo.yaml --runs 10
           posfuse regress --baseline Traces/baseline.yaml --update-baseline
           posfuse regress --baseline Traces/baseline.yaml --pipeline my.yaml \\
             Traces/urban-canyon
@@ -31,12 +37,28 @@ struct Regress: ParsableCommand {
     @Option(help: "Check an existing `posfuse replay --json` output instead of replaying.") var results: String?
     @Flag(help: "Stop at the first malformed trace line (exit 65).") var strict = false
     @Flag(help: "Print the findings as JSON.") var json = false
+    @Option(help: "Gate the mean over this many seeded simulator runs of each scenario folder instead of its bundled trace.")
+    var runs: Int?
+    @Option(name: .customLong("first-seed"), help: "With --runs: the seed of the first run.") var firstSeed: UInt64 = 1
     @Argument(help: "Traces or scenario folders (default: Traces/).") var traces: [String] = []
 
     func validate() throws {
-        if results != nil && (!traces.isEmpty || pipeline != nil) {
-            throw ValidationError("--results checks a finished run: give no traces and no --pipeline")
+        if results != nil && (!traces.isEmpty || pipeline != nil || runs != nil) {
+            throw ValidationError("--results checks a finished run: give no traces, no --pipeline and no --runs")
         }
+        if let r = runs, r < 1 { throw ValidationError("--runs must be ≥ 1") }
+    }
+
+    /// With --runs: the scenario folders given, or every folder of Traces/ with a scenario.yaml.
+    func scenarioFolders() throws -> [URL] {
+        let fm = FileManager.default
+        func hasScenario(_ p: String) -> Bool { fm.fileExists(atPath: (p as NSString).appendingPathComponent("scenario.yaml")) }
+        if !traces.isEmpty {
+            for t in traces where !hasScenario(t) { throw ValidationError("\(t): no scenario.yaml in this folder (needed with --runs)") }
+            return traces.map { URL(fileURLWithPath: $0) }
+        }
+        let names = (try? fm.contentsOfDirectory(atPath: "Traces")) ?? []
+        return names.sorted().map { "Traces/" + $0 }.filter(hasScenario).map { URL(fileURLWithPath: $0) }
     }
 
     func run() throws {
@@ -51,6 +73,14 @@ struct Regress: ParsableCommand {
                 let run: RunResults
                 if let results {
                     run = try RunResults.load(url: URL(fileURLWithPath: results))
+                } else if let runs {
+                    let folders = try scenarioFolders()
+                    let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
+                    let bar = Progress(label: "regress runs", total: Int64(folders.count * runs), enabled: Progress.shouldShow(json: json))
+                    run = try MonteCarloSuite.runResults(scenarioFolders: folders, runs: runs, firstSeed: firstSeed, stages: stages) { i, k in
+                        bar.update(completed: Int64(i * runs + k))
+                    }
+                    bar.finish()
                 } else {
                     run = try replaySuite(traces.isEmpty ? ["Traces"] : traces, pipeline: pipeline, strict: strict,
                                           progress: Progress.shouldShow(json: json))

@@ -277,3 +277,31 @@ enum GateFixtures {
         #expect(t.contains("id=\"t0-err-gnss\"") && !t.contains(" 0 ground-truth points"))
     }
 }
+
+/// `posfuse regress --runs`: a baseline written from seeded runs passes against itself (the gate
+/// is deterministic) and fails, naming the metric, when the baseline claims a better mean error.
+@Suite struct MonteCarloGateCLITests {
+    @Test func seededRunsGate() throws {
+        let folder = CLI.root.appendingPathComponent("Traces/open-street").path
+        let dir = try GateFixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let base = dir.appendingPathComponent("mc.yaml").path
+        let u = try CLI.run(["regress", "--baseline", base, "--runs", "2", "--first-seed", "3", "--update-baseline", folder])
+        #expect(u.status == 0, "\(u.stderr)")
+        var text = try String(contentsOfFile: base, encoding: .utf8)
+        #expect(text.contains("open-street (2 runs, seeds 3…4)"))
+        let ok = try CLI.run(["regress", "--baseline", base, "--runs", "2", "--first-seed", "3", folder])
+        #expect(ok.status == 0, "\(ok.stdout)\(ok.stderr)")
+        // Claim an ekf mean error of 1 mm: the real one is a regression against it.
+        let lines = text.components(separatedBy: "\n")
+        let ekf = try #require(lines.firstIndex(of: "    ekf:"))
+        let mean = try #require(lines[ekf...].firstIndex { $0.hasPrefix("      mean_m:") })
+        var edited = lines; edited[mean] = "      mean_m: 0.001"
+        text = edited.joined(separator: "\n")
+        try text.write(toFile: base, atomically: true, encoding: .utf8)
+        let bad = try CLI.run(["regress", "--baseline", base, "--runs", "2", "--first-seed", "3", folder])
+        #expect(bad.status == 1 && bad.stdout.contains("ekf mean_m"), "\(bad.status) \(bad.stdout)")
+        #expect(try CLI.run(["regress", "--baseline", base, "--runs", "0", folder]).status == 64)
+        #expect(try CLI.run(["regress", "--baseline", base, "--runs", "2", "/nonexistent"]).status == 64)
+    }
+}
