@@ -133,13 +133,7 @@ public final class FusionStage: PipelineStage {
     public var counters: [Source: SourceCounters] {
         var out: [Source: SourceCounters] = [:]
         for t in deviceOrder.compactMap({ tracks[$0] }) {
-            for (s, c) in t.counters {
-                var a = out[s, default: SourceCounters()]
-                a.accepted += c.accepted; a.gated += c.gated; a.singular += c.singular; a.initializations += c.initializations
-                a.superseded += c.superseded
-                a.nisSum += c.nisSum; a.dofSum += c.dofSum
-                out[s] = a
-            }
+            for (s, c) in t.counters { out[s, default: SourceCounters()].add(c) }
         }
         return out
     }

@@ -15,6 +15,12 @@ public struct SourceCounters: Sendable, Equatable {
     public var dofSum = 0
     public init() {}
     public var averageNIS: Double? { dofSum > 0 ? nisSum / Double(dofSum) : nil }
+
+    /// Adds another phone's counters (the stage's totals).
+    mutating func add(_ c: SourceCounters) {
+        accepted += c.accepted; gated += c.gated; singular += c.singular; initializations += c.initializations
+        superseded += c.superseded; nisSum += c.nisSum; dofSum += c.dofSum
+    }
 }
 
 /// One filter input, kept for rewind-and-replay and for the smoother.
