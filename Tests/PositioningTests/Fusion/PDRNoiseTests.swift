@@ -116,6 +116,34 @@ private func maxAbs(_ e: [Double]) -> Double { e.map(abs).max() ?? .infinity }
         #expect(maxAbs(eOpen) > 2 * maxAbs(eGated), "ungated max \(Angle.degrees(maxAbs(eOpen)))° vs gated \(Angle.degrees(maxAbs(eGated)))°")
     }
 
+    /// The absolute heading handed to the filters carries σ_ψ² = atan(σ_d / |m_h|)² from the
+    /// measured disturbance level (`heading_sigma_from_field`): isotropic 6 µT per axis in a
+    /// 24 µT horizontal field (48 µT, inclination 60°) is atan(0.25) = 14.0°; the running
+    /// estimate averages ≈ 100 samples (relative σ of the variance ≈ 14 %), so within
+    /// [0.6, 1.5] of it; a clean field gives the 1 µT floor, atan(1/24) = 2.4°, to 5 %.
+    @Test func headingVarianceFollowsTheDisturbance() throws {
+        var walk = SyntheticWalk()
+        walk.heading = { _ in Angle.radians(30) }
+        walk.magNoise = 6
+        var disturbed = PedestrianDeadReckoning(declinationDegrees: Angle.degrees(walk.declination))
+        disturbed.magnitudeGate = .infinity; disturbed.dipGate = .infinity
+        _ = walk.run(&disturbed, seed: 4)
+        let takenD = disturbed.takeHeading()
+        let hd = try #require(takenD)
+        let v = try #require(hd.variance)
+        let expected = pow(atan(6.0 / 24), 2)
+        #expect(v / expected > 0.6 && v / expected < 1.5, "σ_ψ \(Angle.degrees(v.squareRoot()))° vs \(Angle.degrees(expected.squareRoot()))°")
+        walk.magNoise = 0.2
+        var clean = PedestrianDeadReckoning(declinationDegrees: Angle.degrees(walk.declination))
+        _ = walk.run(&clean, seed: 4)
+        let takenC = clean.takeHeading()
+        let hc = try #require(takenC)
+        let c = try #require(hc.variance)
+        #expect(abs(c / pow(atan(1.0 / 24), 2) - 1) < 0.05, "clean σ_ψ \(Angle.degrees(c.squareRoot()))°")
+        let again = clean.takeHeading()
+        #expect(again == nil)   // taken once
+    }
+
     /// Magnetometer only (no gyroscope), phone still: the heading is the tilt-compensated
     /// compass plus the declination, whatever the pitch.
     @Test(arguments: [0.0, 20, 45]) func tiltCompensatedCompass(pitchDegrees: Double) throws {
