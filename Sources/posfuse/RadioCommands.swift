@@ -211,7 +211,6 @@ struct EvaluateRadio: ParsableCommand {
 }
 
 extension EvaluateRadio {
-    /// GSDC drives and static GnssLogger logs: the filters over the phone's own fixes.
     /// GSDC drive folders or GnssLogger logs as recordings (static: GnssLogger, scored for convergence).
     func loadGNSSRecordings(_ kind: GNSSRecordingKind, _ paths: [String]) throws -> [(walk: RecordedWalk, isStatic: Bool)] {
         for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
@@ -226,6 +225,7 @@ extension EvaluateRadio {
         }
     }
 
+    /// GSDC drives and static GnssLogger logs: the filters over the phone's own fixes.
     func runGNSS(_ kind: GNSSRecordingKind, _ paths: [String]) throws {
         var recordings: [GNSSFusionEvaluation.Recording] = []
         let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]

@@ -42,6 +42,28 @@ import Foundation
         #expect(b.status == 65 && b.stderr.contains("gate_probability"), "\(b.status) \(b.stderr)")
     }
 
+    /// GNSS recordings with --train: each handset calibrated on the training drive says so
+    /// (`calibrated_on`); without --train nothing is learned. In-sample here (one drive in
+    /// ../shared/data): the mechanics, not a figure (the time split is `gsdcCalibrationTimeSplit`).
+    @Test func gsdcTrainCalibratesPerHandset() throws {
+        let drive = CLI.root.deletingLastPathComponent().appendingPathComponent("shared/data/gsdc2020/2020-05-14-US-MTV-1")
+        guard FileManager.default.fileExists(atPath: drive.path) else { return }
+        func run(_ args: [String]) throws -> [String: Any] {
+            let r = try CLI.run(["evaluate", "radio"] + args + ["--json"])
+            #expect(r.status == 0, "\(r.stderr)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        }
+        let plain = try run(["--test", drive.path])
+        #expect((plain["protocol"] as? String)?.hasPrefix("test only") == true)
+        let trained = try run(["--train", drive.path, "--test", drive.path])
+        let recs = try #require(trained["recordings"] as? [[String: Any]])
+        #expect(recs.count == 2)
+        for r in recs {
+            let name = try #require(r["name"] as? String), on = try #require(r["calibrated_on"] as? String)
+            #expect(name.hasSuffix(on), "\(name) calibrated on \(on)")
+        }
+    }
+
     @Test func buildCommandsOnSmallTraces() throws {
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
