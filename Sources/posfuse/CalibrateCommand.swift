@@ -46,9 +46,7 @@ struct CalibrateGNSS: ParsableCommand {
     func validate() throws {
         if let r = runs {
             guard r >= 1 else { throw ValidationError("--runs must be ≥ 1") }
-            for s in inputs where !FileManager.default.fileExists(atPath: (s as NSString).appendingPathComponent("scenario.yaml")) {
-                throw ValidationError("\(s): no scenario.yaml in this folder (needed with --runs)")
-            }
+            try requireScenarioFolders(inputs, note: " (needed with --runs)")
         }
         guard minPerBin >= 1, maxBins >= 1 else { throw ValidationError("--min-per-bin and --max-bins must be ≥ 1") }
     }

@@ -34,9 +34,7 @@ struct EvaluateConsistency: ParsableCommand {
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be ≥ 1") }
         if let d = duration, !(d > 0) { throw ValidationError("--duration must be > 0") }
-        for s in scenarios where !FileManager.default.fileExists(atPath: (s as NSString).appendingPathComponent("scenario.yaml")) {
-            throw ValidationError("\(s): no scenario.yaml in this folder")
-        }
+        try requireScenarioFolders(scenarios)
     }
 
     func run() throws {

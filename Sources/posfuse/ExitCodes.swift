@@ -41,6 +41,16 @@ func exitStatus(for e: TraceDataError) -> Int32 {
     e.code == "io" && e.line == 0 ? ExitStatus.usage : ExitStatus.dataError
 }
 
+/// Whether `path` is a scenario folder (holds a scenario.yaml).
+func isScenarioFolder(_ path: String) -> Bool {
+    FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("scenario.yaml"))
+}
+
+/// Usage error (exit 64) naming the first of `paths` that is not a scenario folder.
+func requireScenarioFolders(_ paths: [String], note: String = "") throws {
+    for p in paths where !isScenarioFolder(p) { throw ValidationError("\(p): no scenario.yaml in this folder\(note)") }
+}
+
 /// Reads a `--pipeline` file for commands that replay through it: a file that cannot be read
 /// is a usage error (exit 64); bad YAML or a bad option value prints `file: reason` and exits 65
 /// (the stages are built once here, so a bad value is caught before any work).

@@ -51,14 +51,12 @@ struct Regress: ParsableCommand {
 
     /// With --runs: the scenario folders given, or every folder of Traces/ with a scenario.yaml.
     func scenarioFolders() throws -> [URL] {
-        let fm = FileManager.default
-        func hasScenario(_ p: String) -> Bool { fm.fileExists(atPath: (p as NSString).appendingPathComponent("scenario.yaml")) }
         if !traces.isEmpty {
-            for t in traces where !hasScenario(t) { throw ValidationError("\(t): no scenario.yaml in this folder (needed with --runs)") }
+            try requireScenarioFolders(traces, note: " (needed with --runs)")
             return traces.map { URL(fileURLWithPath: $0) }
         }
-        let names = (try? fm.contentsOfDirectory(atPath: "Traces")) ?? []
-        return names.sorted().map { "Traces/" + $0 }.filter(hasScenario).map { URL(fileURLWithPath: $0) }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "Traces")) ?? []
+        return names.sorted().map { "Traces/" + $0 }.filter(isScenarioFolder).map { URL(fileURLWithPath: $0) }
     }
 
     func run() throws {

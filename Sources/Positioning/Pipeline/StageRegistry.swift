@@ -19,17 +19,9 @@ public enum StageRegistry {
 
     public static let entries: [Entry] = [
         Entry(name: "gnss", sources: [.gnss]) { o in
-            let edges = try o.doubles("calibration_edges_m", default: []), factors = try o.doubles("calibration_factors", default: [])
-            var calibration: GNSSAccuracyCalibration?
-            if !factors.isEmpty || !edges.isEmpty {
-                guard let c = GNSSAccuracyCalibration(edges: edges, factors: factors) else {
-                    throw ConfigurationError(path: "gnss.calibration_factors", reason: "expected one positive factor more than "
-                                             + "calibration_edges_m, whose values must be finite and increasing")
-                }
-                calibration = c
-            }
-            return GNSSStage(estimator: GNSSEstimator(accuracyConfidence: try o.double("accuracy_confidence", default: 0.68),
-                                                      inflation: try o.double("inflation", default: 1), calibration: calibration))
+            GNSSStage(estimator: GNSSEstimator(accuracyConfidence: try o.double("accuracy_confidence", default: 0.68),
+                                               inflation: try o.double("inflation", default: 1),
+                                               calibration: try GNSSAccuracyCalibration.from(options: o)))
         },
         // Radio estimators (docs/radio.md): options and defaults in each stage's `make`.
         Entry(name: "cell", sources: [.cell]) { try CellIDStage.make($0) },

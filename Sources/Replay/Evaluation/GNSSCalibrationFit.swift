@@ -25,12 +25,12 @@ public enum GNSSCalibrationFit {
                                mode: TraceReadMode = .lenient) throws -> [GNSSAccuracyCalibration.Sample] {
         let collecting = collectingStages(from: stages)
         let confidence = try collecting["gnss"]!.double("accuracy_confidence", default: 0.68)
-        let k = (-2 * log(1 - confidence)).squareRoot()     // r = k σ
         let replayer = Replayer(options: ReplayOptions(mode: mode, stages: collecting))
         var out: [GNSSAccuracyCalibration.Sample] = []
         replayer.onEstimate = { e in
-            guard e.fix.source == .gnss, e.error != nil, let n = e.nees, n.isFinite, n >= 0 else { return }
-            out.append(.init(reportedAccuracy: k * e.fix.covariance.ee.squareRoot(), nees: n))
+            guard e.fix.source == .gnss, let p = e.truth,
+                  let s = GNSSAccuracyCalibration.Sample(fix: e.fix, truth: p, accuracyConfidence: confidence) else { return }
+            out.append(s)
         }
         _ = try replayer.run(location)
         return out
@@ -58,8 +58,8 @@ public enum GNSSCalibrationFit {
                         b.count, b.medianNEES, b.factor)
         }
         s += "stages:\n  gnss:\n"
-        s += "    calibration_edges_m: \(list(c.edges))   # m, upper edges of the bins of reported accuracy\n"
-        s += "    calibration_factors: \(list(c.factors))   # α per bin, factor on σ\n"
+        s += "    \(GNSSAccuracyCalibration.edgesOption): \(list(c.edges))   # m, upper edges of the bins of reported accuracy\n"
+        s += "    \(GNSSAccuracyCalibration.factorsOption): \(list(c.factors))   # α per bin, factor on σ\n"
         return s
     }
 }

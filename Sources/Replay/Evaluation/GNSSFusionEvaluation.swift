@@ -126,8 +126,9 @@ public enum GNSSFusionEvaluation {
         var out: [GNSSAccuracyCalibration.Sample] = []
         for e in walk.events {
             guard case .gnss(let g) = e.payload, case .success(let f) = est.estimate(g, time: e.time, frame: walk.header.frame),
-                  let p = truth.position(at: e.time), let m2 = f.covariance.mahalanobis2(f.position - p) else { continue }
-            out.append(.init(reportedAccuracy: g.accuracy, nees: m2))
+                  let p = truth.position(at: e.time),
+                  let s = GNSSAccuracyCalibration.Sample(fix: f, truth: p, accuracyConfidence: accuracyConfidence) else { continue }
+            out.append(s)
         }
         return out
     }
@@ -166,8 +167,7 @@ public enum GNSSFusionEvaluation {
     public static func stages(_ stages: [String: StageOptions], calibratedBy c: GNSSAccuracyCalibration) -> [String: StageOptions] {
         var out = stages
         var g = out["gnss"] ?? StageOptions(name: "gnss")
-        g.values["calibration_edges_m"] = .list(c.edges.map { .number($0) })
-        g.values["calibration_factors"] = .list(c.factors.map { .number($0) })
+        g.values.merge(c.optionValues) { _, new in new }
         out["gnss"] = g
         return out
     }

@@ -53,6 +53,13 @@ public struct GNSSAccuracyCalibration: Sendable, Equatable {
         public var reportedAccuracy: Double
         public var nees: Double
         public init(reportedAccuracy: Double, nees: Double) { self.reportedAccuracy = reportedAccuracy; self.nees = nees }
+
+        /// From an uncalibrated `gnss` fix (circular Σ = σ² I, σ = r / k with k = √(−2 ln(1 − c)) for
+        /// the accuracy confidence c) and the truth at its time; nil when Σ is not usable.
+        public init?(fix f: Fix, truth: SIMD2<Double>, accuracyConfidence c: Double = 0.68) {
+            guard let m2 = f.covariance.mahalanobis2(f.position - truth) else { return nil }
+            self.init(reportedAccuracy: (-2 * log(1 - c)).squareRoot() * f.covariance.ee.squareRoot(), nees: m2)
+        }
     }
 
     /// A fitted bin, for the report.
@@ -78,20 +85,40 @@ public struct GNSSAccuracyCalibration: Sendable, Equatable {
         guard s.count >= max(1, minPerBin) else { return nil }
         let n = max(1, min(maxBins, s.count / max(1, minPerBin)))
         var cuts: [Int] = []
-        for b in 1..<max(n, 1) {
+        for b in 1..<n {
             var i = max(b * s.count / n, (cuts.last ?? 0) + 1)
             while i < s.count, s[i - 1].reportedAccuracy == s[i].reportedAccuracy { i += 1 }
             if i < s.count { cuts.append(i) }
         }
         let bounds = [0] + cuts + [s.count]
         let bins = zip(bounds, bounds.dropFirst()).map { lo, hi -> Bin in
-            let nees = s[lo..<hi].map(\.nees).sorted()
-            let m = nees.count % 2 == 1 ? nees[nees.count / 2] : 0.5 * (nees[nees.count / 2 - 1] + nees[nees.count / 2])
+            let m = RadioStats.median(s[lo..<hi].map(\.nees))!   // hi > lo
             return Bin(lowerAccuracy: s[lo].reportedAccuracy, upperAccuracy: s[hi - 1].reportedAccuracy, count: hi - lo,
                        medianNEES: m, factor: max(m / chiSquare2Median, 1e-6).squareRoot())
         }
         let edges = cuts.map { (s[$0 - 1].reportedAccuracy * s[$0].reportedAccuracy).squareRoot() }
         guard let c = GNSSAccuracyCalibration(edges: edges, factors: bins.map(\.factor)) else { return nil }
         return (c, bins)
+    }
+
+    // MARK: the gnss stage options
+
+    /// Option names of the `gnss` stage that carry a calibration (docs/pipeline.yaml).
+    public static let edgesOption = "calibration_edges_m", factorsOption = "calibration_factors"
+
+    /// The `gnss` stage option values of this calibration.
+    public var optionValues: [String: ConfigValue] {
+        [Self.edgesOption: .list(edges.map { .number($0) }), Self.factorsOption: .list(factors.map { .number($0) })]
+    }
+
+    /// The calibration in `gnss` stage options; nil when they give none; throws on a bad pair.
+    public static func from(options o: StageOptions) throws -> GNSSAccuracyCalibration? {
+        let edges = try o.doubles(edgesOption, default: []), factors = try o.doubles(factorsOption, default: [])
+        guard !factors.isEmpty || !edges.isEmpty else { return nil }
+        guard let c = GNSSAccuracyCalibration(edges: edges, factors: factors) else {
+            throw ConfigurationError(path: "\(o.name).\(factorsOption)", reason: "expected one positive factor more than "
+                                     + "\(edgesOption), whose values must be finite and increasing")
+        }
+        return c
     }
 }
