@@ -61,7 +61,7 @@ struct EvaluateRadio: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Test recordings (files or folders).") var test: [String] = []
     @Option(help: "lte-walks, ms-indoor, ujiindoorloc, gsdc, gnsslogger (default: detected).") var dataset: String?
     @Option(name: .customLong("truth-point"), help: "gnsslogger: the static phone's surveyed position 'lat,lon[,h]' (WGS84 degrees, m).") var truthPoint: String?
-    @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss; ms-indoor: its ekf section sets the PDR + WiFi filter (inputs stay [wcl]).") var pipeline: String?
+    @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss; ms-indoor: its ekf section sets the PDR + WiFi filter (inputs stay [wcl]); ujiindoorloc: its fingerprint section.") var pipeline: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
@@ -192,10 +192,18 @@ struct EvaluateRadio: ParsableCommand {
                 }
                 let r = UJIIndoorLocReader.evaluate(train: trainRows, test: testRows, wcl: w)
                 let s = ErrorSummary(r.errors)
+                let fpOptions = try pipeline.map { try loadPipelineStages($0) }?["fingerprint"] ?? StageOptions(name: "fingerprint")
+                let fp = UJIIndoorLocReader.evaluateFingerprint(train: trainRows, test: testRows,
+                                                                estimator: try FingerprintStage.make(fpOptions).estimator)
+                let fs = ErrorSummary(fp.errors)
                 out["uji"] = ["train_rows": trainRows.count, "test_rows": testRows.count, "aps": r.aps,
-                              "wcl": try jsonObject(s), "floor_hit_rate": r.floorHits, "units": "EPSG:3857 m"]
+                              "wcl": try jsonObject(s), "floor_hit_rate": r.floorHits, "units": "EPSG:3857 m",
+                              "fingerprint": try jsonObject(fs), "fingerprint_floor_hit_rate": fp.floorHits,
+                              "fingerprint_points": fp.points]
                 text.append(String(format: "wcl mean %.2f m median %.2f m P95 %.2f m (n=%d), floor hit %.3f (Mercator m)",
                                    s.mean_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan, s.count, r.floorHits))
+                text.append(String(format: "fingerprint mean %.2f m median %.2f m P95 %.2f m (n=%d), floor hit %.3f, %d reference points",
+                                   fs.mean_m ?? .nan, fs.median_m ?? .nan, fs.p95_m ?? .nan, fs.count, fp.floorHits, fp.points))
             }
         } catch let e as ImportDataError {
             printError(e.description)

@@ -44,6 +44,30 @@ import Positioning
         #expect(r.walls.contains(Wall(a: SIMD2(10, 5), b: SIMD2(0, 5), floor: 1)))
     }
 
+    @Test func fingerprintSurveyLoadsAndErrorsNameThePoint() throws {
+        let d = try folder(["reference.json": """
+        {"fingerprints": {"threshold_dbm": -92, "spacing_m": 2, "points": [
+          {"e": 0, "n": 2, "floor": 1, "scans": 5, "rss": {"02:00:00:00:00:0A": -55.5, "02:00:00:00:00:0b": -70}},
+          {"lat": 48.1, "lon": 11.5, "rss": {"02:00:00:00:00:0b": -61}}]}}
+        """])
+        defer { try? FileManager.default.removeItem(at: d) }
+        let m = try #require(try ReferenceLoader.load(folder: d, frame: frame).fingerprints)
+        #expect(m.threshold == -92 && m.spacing == 2 && m.points.count == 2)
+        #expect(m.points[0] == FingerprintMap.Point(position: SIMD2(0, 2), floor: 1, rss: ["02:00:00:00:00:0a": -55.5, "02:00:00:00:00:0b": -70], scans: 5))
+        #expect(abs(m.points[1].position.x) < 1e-6 && m.points[1].floor == nil && m.bssids == ["02:00:00:00:00:0a", "02:00:00:00:00:0b"])
+        for (bad, reason) in [(#"{"fingerprints": {"threshold_dbm": -90, "points": [{"e": 0, "n": 0, "rss": {"a": "x"}}]}}"#,
+                               "fingerprints.points[0]: rss['a'] must be a number (dBm)"),
+                              (#"{"fingerprints": {"threshold_dbm": -90, "points": [{"e": 0, "n": 0}]}}"#,
+                               "fingerprints.points[0]: missing object 'rss' (bssid → dBm)"),
+                              (#"{"fingerprints": {"points": []}}"#, "fingerprints: missing key 'threshold_dbm'")] {
+            let b = try folder(["reference.json": bad])
+            defer { try? FileManager.default.removeItem(at: b) }
+            do { _ = try ReferenceLoader.load(folder: b, frame: frame); Issue.record("accepted \(bad)") } catch let e as TraceDataError {
+                #expect(e.reason == reason)
+            }
+        }
+    }
+
     @Test func geoJSONInDegreesIsProjectedToENU() throws {
         let g: [String: Any] = ["type": "LineString", "coordinates": [[11.5, 48.1], [11.501, 48.1]]]
         let w = try ReferenceLoader.walls(geoJSON: g, frame: frame)

@@ -7,6 +7,7 @@ public enum Source: String, CaseIterable, Sendable, Codable, Hashable, Comparabl
     case wcl
     case rss
     case hapel
+    case fingerprint
     case tdoa
     case peer
     case camloc

@@ -29,6 +29,8 @@ public enum StageRegistry {
         Entry(name: "wcl", sources: [.wcl]) { try WCLStage.make($0) },
         Entry(name: "rss", sources: [.rss]) { try RSSStage.make($0) },
         Entry(name: "hapel", sources: [.hapel]) { try HAPELStage.make($0) },
+        // fingerprint: matching against a surveyed map; silent where the reference has none.
+        Entry(name: "fingerprint", sources: [.fingerprint]) { try FingerprintStage.make($0) },
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
         // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).
         Entry(name: "tdoa", sources: [.tdoa]) { o in try TDoAStage(options: o) },

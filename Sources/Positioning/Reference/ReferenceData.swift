@@ -1,5 +1,5 @@
 /// Reference data that estimators look up: AP map, cell database, acoustic beacons,
-/// landmarks and an optional floor plan. Positions are local ENU metres in the trace's
+/// landmarks, an optional floor plan and an optional WiFi fingerprint survey. Positions are local ENU metres in the trace's
 /// frame (readers convert WGS84 side files at load time). Formats: `docs/trace-format.md`.
 public struct ReferenceData: Sendable {
     public var accessPoints: [String: AccessPoint]
@@ -8,11 +8,14 @@ public struct ReferenceData: Sendable {
     public var landmarks: [String: Landmark]
     /// Wall segments of the floor plan in ENU m (for particle-filter wall constraints).
     public var walls: [Wall]
+    /// Surveyed WiFi fingerprints (`FingerprintMap`), when the site was surveyed.
+    public var fingerprints: FingerprintMap?
 
     public init(accessPoints: [String: AccessPoint] = [:], cells: [CellID: CellSite] = [:],
-                beacons: [String: AcousticBeacon] = [:], landmarks: [String: Landmark] = [:], walls: [Wall] = []) {
+                beacons: [String: AcousticBeacon] = [:], landmarks: [String: Landmark] = [:], walls: [Wall] = [],
+                fingerprints: FingerprintMap? = nil) {
         self.accessPoints = accessPoints; self.cells = cells; self.beacons = beacons
-        self.landmarks = landmarks; self.walls = walls
+        self.landmarks = landmarks; self.walls = walls; self.fingerprints = fingerprints
     }
     public static let empty = ReferenceData()
 }

@@ -428,6 +428,50 @@ public enum UJIIndoorLocReader {
     }
 }
 
+extension UJIIndoorLocReader {
+    /// Fingerprinting (`FingerprintEstimator`) on UJIIndoorLoc: the map's points are the `train`
+    /// rows averaged per reference point (building, floor, position; an AP enters a point when
+    /// heard in at least half of its rows, as a survey keeps it), the map and phone
+    /// thresholds the weakest RSS in the data; each `test` row is matched against it. A point's
+    /// floor is encoded as 100·building + floor so that the posterior's floor never mixes
+    /// buildings. Returns errors (Mercator m), the floor hit rate and the number of points.
+    public static func evaluateFingerprint(train: [Row], test: [Row], estimator base: FingerprintEstimator = FingerprintEstimator())
+        -> (errors: [Double], floorHits: Double, points: Int) {
+        struct Key: Hashable { var b: Int, f: Int, x: Double, y: Double }
+        var sums: [Key: [String: (Double, Int)]] = [:]
+        var rows: [Key: Int] = [:]
+        var order: [Key] = []
+        var weakest = 0.0
+        for r in train {
+            let k = Key(b: r.building, f: r.floor, x: r.position.x, y: r.position.y)
+            if sums[k] == nil { sums[k] = [:]; order.append(k) }
+            rows[k, default: 0] += 1
+            for (w, v) in r.heard {
+                let o = sums[k]![w.lowercased()] ?? (0, 0)
+                sums[k]![w.lowercased()] = (o.0 + v, o.1 + 1)
+                weakest = min(weakest, v)
+            }
+        }
+        for r in test { for (_, v) in r.heard { weakest = min(weakest, v) } }
+        let points = order.map { k in
+            FingerprintMap.Point(position: SIMD2(k.x, k.y), floor: 100 * k.b + k.f,
+                                 rss: sums[k]!.filter { 2 * $0.value.1 >= rows[k]! }.mapValues { $0.0 / Double($0.1) },
+                                 scans: rows[k]!)
+        }
+        let map = FingerprintMap(points: points, threshold: weakest)
+        var est = base
+        est.phoneThreshold = weakest
+        var errs: [Double] = [], hits = 0
+        for r in test {
+            let scan = WiFiScan(accessPoints: r.heard.map { WiFiObservation(bssid: $0.0.lowercased(), rss: $0.1) })
+            guard case .success(let f) = est.estimate(scan, time: 0, map: map) else { continue }
+            errs.append(norm(f.position - r.position))
+            if f.floor == 100 * r.building + r.floor { hits += 1 }
+        }
+        return (errs, errs.isEmpty ? 0 : Double(hits) / Double(errs.count), points.count)
+    }
+}
+
 // MARK: - Scenario traces (own reference.json)
 
 /// Runs the radio stages (`cell`, `cell-ta`, `wcl`, `hapel`, configured through

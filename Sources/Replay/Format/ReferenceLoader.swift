@@ -2,7 +2,8 @@ import Foundation
 import Positioning
 
 /// Loads the reference side file `reference.json` (AP map, cell database, acoustic
-/// beacons, landmarks, floor plan) into `ReferenceData` in the trace's ENU frame.
+/// beacons, landmarks, floor plan, WiFi fingerprint survey) into `ReferenceData` in the
+/// trace's ENU frame.
 ///
 /// Format (`docs/trace-format.md`, "Reference data side file"): every position is either
 /// `e`, `n`, `u` (m, ENU of the trace; `u` defaults to 0) or `lat`, `lon`, `h` (deg, deg,
@@ -74,6 +75,7 @@ public enum ReferenceLoader {
             let id = try p.string(o, "id", at)
             ref.landmarks[id] = Landmark(id: id, position: try p.position(o, at), height: try p.optNumber(o, "height", at))
         }
+        if let fpm = root["fingerprints"], !(fpm is NSNull) { ref.fingerprints = try p.fingerprints(fpm) }
         if let fp = root["floorplan"], !(fp is NSNull) {
             if let name = fp as? String {
                 let fu = url.deletingLastPathComponent().appendingPathComponent(name)
@@ -108,6 +110,28 @@ private struct Parser {
     var enuFloorplan = false
 
     init(file: String, frame: LocalFrame) { self.file = file; self.frame = frame }
+
+    /// `fingerprints`: `{"threshold_dbm": T, "spacing_m": s?, "points": [{position, "floor"?, "scans"?,
+    /// "rss": {bssid: dBm, …}}, …]}` (docs/trace-format.md).
+    func fingerprints(_ any: Any) throws -> FingerprintMap {
+        guard let o = any as? [String: Any] else { throw fail("fingerprints", "expected an object") }
+        let threshold = try number(o, "threshold_dbm", "fingerprints")
+        let spacing = try optNumber(o, "spacing_m", "fingerprints")
+        if let s = spacing, !(s > 0) { throw fail("fingerprints", "spacing_m must be > 0, got \(s)") }
+        var points: [FingerprintMap.Point] = []
+        for (i, q) in try array(o, "points").enumerated() {
+            let at = "fingerprints.points[\(i)]"
+            guard let r = q["rss"] as? [String: Any] else { throw fail(at, "missing object 'rss' (bssid → dBm)") }
+            var rss: [String: Double] = [:]
+            for (b, v) in r {
+                guard let n = v as? NSNumber, !isBool(n), n.doubleValue.isFinite else { throw fail(at, "rss['\(b)'] must be a number (dBm)") }
+                rss[b.lowercased()] = n.doubleValue
+            }
+            let pos = try position(q, at)
+            points.append(.init(position: SIMD2(pos.x, pos.y), floor: try optInt(q, "floor", at), rss: rss, scans: try optInt(q, "scans", at) ?? 0))
+        }
+        return FingerprintMap(points: points, threshold: threshold, spacing: spacing)
+    }
 
     func fail(_ at: String, _ reason: String, code: String = "invalid_value") -> TraceDataError {
         TraceDataError(file: file, line: 0, reason: at.isEmpty ? reason : "\(at): \(reason)", code: code)

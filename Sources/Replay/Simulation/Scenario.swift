@@ -99,6 +99,25 @@ public struct WiFiSpec: Sendable {
     public var floorAttenuation: Double
     public var maxAPs: Int
     public var aps: [APSpec]
+    /// A fingerprint survey of the site before the walk (written to `reference.json`).
+    public var survey: SurveySpec? = nil
+}
+
+/// A WiFi fingerprint survey (docs/simulator.md §WiFi survey): on a grid over `area`, a
+/// surveying phone at `height` takes `scansPerPoint` scans per point; the map keeps each AP's
+/// mean over the scans that heard it, for APs heard in at least half of them. The radio
+/// environment has changed since: the survey sees the walk's shadowing plus an independent
+/// change field per AP (σ `changeSigma`, decorrelation `changeCorrelation`), and its phone
+/// has its own RSS offset.
+public struct SurveySpec: Sendable {
+    public var spacing: Double
+    public var scansPerPoint: Int
+    public var height: Double
+    public var floor: Int
+    /// [e0, n0, e1, n1], m.
+    public var area: [Double]
+    public var changeSigma: Double, changeCorrelation: Double
+    public var deviceOffset: Double
 }
 
 public struct CellSiteSpec: Sendable {
@@ -354,6 +373,25 @@ extension Scenario {
             throw w.error("need scan_interval_s > 0 and 0 ≤ scan_duration_s ≤ scan_interval_s")
         }
         if Set(s.aps.map(\.bssid)).count != s.aps.count { throw w.error("duplicate bssid", key: "aps") }
+        if let v = try w.child("survey") { s.survey = try parseSurvey(v, wifi: s, floors: floors) }
+        return s
+    }
+
+    static func parseSurvey(_ v: ScenarioNode, wifi: WiFiSpec, floors: [Double]) throws -> SurveySpec {
+        let es = wifi.aps.map(\.e), ns = wifi.aps.map(\.n)
+        let box = [es.min() ?? 0, ns.min() ?? 0, es.max() ?? 0, ns.max() ?? 0]
+        let area = try v.doubles("area") ?? box
+        let floor = try v.int("floor", 0)
+        let s = SurveySpec(spacing: try v.double("spacing_m", 2), scansPerPoint: try v.int("scans_per_point", 5),
+                           height: try v.double("height_m", 1.2), floor: floor, area: area,
+                           changeSigma: try v.double("change_sigma_db", 0),
+                           changeCorrelation: try v.double("change_corr_m", wifi.shadowingCorrelation),
+                           deviceOffset: try v.double("device_offset_db", 0))
+        guard s.spacing > 0, s.scansPerPoint >= 1, s.changeSigma >= 0, s.changeCorrelation >= 0 else {
+            throw v.error("need spacing_m > 0, scans_per_point ≥ 1, change_sigma_db ≥ 0, change_corr_m ≥ 0")
+        }
+        guard area.count == 4, area[2] >= area[0], area[3] >= area[1] else { throw v.error("area must be [e0, n0, e1, n1] with e1 ≥ e0, n1 ≥ n0", key: "area") }
+        guard floor >= 0 && floor < floors.count else { throw v.error("floor \(floor) has no entry in floor_heights_m", key: "floor") }
         return s
     }
 

@@ -131,8 +131,8 @@ public enum Simulator {
     }
 }
 
-/// Writes `reference.json` (docs/trace-format.md): the AP map, cell database, beacons and
-/// landmarks of a scenario, positions in the trace's ENU frame, keys in a fixed order.
+/// Writes `reference.json` (docs/trace-format.md): the AP map, cell database, beacons,
+/// landmarks and WiFi fingerprint survey of a scenario, positions in the trace's ENU frame, keys in a fixed order.
 public enum ReferenceWriter {
     public static func json(scenario sc: Scenario) -> String {
         var sections: [String] = []
@@ -174,6 +174,21 @@ public enum ReferenceWriter {
                 o.string("id", l.id); o.number("e", l.e); o.number("n", l.n); o.number("u", l.u); o.number("height", l.height)
                 return o.finish()
             })
+        }
+        if let w = sc.wifi, let sv = w.survey {
+            // One line per reference point; keys of `rss` in scenario AP order.
+            let points = WiFiSimulator(spec: w, seed: sc.seed).survey(seed: sc.seed, floorHeights: sc.floorHeights).map { p in
+                var o = JSONLine()
+                o.number("e", p.position.x); o.number("n", p.position.y); o.int("floor", p.floor ?? 0); o.int("scans", p.scans)
+                var r = JSONLine()
+                for a in w.aps { if let v = p.rss[a.bssid] { r.number(a.bssid, v) } }
+                o.raw("rss", r.finish())
+                return "      " + o.finish()
+            }
+            var head = JSONLine()
+            head.number("threshold_dbm", w.threshold); head.number("spacing_m", sv.spacing)
+            let h = head.finish()
+            sections.append("  \"fingerprints\": " + h.dropLast() + ", \"points\": [\n" + points.joined(separator: ",\n") + "\n  ]}")
         }
         return sections.isEmpty ? "{}\n" : "{\n" + sections.joined(separator: ",\n") + "\n}\n"
     }

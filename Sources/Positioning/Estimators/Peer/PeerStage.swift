@@ -1,5 +1,5 @@
 /// Pipeline stage `peer`: cooperative positioning of several phones from their own
-/// fixes (any upstream sources, by default `rss`, else `wcl`) and BeepBeep peer ranges
+/// fixes (any upstream sources, by default `fingerprint`, else `rss`, else `wcl`) and BeepBeep peer ranges
 /// (`CooperativePositioning`, `BeepBeep`).
 ///
 /// Flow per event:
@@ -39,7 +39,7 @@ public final class PeerStage: PipelineStage {
     private var lastPeerFix: [String: Fix] = [:]
     private var ranges: [String: [String: StoredRange]] = [:]
 
-    public init(solver: CooperativePositioning = CooperativePositioning(anchorCorrelationDistance: CooperativePositioning.defaultAnchorCorrelationDistance), anchorSources: [Source] = [.rss, .wcl],
+    public init(solver: CooperativePositioning = CooperativePositioning(anchorCorrelationDistance: CooperativePositioning.defaultAnchorCorrelationDistance), anchorSources: [Source] = [.fingerprint, .rss, .wcl],
                 anchorMaxAge: Double = 5, rangeMaxAge: Double = 5, motionSpeed: Double = 0.5,
                 onsetSigmaSamples: Double = 1, defaultRangeSigma: Double = 0.05, rangeSigmaFloor: Double = 0.05,
                 temperature: Double? = nil, emitMeasurements: Bool = true) {
@@ -49,14 +49,14 @@ public final class PeerStage: PipelineStage {
         self.temperature = temperature; self.emitMeasurements = emitMeasurements
     }
 
-    /// Options: `anchor_sources` (source names in order of preference, [rss, wcl]), `anchor_max_age_s` (5),
+    /// Options: `anchor_sources` (source names in order of preference, [fingerprint, rss, wcl]), `anchor_max_age_s` (5),
     /// `range_max_age_s` (5), `motion_speed_mps` (0.5), `onset_sigma_samples` (1),
     /// `range_sigma_m` (0.05, for `d` without σ), `range_sigma_floor_m` (0.05),
     /// `anchor_correlation_m` (6, `CooperativePositioning.defaultAnchorCorrelationDistance`),
     /// `anchor_independent_fraction` (0.1), `mds_init` (true), `temperature_c` (header, else 20),
     /// `emit_measurements` (true).
     public convenience init(options o: StageOptions) throws {
-        var sources: [Source] = [.rss, .wcl]
+        var sources: [Source] = [.fingerprint, .rss, .wcl]
         if let v = o.values["anchor_sources"] {
             guard case .list(let l) = v else { throw ConfigurationError(path: "\(o.name).anchor_sources", reason: "expected a list of source names") }
             sources = try (l.map { item -> Source in

@@ -45,27 +45,27 @@ public final class FusionStage: PipelineStage {
         public var kind: Kind
         public var layout: LayoutChoice = .auto
         public var motion = MotionConfiguration(layout: .step)
-        public var inputs: Set<Source> = [.gnss, .cell, .cellTA, .wcl, .hapel, .tdoa, .peer]
+        public var inputs: Set<Source> = [.gnss, .cell, .cellTA, .wcl, .hapel, .fingerprint, .tdoa, .peer]
         public var tight: Set<Source> = []
         /// A loose fix of a key source supersedes, for the same phone and time, the fixes of the
         /// listed sources, because it already contains their measurements: `cell-ta` is the
         /// serving-cell report of `cell` plus its timing advance; `peer` is the phone's scan
-        /// fix (`rss`, else `wcl`; `hapel` is the same scan) refined by ranges. Fusing both would
+        /// fix (`fingerprint`, else `rss`, else `wcl`; `hapel` is the same scan) refined by ranges. Fusing both would
         /// count one measurement twice (measured in docs/fusion.md). Not listed: `hapel` over
         /// `wcl` — their errors differ enough (hidden APs pull HAPEL ahead, WCL to the AP
         /// centroid) that fusing both is better (mall-sparse-ap ekf 4.87 m vs 6.09 m with hapel
         /// alone, 50 runs); α = 1.5 on each carries their correlation. Option `supersede` (true).
         public var superseding: [Source: Set<Source>] = Self.defaultSuperseding
-        public static let defaultSuperseding: [Source: Set<Source>] = [.cellTA: [.cell], .peer: [.rss, .wcl, .hapel]]
-        /// α per source (R = α²Σ). Defaults: WCL and HAPEL 1.5 (consecutive scans share the
-        /// shadowing); Cell-ID and Cell-ID + TA 1.5 as well (consecutive reports of one serving
+        public static let defaultSuperseding: [Source: Set<Source>] = [.cellTA: [.cell], .peer: [.fingerprint, .rss, .wcl, .hapel]]
+        /// α per source (R = α²Σ). Defaults: WCL, HAPEL and fingerprint 1.5 (consecutive scans
+        /// share the shadowing, and a fingerprint the survey's error at that place); Cell-ID and Cell-ID + TA 1.5 as well (consecutive reports of one serving
         /// cell share its geometry error, also when the TA steps; identical repeats are handled
         /// apart by `repeat_inflation`; session 8: rural-cell ekf ANEES 4.04 → 2.22, mean 158.6 →
         /// 145.8 m over 200 fresh seeds); GNSS 1 where its bias is a state (`gnssBias`), else 3
         /// (α² ≈ τ/Δt stands in for an error correlation time τ ≈ 10 s at 1 Hz); others 1.
         /// Measured effect in docs/fusion.md and docs/consistency.md.
         public var inflation: [Source: Double]
-        public static let defaultInflation: [Source: Double] = [.gnss: 3, .wcl: 1.5, .hapel: 1.5, .cell: 1.5, .cellTA: 1.5]
+        public static let defaultInflation: [Source: Double] = [.gnss: 3, .wcl: 1.5, .hapel: 1.5, .fingerprint: 1.5, .cell: 1.5, .cellTA: 1.5]
         /// The GNSS bias states (the Kalman filters' `GNSSBias` block, the particles' own bias in
         /// the particle filter); nil = off.
         public var gnssBias: GNSSBias? = GNSSBias()

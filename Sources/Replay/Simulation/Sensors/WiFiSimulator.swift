@@ -29,6 +29,38 @@ struct WiFiSimulator {
         return a.p0 - 10 * a.exponent * log10(d) - spec.floorAttenuation * Double(abs(floor - a.floor)) + fields[i].value(e, n)
     }
 
+    /// The fingerprint survey of `spec.survey` (SurveySpec): reference points row by row
+    /// from the south-west corner of the area, on the survey floor.
+    func survey(seed: UInt64, floorHeights: [Double]) -> [FingerprintMap.Point] {
+        guard let sv = spec.survey else { return [] }
+        let change = spec.aps.map {
+            CorrelatedField(sigma: sv.changeSigma, correlationDistance: sv.changeCorrelation,
+                            rng: SimRNG(seed: seed, stream: "wifi/survey-change/\($0.bssid)"))
+        }
+        let rng = SimRNG(seed: seed, stream: "wifi/survey")
+        let u = floorHeights[sv.floor] + sv.height
+        var out: [FingerprintMap.Point] = []
+        let ne = Int(((sv.area[2] - sv.area[0]) / sv.spacing + 1e-9).rounded(.down))
+        let nn = Int(((sv.area[3] - sv.area[1]) / sv.spacing + 1e-9).rounded(.down))
+        for r in 0...nn {
+            for c in 0...ne {
+                let e = quantise(sv.area[0] + Double(c) * sv.spacing, 1e-3), n = quantise(sv.area[1] + Double(r) * sv.spacing, 1e-3)
+                var rss: [String: Double] = [:]
+                for (i, a) in spec.aps.enumerated() {
+                    let mean = meanRSS(i, e: e, n: n, u: u, floor: sv.floor) + change[i].value(e, n) + sv.deviceOffset
+                    var sum = 0.0, heard = 0
+                    for _ in 0..<sv.scansPerPoint {
+                        let v = quantise(mean + rng.gaussian(spec.jitterSigma), spec.quantisation)
+                        if v >= spec.threshold { sum += v; heard += 1 }
+                    }
+                    if 2 * heard >= sv.scansPerPoint { rss[a.bssid] = quantise(sum / Double(heard), 0.1) }
+                }
+                out.append(.init(position: SIMD2(e, n), floor: sv.floor, rss: rss, scans: sv.scansPerPoint))
+            }
+        }
+        return out
+    }
+
     func events(trajectory tr: Trajectory, device: String, seed: UInt64, until end: Double) -> [TraceEvent] {
         let rng = SimRNG(seed: seed, stream: "wifi/\(device)")
         var out: [TraceEvent] = []

@@ -1,0 +1,162 @@
+import Foundation
+
+/// WLAN fingerprinting against a surveyed map (`FingerprintMap`): the Bayesian grid
+/// posterior of Horus (Youssef & Agrawala, MobiSys 2005) with a Gaussian RSS likelihood, as
+/// the single-phone step of Liu et al. (IEEE TMC 13(10), 2014; `design/estimators.md` §4B).
+///
+/// Model, per reference point i and AP j (RSS in dBm): s_j = F_ij + δ + ε, ε ~ N(0, σ²), with
+/// F_ij the surveyed mean and δ the phone's RSS offset against the surveying device.
+/// σ (`sigma`, dB) lumps the scan's fading, the survey's own noise, the change of the radio
+/// environment since the survey and the phone's motion during the scan.
+///
+/// Log-likelihood of point i (an AP missing on one side is censored at that side's detection
+/// threshold and enters by its profile likelihood — the mean nearest to what was seen):
+///
+///     ℓ_i = −Σ_{heard both} (s_j − δ_i − F_ij)²/2σ²
+///           −Σ_{heard by the phone only} max(0, s_j − δ_i − T_map)²/2σ²
+///           −Σ_{heard in the survey only} max(0, F_ij + δ_i − T_phone)²/2σ²
+///
+/// δ_i = mean over the APs heard both of (s_j − F_ij) when `offsetInvariant` (for device
+/// heterogeneity: phones differ from the surveying device by several dB), else 0 (default).
+/// Measured (docs/radio.md): the free δ costs more than it gains — a point that shares few
+/// APs with the scan fits any offset — on UJIIndoorLoc (25 phone models; mean 10.96 vs 5.22 m)
+/// and on crowd-peers, whose surveying phone is 3 dB weaker. APs the map does not know are
+/// ignored.
+///
+/// With a flat prior over the points, w_i ∝ exp(ℓ_i), restricted to the most probable floor;
+/// the fix is the posterior mean p̂ = Σ w_i p_i and its covariance the posterior spread
+/// Σ w_i (p_i − p̂)(p_i − p̂)ᵀ plus the grid quantisation spacing²/12 per axis.
+///
+/// Failures: no map → `.missingInput`; fewer than `minAPs` scan APs the map knows →
+/// `.tooFewAnchors`. Cost: O(points × APs) per scan.
+public struct FingerprintEstimator: Sendable {
+    /// σ of one AP's RSS against the map, dB. The default 4.6 dB is calibrated so that the
+    /// fixes' NEES averages 2 on training runs of crowd-peers (seeds 1001–1030: 4 dB → ANEES
+    /// 3.9, 4.5 → 2.24, 4.6 → 2.03, 5 → 1.44, 6 → 0.84; docs/radio.md): the posterior
+    /// narrows fast with 1/σ². Calibrate it per site on recordings with truth.
+    public var sigma: Double
+    /// Estimate the phone's RSS offset δ per point (true) or take δ = 0.
+    public var offsetInvariant: Bool
+    /// Minimum number of scan APs the map knows.
+    public var minAPs: Int
+    /// The phone's detection threshold, dBm (the trace header's `rss_threshold_dbm` when set).
+    public var phoneThreshold: Double
+
+    public init(sigma: Double = 4.6, offsetInvariant: Bool = false, minAPs: Int = 3, phoneThreshold: Double = -90) {
+        self.sigma = sigma; self.offsetInvariant = offsetInvariant; self.minAPs = minAPs; self.phoneThreshold = phoneThreshold
+    }
+
+    /// ℓ_i for every point of the map (same order as `map.points`), or why there is none.
+    public func logLikelihoods(_ scan: WiFiScan, map: FingerprintMap) -> Result<[Double], EstimationFailure> {
+        guard !map.isEmpty else { return .failure(.missingInput("no fingerprint map in the reference data")) }
+        // Strongest report per BSSID the map knows.
+        var heard: [Int: Double] = [:]
+        for o in scan.accessPoints {
+            guard let j = map.index[o.bssid.lowercased()] else { continue }
+            heard[j] = max(heard[j] ?? -.infinity, o.rss)
+        }
+        guard heard.count >= minAPs else { return .failure(.tooFewAnchors(needed: minAPs, got: heard.count)) }
+        let cols = heard.keys.sorted()
+        let s = cols.map { heard[$0]! }
+        let m = map.bssids.count
+        var isHeard = [Bool](repeating: false, count: m)
+        for j in cols { isHeard[j] = true }
+        let k = 1 / (2 * sigma * sigma)
+        var out = [Double](repeating: 0, count: map.points.count)
+        map.values.withUnsafeBufferPointer { v in
+            for i in 0..<map.points.count {
+                let row = i * m
+                var delta = 0.0
+                if offsetInvariant {
+                    var sum = 0.0, n = 0
+                    for (c, j) in cols.enumerated() where !v[row + j].isNaN { sum += s[c] - v[row + j]; n += 1 }
+                    if n > 0 { delta = sum / Double(n) }
+                }
+                var q = 0.0
+                for (c, j) in cols.enumerated() {
+                    let f = v[row + j]
+                    let r = f.isNaN ? max(0, s[c] - delta - map.threshold) : s[c] - delta - f
+                    q += r * r
+                }
+                for c in map.heardStart[i]..<map.heardStart[i + 1] {
+                    let j = map.heardColumns[c]
+                    if !isHeard[j] { let r = max(0, v[row + j] + delta - phoneThreshold); q += r * r }
+                }
+                out[i] = -k * q
+            }
+        }
+        return .success(out)
+    }
+
+    /// Posterior mean and covariance of a scan's position.
+    public func estimate(_ scan: WiFiScan, time: Double, map: FingerprintMap, subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
+        switch logLikelihoods(scan, map: map) {
+        case .failure(let f): return .failure(f)
+        case .success(let ll):
+            let (mean, cov, floor) = Self.posterior(ll, map: map)
+            return .success(Fix(time: time, position: mean, covariance: cov, source: .fingerprint, subject: subject,
+                                usedCount: Self.knownCount(scan, map: map), floor: floor))
+        }
+    }
+
+    static func knownCount(_ scan: WiFiScan, map: FingerprintMap) -> Int {
+        Set(scan.accessPoints.map { $0.bssid.lowercased() }.filter { map.index[$0] != nil }).count
+    }
+
+    /// Posterior moments of log-weights `ll` over the map's points on the most probable floor,
+    /// plus the grid quantisation.
+    public static func posterior(_ ll: [Double], map: FingerprintMap) -> (SIMD2<Double>, Covariance2, Int?) {
+        let top = ll.max() ?? 0
+        let w = ll.map { exp($0 - top) }
+        var byFloor: [Int?: Double] = [:]
+        for (i, p) in map.points.enumerated() { byFloor[p.floor, default: 0] += w[i] }
+        let floor = byFloor.max { a, b in a.value != b.value ? a.value < b.value : (a.key ?? .min) > (b.key ?? .min) }!.key
+        var sw = 0.0, mean = SIMD2<Double>(0, 0)
+        for (i, p) in map.points.enumerated() where p.floor == floor { sw += w[i]; mean += w[i] * p.position }
+        mean /= sw
+        var ee = 0.0, en = 0.0, nn = 0.0
+        for (i, p) in map.points.enumerated() where p.floor == floor {
+            let d = p.position - mean
+            ee += w[i] * d.x * d.x; en += w[i] * d.x * d.y; nn += w[i] * d.y * d.y
+        }
+        let q = (map.spacing ?? 0) * (map.spacing ?? 0) / 12
+        return (mean, Covariance2(ee: ee / sw + q, en: en / sw, nn: nn / sw + q), floor)
+    }
+}
+
+/// Pipeline stage `fingerprint`: a fix per WiFi scan from the reference data's fingerprint map
+/// (`FingerprintEstimator`), and a loose position measurement for the filters. Traces whose
+/// reference data carry no fingerprint map get nothing from it (no survey, nothing to match).
+///
+/// Options: `sigma_db` (4.6), `offset_invariant` (false), `min_aps` (3), `rss_min` (the trace
+/// header's `rss_threshold_dbm`, else −90 dBm).
+public final class FingerprintStage: PipelineStage {
+    public let estimator: FingerprintEstimator
+    /// Explicit phone threshold (`rss_min`); nil = the header's.
+    let phoneThreshold: Double?
+    public init(estimator: FingerprintEstimator = FingerprintEstimator(), phoneThreshold: Double? = nil) {
+        self.estimator = estimator; self.phoneThreshold = phoneThreshold
+    }
+    public var sources: [Source] { [.fingerprint] }
+
+    public static func make(_ o: StageOptions) throws -> FingerprintStage {
+        var e = FingerprintEstimator()
+        e.sigma = try o.double("sigma_db", default: e.sigma)
+        guard e.sigma > 0 else { throw ConfigurationError(path: "\(o.name).sigma_db", reason: "must be positive") }
+        e.offsetInvariant = try o.bool("offset_invariant", default: e.offsetInvariant)
+        e.minAPs = try o.int("min_aps", default: e.minAPs)
+        guard e.minAPs >= 1 else { throw ConfigurationError(path: "\(o.name).min_aps", reason: "must be ≥ 1") }
+        let t: Double? = o.values["rss_min"] == nil ? nil : try o.double("rss_min", default: -90)
+        return FingerprintStage(estimator: e, phoneThreshold: t)
+    }
+
+    public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+        guard case .wifi(let scan) = event.payload, let map = context.reference.fingerprints, !map.isEmpty else { return [] }
+        var e = estimator
+        e.phoneThreshold = phoneThreshold ?? context.header.rssThreshold ?? estimator.phoneThreshold
+        switch e.estimate(scan, time: event.time, map: map, subject: event.device) {
+        case .success(let f): return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+        case .failure(let r): return [.failure(source: .fingerprint, time: event.time, subject: event.device, reason: r)]
+        }
+    }
+}

@@ -1,0 +1,57 @@
+/// A surveyed WiFi fingerprint map — the "Wi-Fi signature map" that Liu et al. (IEEE TMC
+/// 13(10), 2014) match the phones against (`design/estimators.md` §4B), in the tradition of
+/// RADAR (Bahl & Padmanabhan, INFOCOM 2000) and Horus (Youssef & Agrawala, MobiSys 2005).
+///
+/// Each reference point is a surveyed position (local ENU m, floor) with the mean RSS (dBm)
+/// of every AP heard there; an AP absent from a point was below the survey's detection
+/// threshold `threshold` (dBm) there. Positions are in the trace's ENU frame
+/// (`reference.json` key `fingerprints`, docs/trace-format.md).
+///
+/// Stored as a dense points × APs matrix (NaN = not heard) for lookups by AP, and per point the
+/// columns heard there, so that matching a scan costs O(points × (scan APs + APs per point))
+/// also for maps of hundreds of APs (UJIIndoorLoc: 520).
+public struct FingerprintMap: Sendable, Equatable {
+    public struct Point: Sendable, Equatable {
+        public var position: SIMD2<Double>
+        public var floor: Int?
+        /// Mean RSS per BSSID (lower case), dBm.
+        public var rss: [String: Double]
+        /// Scans averaged into the means (0 = unknown).
+        public var scans: Int
+        public init(position: SIMD2<Double>, floor: Int? = nil, rss: [String: Double], scans: Int = 0) {
+            self.position = position; self.floor = floor; self.rss = rss; self.scans = scans
+        }
+    }
+
+    public let points: [Point]
+    /// Detection threshold of the survey, dBm: an AP not listed at a point was weaker.
+    public let threshold: Double
+    /// Grid spacing of the survey, m (nil for irregular surveys): the quantisation of a
+    /// matched position, added to the covariance as spacing²/12 per axis.
+    public let spacing: Double?
+    /// Every BSSID the map knows, sorted; `index[bssid]` is its column.
+    public let bssids: [String]
+    let index: [String: Int]
+    /// Row-major points × bssids mean RSS, NaN where the AP was not heard.
+    let values: [Double]
+    /// Columns heard at point i: `heardColumns[heardStart[i]..<heardStart[i + 1]]`.
+    let heardColumns: [Int]
+    let heardStart: [Int]
+
+    public init(points: [Point], threshold: Double, spacing: Double? = nil) {
+        self.points = points; self.threshold = threshold; self.spacing = spacing
+        let names = Array(Set(points.flatMap { $0.rss.keys })).sorted()
+        let idx = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+        var v = [Double](repeating: .nan, count: points.count * names.count)
+        var cols: [Int] = [], start = [0]
+        for (i, p) in points.enumerated() {
+            let js = p.rss.keys.map { idx[$0]! }.sorted()
+            for j in js { v[i * names.count + j] = p.rss[names[j]]! }
+            cols += js; start.append(cols.count)
+        }
+        bssids = names; index = idx
+        values = v; heardColumns = cols; heardStart = start
+    }
+
+    public var isEmpty: Bool { points.isEmpty }
+}
