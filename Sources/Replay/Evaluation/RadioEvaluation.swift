@@ -178,7 +178,8 @@ public struct CellEvaluation: Sendable {
 
 // MARK: - WLAN (walks with an AP map learned from other walks)
 
-/// Evaluation of `wcl` and `hapel` on test walks with a radio map built from training walks.
+/// Evaluation of `wcl`, `hapel`, `rss` and `fingerprint` on test walks with a radio map (AP
+/// positions) and a fingerprint map built from training walks.
 /// Scored (a) at ground-truth waypoints: the fix nearest in time within `waypointWindow` s;
 /// (b) at every fix against truth interpolated between waypoints.
 public struct WLANEvaluation: Sendable {
@@ -205,6 +206,10 @@ public struct WLANEvaluation: Sendable {
         public var wclWaypoint: [Double] = []
         public var hapelWaypoint: [Double] = []
         public var rssWaypoint: [Double] = []
+        /// `fingerprint` against the map of the training walks' scans (`FingerprintMapBuilder`).
+        public var fingerprintWaypoint: [Double] = []
+        public var fingerprintNEES: [Double] = []
+        public var fingerprintPoints = 0
         /// PDR + WiFi fusion (`ekf` over `wcl` fixes, and its RTS `smoother`) at the waypoints.
         public var ekfWaypoint: [Double] = []
         public var smootherWaypoint: [Double] = []
@@ -222,6 +227,8 @@ public struct WLANEvaluation: Sendable {
         /// Pools another fold's samples into these (leave-one-walk-out).
         public mutating func merge(_ r: Raw) {
             wclWaypoint += r.wclWaypoint; hapelWaypoint += r.hapelWaypoint; rssWaypoint += r.rssWaypoint
+            fingerprintWaypoint += r.fingerprintWaypoint; fingerprintNEES += r.fingerprintNEES
+            fingerprintPoints = max(fingerprintPoints, r.fingerprintPoints)
             ekfWaypoint += r.ekfWaypoint; smootherWaypoint += r.smootherWaypoint
             wclAll += r.wclAll; hapelAll += r.hapelAll; rssAll += r.rssAll; rssNEES += r.rssNEES; wclNIS += r.wclNIS
             sameWCL += r.sameWCL; sameEKF += r.sameEKF; sameSmoother += r.sameSmoother
@@ -245,6 +252,10 @@ public struct WLANEvaluation: Sendable {
         /// `rss` (posterior under the learned map's path-loss model, docs/radio.md).
         public var rssAtWaypoints: ErrorSummary
         public var rssInside95: Double?
+        /// `fingerprint` against the training walks' scans binned into 2 m cells.
+        public var fingerprintAtWaypoints: ErrorSummary
+        public var fingerprintInside95: Double?
+        public var fingerprintPoints: Int
         public var ekfAtWaypoints: ErrorSummary
         public var smootherAtWaypoints: ErrorSummary
         public var fusionAndWCLAtSameWaypoints: SameWaypoints
@@ -258,6 +269,8 @@ public struct WLANEvaluation: Sendable {
             case trainWalks = "train_walks", testWalks = "test_walks", apsInMap = "aps_in_map"
             case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
             case rssAtWaypoints = "rss_at_waypoints", rssInside95 = "rss_inside95"
+            case fingerprintAtWaypoints = "fingerprint_at_waypoints", fingerprintInside95 = "fingerprint_inside95"
+            case fingerprintPoints = "fingerprint_points"
             case ekfAtWaypoints = "ekf_at_waypoints", smootherAtWaypoints = "smoother_at_waypoints"
             case fusionAndWCLAtSameWaypoints = "same_waypoints"
             case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
@@ -272,9 +285,10 @@ public struct WLANEvaluation: Sendable {
     /// Fixes of `wcl`, `hapel`, and of PDR + WiFi fusion — the `ekf` stage and its RTS
     /// `smoother` with `wcl` fixes as their only position input (default fusion options) — on
     /// one walk with an AP map.
-    func fixes(_ w: RecordedWalk, map: [String: AccessPoint], wcl: WCLEstimator) -> [Fix] {
-        let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map))
-        let pipe = Pipeline(stages: [WCLStage(estimator: wcl),
+    func fixes(_ w: RecordedWalk, map: [String: AccessPoint], fingerprints: FingerprintMap, wcl: WCLEstimator) -> [Fix] {
+        let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map, fingerprints: fingerprints))
+        let fp = FingerprintEstimator(phoneThreshold: fingerprints.threshold, maxAge: mapBuilder.maxAge)
+        let pipe = Pipeline(stages: [WCLStage(estimator: wcl), FingerprintStage(estimator: fp),
                                      HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
                                                                           rssThreshold: w.header.rssThreshold ?? -90)),
                                      RSSStage(estimator: RSSLaterationEstimator(wcl: wcl)),
@@ -294,16 +308,20 @@ public struct WLANEvaluation: Sendable {
         let est = mapBuilder.build(train, frame: frame)
         let map = Dictionary(est.map { ($0.ap.bssid, $0.ap) }, uniquingKeysWith: { a, _ in a })
         raw.aps = map.count
+        let fingerprints = FingerprintMapBuilder(maxAge: mapBuilder.maxAge).build(train, frame: frame)
+        raw.fingerprintPoints = fingerprints.points.count
         raw.calibration += calibrationSamples(test, map: map, frame: frame)
         for w in test {
             let truth = TruthTrack(walk: w, frame: frame)
-            let fx = fixes(w, map: map, wcl: wcl)
+            let fx = fixes(w, map: map, fingerprints: fingerprints, wcl: wcl)
             for f in fx {
                 guard let p = truth.position(at: f.time) else { continue }
                 let e = norm(f.position - p)
                 if f.source == .wcl {
                     raw.wclAll.append(e)
                     if let n = f.covariance.mahalanobis2(f.position - p) { raw.wclNIS.append(n) }
+                } else if f.source == .fingerprint {
+                    if let n = f.covariance.mahalanobis2(f.position - p) { raw.fingerprintNEES.append(n) }
                 } else if f.source == .hapel { raw.hapelAll.append(e) } else if f.source == .rss {
                     raw.rssAll.append(e)
                     if let n = f.covariance.mahalanobis2(f.position - p) { raw.rssNEES.append(n) }
@@ -312,7 +330,7 @@ public struct WLANEvaluation: Sendable {
             // Waypoints: nearest fix in time per source.
             for (t, truthPosition) in zip(truth.times, truth.positions) {
                 var here: [Source: Double] = [:]
-                for src in [Source.wcl, .hapel, .rss, .ekf, .smoother] {
+                for src in [Source.wcl, .hapel, .rss, .fingerprint, .ekf, .smoother] {
                     let c = fx.filter { $0.source == src && abs($0.time - t) <= waypointWindow }
                     guard let n = c.min(by: { abs($0.time - t) < abs($1.time - t) }) else { continue }
                     let e = norm(n.position - truthPosition)
@@ -321,6 +339,7 @@ public struct WLANEvaluation: Sendable {
                     case .wcl: raw.wclWaypoint.append(e)
                     case .hapel: raw.hapelWaypoint.append(e)
                     case .rss: raw.rssWaypoint.append(e)
+                    case .fingerprint: raw.fingerprintWaypoint.append(e)
                     case .ekf: raw.ekfWaypoint.append(e)
                     default: raw.smootherWaypoint.append(e)
                     }
@@ -352,6 +371,9 @@ public struct WLANEvaluation: Sendable {
         Report(trainWalks: train, testWalks: test, apsInMap: raw.aps, wclAtWaypoints: ErrorSummary(raw.wclWaypoint),
                hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), rssAtWaypoints: ErrorSummary(raw.rssWaypoint),
                rssInside95: raw.rssNEES.isEmpty ? nil : Double(raw.rssNEES.filter { $0 <= 5.991 }.count) / Double(raw.rssNEES.count),
+               fingerprintAtWaypoints: ErrorSummary(raw.fingerprintWaypoint),
+               fingerprintInside95: raw.fingerprintNEES.isEmpty ? nil : Double(raw.fingerprintNEES.filter { $0 <= 5.991 }.count) / Double(raw.fingerprintNEES.count),
+               fingerprintPoints: raw.fingerprintPoints,
                ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
                smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint),
                fusionAndWCLAtSameWaypoints: SameWaypoints(wcl: ErrorSummary(raw.sameWCL), ekf: ErrorSummary(raw.sameEKF),

@@ -41,9 +41,14 @@ public struct FingerprintEstimator: Sendable {
     public var minAPs: Int
     /// The phone's detection threshold, dBm (the trace header's `rss_threshold_dbm` when set).
     public var phoneThreshold: Double
+    /// Scan entries last seen more than this before the scan's time are dropped (cached results
+    /// from elsewhere), s; nil = keep all.
+    public var maxAge: Double?
 
-    public init(sigma: Double = 4.6, offsetInvariant: Bool = false, minAPs: Int = 3, phoneThreshold: Double = -90) {
+    public init(sigma: Double = 4.6, offsetInvariant: Bool = false, minAPs: Int = 3, phoneThreshold: Double = -90,
+                maxAge: Double? = nil) {
         self.sigma = sigma; self.offsetInvariant = offsetInvariant; self.minAPs = minAPs; self.phoneThreshold = phoneThreshold
+        self.maxAge = maxAge
     }
 
     /// ℓ_i for every point of the map (same order as `map.points`), or why there is none.
@@ -90,12 +95,14 @@ public struct FingerprintEstimator: Sendable {
 
     /// Posterior mean and covariance of a scan's position.
     public func estimate(_ scan: WiFiScan, time: Double, map: FingerprintMap, subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
-        switch logLikelihoods(scan, map: map) {
+        var fresh = scan
+        if let a = maxAge { fresh.accessPoints.removeAll { time - ($0.lastSeen ?? time) > a } }
+        switch logLikelihoods(fresh, map: map) {
         case .failure(let f): return .failure(f)
         case .success(let ll):
             let (mean, cov, floor) = Self.posterior(ll, map: map)
             return .success(Fix(time: time, position: mean, covariance: cov, source: .fingerprint, subject: subject,
-                                usedCount: Self.knownCount(scan, map: map), floor: floor))
+                                usedCount: Self.knownCount(fresh, map: map), floor: floor))
         }
     }
 
@@ -129,7 +136,7 @@ public struct FingerprintEstimator: Sendable {
 /// reference data carry no fingerprint map get nothing from it (no survey, nothing to match).
 ///
 /// Options: `sigma_db` (4.6), `offset_invariant` (false), `min_aps` (3), `rss_min` (the trace
-/// header's `rss_threshold_dbm`, else −90 dBm).
+/// header's `rss_threshold_dbm`, else −90 dBm), `max_age_s` (none).
 public final class FingerprintStage: PipelineStage {
     public let estimator: FingerprintEstimator
     /// Explicit phone threshold (`rss_min`); nil = the header's.
@@ -146,6 +153,7 @@ public final class FingerprintStage: PipelineStage {
         e.offsetInvariant = try o.bool("offset_invariant", default: e.offsetInvariant)
         e.minAPs = try o.int("min_aps", default: e.minAPs)
         guard e.minAPs >= 1 else { throw ConfigurationError(path: "\(o.name).min_aps", reason: "must be ≥ 1") }
+        if o.values["max_age_s"] != nil { e.maxAge = try o.double("max_age_s", default: 0) }
         let t: Double? = o.values["rss_min"] == nil ? nil : try o.double("rss_min", default: -90)
         return FingerprintStage(estimator: e, phoneThreshold: t)
     }
