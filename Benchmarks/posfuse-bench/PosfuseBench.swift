@@ -20,6 +20,7 @@ enum BenchCommands {
         ReplayOne.self,
         ReplaySuite.self,
         TDoABench.self,
+        FingerprintBench.self,
         FilterBench.self,
         RefineOne.self,
         RefineSuite.self,

@@ -29,5 +29,8 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import filterpy, nump
 fi
 $PIN "$BENCH" filters --python "$VENV/bin/python" --script scripts/bench/filters_python.py
 
+echo "== fingerprint: matching µs/scan (651 × 12 and 1,035 × 520 maps) vs numpy, same model =="
+$PIN "$BENCH" fingerprint --python "$VENV/bin/python" --script scripts/bench/fingerprint_numpy.py
+
 echo "== refine: posfuse refine reports/s and peak memory vs Python's json I/O floor =="
 $PIN "$BENCH" refine

@@ -14,7 +14,7 @@ import Positioning
 ///
 /// **Model.** A local ENU frame at the reported position; the reported position enters as a
 /// GNSS fix (σ from the 68 % radius); the evidence events run in time order through the
-/// estimator stages (cell, cell-ta, wcl, rss, hapel, tdoa, peer, camloc; reference data from
+/// estimator stages (cell, cell-ta, wcl, rss, hapel, fingerprint, tdoa, peer, camloc; reference data from
 /// `--reference`) and the `ekf` stage fuses everything it accepts (PDR from an IMU window,
 /// χ² gating: a fix inconsistent with the rest is rejected and reported). The refined position
 /// is the filter's last estimate; its 95 % ellipse (semi-axes √(χ²₂(0.95) λᵢ)) and 95 % radius
@@ -30,7 +30,7 @@ public final class ReportRefiner {
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
     static let tileDegrees = 0.05
-    /// Cache bound: reference entries (APs, cells, beacons, landmarks, walls) over all cached
+    /// Cache bound: reference entries (APs, cells, beacons, landmarks, walls, fingerprint points) over all cached
     /// tiles, so memory stays bounded for a country-wide stream whatever the reference's size.
     static let maxCachedEntries = 2_000_000
 
@@ -62,7 +62,8 @@ public final class ReportRefiner {
     }
 
     static func entryCount(_ r: ReferenceData) -> Int {
-        r.accessPoints.count + r.cells.count + r.beacons.count + r.landmarks.count + r.walls.count + 1
+        r.accessPoints.count + r.cells.count + r.beacons.count + r.landmarks.count + r.walls.count
+            + (r.fingerprints?.points.count ?? 0) + 1
     }
 
     /// One refined (or failed) report as a GeoJSON Feature object.

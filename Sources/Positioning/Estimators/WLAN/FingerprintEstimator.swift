@@ -67,29 +67,37 @@ public struct FingerprintEstimator: Sendable {
         var isHeard = [Bool](repeating: false, count: m)
         for j in cols { isHeard[j] = true }
         let k = 1 / (2 * sigma * sigma)
+        let tMap = map.threshold, tPhone = phoneThreshold, invariant = offsetInvariant
         var out = [Double](repeating: 0, count: map.points.count)
+        // Unchecked buffers: the per-point loops are the whole cost (posfuse-bench fingerprint).
         map.values.withUnsafeBufferPointer { v in
-            for i in 0..<map.points.count {
+        map.heardColumns.withUnsafeBufferPointer { hc in
+        map.heardStart.withUnsafeBufferPointer { hs in
+        isHeard.withUnsafeBufferPointer { ih in
+        cols.withUnsafeBufferPointer { cj in
+        s.withUnsafeBufferPointer { sv in
+        out.withUnsafeMutableBufferPointer { o in
+            for i in 0..<o.count {
                 let row = i * m
                 var delta = 0.0
-                if offsetInvariant {
+                if invariant {
                     var sum = 0.0, n = 0
-                    for (c, j) in cols.enumerated() where !v[row + j].isNaN { sum += s[c] - v[row + j]; n += 1 }
+                    for c in 0..<cj.count where !v[row + cj[c]].isNaN { sum += sv[c] - v[row + cj[c]]; n += 1 }
                     if n > 0 { delta = sum / Double(n) }
                 }
                 var q = 0.0
-                for (c, j) in cols.enumerated() {
-                    let f = v[row + j]
-                    let r = f.isNaN ? max(0, s[c] - delta - map.threshold) : s[c] - delta - f
+                for c in 0..<cj.count {
+                    let f = v[row + cj[c]]
+                    let r = f.isNaN ? max(0, sv[c] - delta - tMap) : sv[c] - delta - f
                     q += r * r
                 }
-                for c in map.heardStart[i]..<map.heardStart[i + 1] {
-                    let j = map.heardColumns[c]
-                    if !isHeard[j] { let r = max(0, v[row + j] + delta - phoneThreshold); q += r * r }
+                for c in hs[i]..<hs[i + 1] {
+                    let j = hc[c]
+                    if !ih[j] { let r = max(0, v[row + j] + delta - tPhone); q += r * r }
                 }
-                out[i] = -k * q
+                o[i] = -k * q
             }
-        }
+        } } } } } } }
         return .success(out)
     }
 
@@ -115,20 +123,25 @@ public struct FingerprintEstimator: Sendable {
     public static func posterior(_ ll: [Double], map: FingerprintMap) -> (SIMD2<Double>, Covariance2, Int?) {
         let top = ll.max() ?? 0
         let w = ll.map { exp($0 - top) }
-        var byFloor: [Int?: Double] = [:]
-        for (i, p) in map.points.enumerated() { byFloor[p.floor, default: 0] += w[i] }
-        let floor = byFloor.max { a, b in a.value != b.value ? a.value < b.value : (a.key ?? .min) > (b.key ?? .min) }!.key
+        let pos = map.positions, floors = map.floors
+        var floor = floors.first ?? nil
+        if floors.contains(where: { $0 != floor }) {
+            var byFloor: [Int?: Double] = [:]
+            for i in w.indices { byFloor[floors[i], default: 0] += w[i] }
+            floor = byFloor.max { a, b in a.value != b.value ? a.value < b.value : (a.key ?? .min) > (b.key ?? .min) }!.key
+        }
         var sw = 0.0, mean = SIMD2<Double>(0, 0)
-        for (i, p) in map.points.enumerated() where p.floor == floor { sw += w[i]; mean += w[i] * p.position }
+        for i in w.indices where floors[i] == floor { sw += w[i]; mean += w[i] * pos[i] }
         mean /= sw
         var ee = 0.0, en = 0.0, nn = 0.0
-        for (i, p) in map.points.enumerated() where p.floor == floor {
-            let d = p.position - mean
+        for i in w.indices where floors[i] == floor {
+            let d = pos[i] - mean
             ee += w[i] * d.x * d.x; en += w[i] * d.x * d.y; nn += w[i] * d.y * d.y
         }
         let q = (map.spacing ?? 0) * (map.spacing ?? 0) / 12
         return (mean, Covariance2(ee: ee / sw + q, en: en / sw, nn: nn / sw + q), floor)
     }
+
 }
 
 /// Pipeline stage `fingerprint`: a fix per WiFi scan from the reference data's fingerprint map

@@ -34,6 +34,10 @@ public struct FingerprintMap: Sendable, Equatable {
     let index: [String: Int]
     /// Row-major points × bssids mean RSS, NaN where the AP was not heard.
     let values: [Double]
+    /// Positions and floors of the points, apart from their RSS dictionaries (the posterior's
+    /// loops then touch no reference-counted storage).
+    let positions: [SIMD2<Double>]
+    let floors: [Int?]
     /// Columns heard at point i: `heardColumns[heardStart[i]..<heardStart[i + 1]]`.
     let heardColumns: [Int]
     let heardStart: [Int]
@@ -50,6 +54,7 @@ public struct FingerprintMap: Sendable, Equatable {
             cols += js; start.append(cols.count)
         }
         bssids = names; index = idx
+        positions = points.map(\.position); floors = points.map(\.floor)
         values = v; heardColumns = cols; heardStart = start
     }
 
