@@ -61,7 +61,7 @@ struct EvaluateRadio: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Test recordings (files or folders).") var test: [String] = []
     @Option(help: "lte-walks, ms-indoor, ujiindoorloc, gsdc, gnsslogger (default: detected).") var dataset: String?
     @Option(name: .customLong("truth-point"), help: "gnsslogger: the static phone's surveyed position 'lat,lon[,h]' (WGS84 degrees, m).") var truthPoint: String?
-    @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss; ms-indoor: its ekf section sets the PDR + WiFi filter (inputs stay [wcl]); ujiindoorloc: its fingerprint section.") var pipeline: String?
+    @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss; ms-indoor: its ekf section sets the PDR + WiFi filter (inputs stay [wcl]), its fingerprint section the fingerprint estimator (also for ujiindoorloc).") var pipeline: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
@@ -146,6 +146,7 @@ struct EvaluateRadio: ParsableCommand {
                     }
                     ev.fusion.inputs = [.wcl]
                 }
+                if let pipeline, let o = try loadPipelineStages(pipeline)["fingerprint"] { ev.fingerprint = try FingerprintStage.make(o).estimator }
                 let report: WLANEvaluation.Report
                 if folder == nil {
                     let tr = try RadioWalkLoader.load(trainURLs, dataset: ds), te = try RadioWalkLoader.load(testURLs, dataset: ds)

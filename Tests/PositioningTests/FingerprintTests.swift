@@ -60,6 +60,23 @@ import Foundation
         #expect(simd_len(raw.position - SIMD2(0, 0)) < 1e-6)
     }
 
+    /// Tempering: a scan the best point explains within σ is unchanged; one that even the best
+    /// point misses by 3σ per AP gets σ̂² = q_min/h, a wider posterior.
+    @Test func temperingWidensOnlyPoorMatches() throws {
+        let fp: [[String: Double]] = [["a": -40, "b": -70, "c": -80], ["a": -50, "b": -62, "c": -78], ["a": -60, "b": -55, "c": -70]]
+        let map = FingerprintMap(points: fp.enumerated().map { P(position: SIMD2(Double($0.offset) * 2, 0), rss: $0.element) }, threshold: -95)
+        let plain = FingerprintEstimator(sigma: 2), tempered = FingerprintEstimator(sigma: 2, temper: true)
+        let good = scan(["a": -49, "b": -63, "c": -77])        // 1 dB from point 1 per AP: q/h = 1 < σ² = 4
+        #expect(try plain.logLikelihoods(good, map: map).get() == tempered.logLikelihoods(good, map: map).get())
+        let poor = scan(["a": -44, "b": -68, "c": -84])        // ≥ 6 dB from every point
+        let lp = try plain.logLikelihoods(poor, map: map).get(), lt = try tempered.logLikelihoods(poor, map: map).get()
+        let qmin = -(lp.max()!) * 2 * 4, scale = qmin / (4 * 3)
+        #expect(scale > 1)
+        for i in 0..<3 { #expect(abs(lt[i] - lp[i] / scale) < 1e-12) }
+        let wp = try plain.estimate(poor, time: 0, map: map).get(), wt = try tempered.estimate(poor, time: 0, map: map).get()
+        #expect(wt.covariance.ee > wp.covariance.ee)
+    }
+
     /// The posterior keeps to the most probable floor.
     @Test func mostProbableFloor() throws {
         let a: [String: Double] = ["a": -50, "b": -60, "c": -70]

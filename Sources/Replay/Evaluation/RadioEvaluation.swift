@@ -189,6 +189,8 @@ public struct WLANEvaluation: Sendable {
     public var waypointWindow: Double
     /// Calibrate κ, σ0 on the training walks (WCL run on them with their own map).
     public var calibrateCovariance: Bool
+    /// The fingerprint estimator (its thresholds and `maxAge` are set from the map and `mapBuilder`).
+    public var fingerprint = FingerprintEstimator()
     /// The PDR + WiFi filter (`ekf` and its `smoother`); its only position input is `wcl`.
     public var fusion: FusionStage.Settings = {
         var s = FusionStage.Settings(kind: .ekf)
@@ -287,7 +289,8 @@ public struct WLANEvaluation: Sendable {
     /// one walk with an AP map.
     func fixes(_ w: RecordedWalk, map: [String: AccessPoint], fingerprints: FingerprintMap, wcl: WCLEstimator) -> [Fix] {
         let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map, fingerprints: fingerprints))
-        let fp = FingerprintEstimator(phoneThreshold: fingerprints.threshold, maxAge: mapBuilder.maxAge)
+        var fp = fingerprint
+        fp.phoneThreshold = fingerprints.threshold; fp.maxAge = mapBuilder.maxAge
         let pipe = Pipeline(stages: [WCLStage(estimator: wcl), FingerprintStage(estimator: fp),
                                      HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
                                                                           rssThreshold: w.header.rssThreshold ?? -90)),

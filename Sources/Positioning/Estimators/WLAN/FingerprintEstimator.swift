@@ -27,6 +27,9 @@ import Foundation
 /// the fix is the posterior mean p̂ = Σ w_i p_i and its covariance the posterior spread
 /// Σ w_i (p_i − p̂)(p_i − p̂)ᵀ plus the grid quantisation spacing²/12 per axis.
 ///
+/// With `temper`, a scan that even the best point misses by more than σ per AP (q_min > hσ²,
+/// h = scan APs the map knows) is matched with σ̂² = q_min/h (measured in docs/radio.md; off).
+///
 /// Failures: no map → `.missingInput`; fewer than `minAPs` scan APs the map knows →
 /// `.tooFewAnchors`. Cost: O(points × APs) per scan.
 public struct FingerprintEstimator: Sendable {
@@ -44,11 +47,13 @@ public struct FingerprintEstimator: Sendable {
     /// Scan entries last seen more than this before the scan's time are dropped (cached results
     /// from elsewhere), s; nil = keep all.
     public var maxAge: Double?
+    /// Widen the likelihood when the best point's residual exceeds σ per AP (σ̂² = q_min/h).
+    public var temper: Bool
 
     public init(sigma: Double = 4.6, offsetInvariant: Bool = false, minAPs: Int = 3, phoneThreshold: Double = -90,
-                maxAge: Double? = nil) {
+                maxAge: Double? = nil, temper: Bool = false) {
         self.sigma = sigma; self.offsetInvariant = offsetInvariant; self.minAPs = minAPs; self.phoneThreshold = phoneThreshold
-        self.maxAge = maxAge
+        self.maxAge = maxAge; self.temper = temper
     }
 
     /// ℓ_i for every point of the map (same order as `map.points`), or why there is none.
@@ -95,9 +100,14 @@ public struct FingerprintEstimator: Sendable {
                     let j = hc[c]
                     if !ih[j] { let r = max(0, v[row + j] + delta - tPhone); q += r * r }
                 }
-                o[i] = -k * q
+                o[i] = q
             }
         } } } } } } }
+        // Tempering: when even the best point misses by more than σ per AP, σ under-states this
+        // scan's mismatch (an unsurveyed place, a changed site): σ̂² = q_min/h replaces σ².
+        var kt = k
+        if temper, let qmin = out.min() { kt = k / max(1, qmin / (sigma * sigma * Double(cols.count))) }
+        for i in out.indices { out[i] *= -kt }
         return .success(out)
     }
 
@@ -148,7 +158,7 @@ public struct FingerprintEstimator: Sendable {
 /// (`FingerprintEstimator`), and a loose position measurement for the filters. Traces whose
 /// reference data carry no fingerprint map get nothing from it (no survey, nothing to match).
 ///
-/// Options: `sigma_db` (4.6), `offset_invariant` (false), `min_aps` (3), `rss_min` (the trace
+/// Options: `sigma_db` (4.6), `offset_invariant` (false), `temper` (false), `min_aps` (3), `rss_min` (the trace
 /// header's `rss_threshold_dbm`, else −90 dBm), `max_age_s` (none).
 public final class FingerprintStage: PipelineStage {
     public let estimator: FingerprintEstimator
@@ -167,6 +177,7 @@ public final class FingerprintStage: PipelineStage {
         e.minAPs = try o.int("min_aps", default: e.minAPs)
         guard e.minAPs >= 1 else { throw ConfigurationError(path: "\(o.name).min_aps", reason: "must be ≥ 1") }
         if o.values["max_age_s"] != nil { e.maxAge = try o.double("max_age_s", default: 0) }
+        e.temper = try o.bool("temper", default: e.temper)
         let t: Double? = o.values["rss_min"] == nil ? nil : try o.double("rss_min", default: -90)
         return FingerprintStage(estimator: e, phoneThreshold: t)
     }
