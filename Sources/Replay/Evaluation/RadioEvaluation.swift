@@ -463,26 +463,18 @@ extension UJIIndoorLocReader {
     public static func evaluateFingerprint(train: [Row], test: [Row], estimator base: FingerprintEstimator = FingerprintEstimator())
         -> (errors: [Double], floorHits: Double, points: Int) {
         struct Key: Hashable { var b: Int, f: Int, x: Double, y: Double }
-        var sums: [Key: [String: (Double, Int)]] = [:]
-        var rows: [Key: Int] = [:]
+        var cells: [Key: FingerprintMap.PointAccumulator] = [:]
         var order: [Key] = []
         var weakest = 0.0
         for r in train {
             let k = Key(b: r.building, f: r.floor, x: r.position.x, y: r.position.y)
-            if sums[k] == nil { sums[k] = [:]; order.append(k) }
-            rows[k, default: 0] += 1
-            for (w, v) in r.heard {
-                let o = sums[k]![w.lowercased()] ?? (0, 0)
-                sums[k]![w.lowercased()] = (o.0 + v, o.1 + 1)
-                weakest = min(weakest, v)
-            }
+            if cells[k] == nil { cells[k] = .init(); order.append(k) }
+            var heard: [String: Double] = [:]
+            for (w, v) in r.heard { heard[w.lowercased()] = v; weakest = min(weakest, v) }
+            cells[k]!.add(heard, at: r.position)
         }
         for r in test { for (_, v) in r.heard { weakest = min(weakest, v) } }
-        let points = order.map { k in
-            FingerprintMap.Point(position: SIMD2(k.x, k.y), floor: 100 * k.b + k.f,
-                                 rss: sums[k]!.filter { 2 * $0.value.1 >= rows[k]! }.mapValues { $0.0 / Double($0.1) },
-                                 scans: rows[k]!)
-        }
+        let points = order.map { cells[$0]!.point(floor: 100 * $0.b + $0.f) }
         let map = FingerprintMap(points: points, threshold: weakest)
         var est = base
         est.phoneThreshold = weakest

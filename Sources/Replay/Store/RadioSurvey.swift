@@ -216,9 +216,9 @@ public struct RadioMapBuilder: Sendable {
 
 /// A fingerprint map (`FingerprintMap`) from walks with ground truth — the crowdsourced
 /// counterpart of a site survey. Every scan whose truth is known at its time is binned into a
-/// `cellSize` grid cell per floor; a cell becomes one reference point at the mean truth
-/// position of its scans, keeping each AP heard in at least half of them with the mean of
-/// its RSS (the simulator's survey rule). Entries older than `maxAge` s at the scan time are
+/// `cellSize` grid cell per floor; a cell becomes one reference point by the survey rule
+/// (`FingerprintMap.PointAccumulator`: mean truth position, APs heard in at least half of the
+/// cell's scans with their mean RSS). Entries older than `maxAge` s at the scan time are
 /// dropped (cached results from elsewhere). The detection threshold is the weakest RSS kept.
 public struct FingerprintMapBuilder: Sendable {
     public var cellSize: Double
@@ -227,8 +227,7 @@ public struct FingerprintMapBuilder: Sendable {
 
     public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> FingerprintMap {
         struct Cell: Hashable { var floor: Int?, i: Int, j: Int }
-        struct Acc { var position = SIMD2<Double>(0, 0); var scans = 0; var rss: [String: (sum: Double, n: Int)] = [:] }
-        var cells: [Cell: Acc] = [:]
+        var cells: [Cell: FingerprintMap.PointAccumulator] = [:]
         var order: [Cell] = []
         var weakest = Double.infinity
         for w in walks {
@@ -236,25 +235,17 @@ public struct FingerprintMapBuilder: Sendable {
             for e in w.events {
                 guard case .wifi(let scan) = e.payload, let p = truth.position(at: e.time) else { continue }
                 let c = Cell(floor: truth.floor(at: e.time), i: Int((p.x / cellSize).rounded(.down)), j: Int((p.y / cellSize).rounded(.down)))
-                if cells[c] == nil { cells[c] = Acc(); order.append(c) }
-                cells[c]!.position += p; cells[c]!.scans += 1
+                if cells[c] == nil { cells[c] = .init(); order.append(c) }
                 var seen: [String: Double] = [:]
                 for o in scan.accessPoints where o.rss.isFinite && e.time - (o.lastSeen ?? e.time) <= maxAge {
                     let b = MACAddress.normalize(o.bssid)
                     seen[b] = max(seen[b] ?? -.infinity, o.rss)
+                    weakest = min(weakest, o.rss)
                 }
-                for (b, v) in seen {
-                    let a = cells[c]!.rss[b] ?? (0, 0)
-                    cells[c]!.rss[b] = (a.sum + v, a.n + 1)
-                    weakest = min(weakest, v)
-                }
+                cells[c]!.add(seen, at: p)
             }
         }
-        let points = order.map { c -> FingerprintMap.Point in
-            let a = cells[c]!
-            let kept = a.rss.filter { 2 * $0.value.n >= a.scans }.mapValues { $0.sum / Double($0.n) }
-            return .init(position: a.position / Double(a.scans), floor: c.floor, rss: kept, scans: a.scans)
-        }
+        let points = order.map { cells[$0]!.point(floor: $0.floor) }
         return FingerprintMap(points: points, threshold: weakest.isFinite ? weakest : -100, spacing: cellSize)
     }
 }

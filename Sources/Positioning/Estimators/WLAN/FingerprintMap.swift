@@ -59,4 +59,26 @@ public struct FingerprintMap: Sendable, Equatable {
     }
 
     public var isEmpty: Bool { points.isEmpty }
+
+    /// Averages the scans taken at one reference point into a `Point` — the survey rule used
+    /// by the simulator's survey, `FingerprintMapBuilder` and the UJIIndoorLoc evaluation: the
+    /// mean position of the scans, and each AP heard in at least half of them with the mean of
+    /// its RSS over the scans that heard it.
+    public struct PointAccumulator: Sendable {
+        public private(set) var scans = 0
+        private var positionSum = SIMD2<Double>(0, 0)
+        private var sums: [String: (sum: Double, n: Int)] = [:]
+        public init() {}
+
+        /// One scan at `position`: RSS (dBm) per BSSID heard, one value per BSSID.
+        public mutating func add(_ heard: [String: Double], at position: SIMD2<Double>) {
+            scans += 1; positionSum += position
+            for (b, v) in heard { let a = sums[b] ?? (0, 0); sums[b] = (a.sum + v, a.n + 1) }
+        }
+
+        public func point(floor: Int?) -> Point {
+            Point(position: positionSum / Double(max(scans, 1)), floor: floor,
+                  rss: sums.filter { 2 * $0.value.n >= scans }.mapValues { $0.sum / Double($0.n) }, scans: scans)
+        }
+    }
 }

@@ -30,7 +30,8 @@ struct WiFiSimulator {
     }
 
     /// The fingerprint survey of `spec.survey` (SurveySpec): reference points row by row
-    /// from the south-west corner of the area, on the survey floor.
+    /// from the south-west corner of the area, on the survey floor; each point's scans are
+    /// averaged by `FingerprintMap.PointAccumulator` (means rounded to 0.1 dB).
     func survey(seed: UInt64, floorHeights: [Double]) -> [FingerprintMap.Point] {
         guard let sv = spec.survey else { return [] }
         let change = spec.aps.map {
@@ -45,17 +46,20 @@ struct WiFiSimulator {
         for r in 0...nn {
             for c in 0...ne {
                 let e = quantise(sv.area[0] + Double(c) * sv.spacing, 1e-3), n = quantise(sv.area[1] + Double(r) * sv.spacing, 1e-3)
-                var rss: [String: Double] = [:]
+                // Draws AP by AP (the random stream's order), then the scans in turn.
+                var heard = [[String: Double]](repeating: [:], count: sv.scansPerPoint)
                 for (i, a) in spec.aps.enumerated() {
                     let mean = meanRSS(i, e: e, n: n, u: u, floor: sv.floor) + change[i].value(e, n) + sv.deviceOffset
-                    var sum = 0.0, heard = 0
-                    for _ in 0..<sv.scansPerPoint {
+                    for k in 0..<sv.scansPerPoint {
                         let v = quantise(mean + rng.gaussian(spec.jitterSigma), spec.quantisation)
-                        if v >= spec.threshold { sum += v; heard += 1 }
+                        if v >= spec.threshold { heard[k][a.bssid] = v }
                     }
-                    if 2 * heard >= sv.scansPerPoint { rss[a.bssid] = quantise(sum / Double(heard), 0.1) }
                 }
-                out.append(.init(position: SIMD2(e, n), floor: sv.floor, rss: rss, scans: sv.scansPerPoint))
+                var acc = FingerprintMap.PointAccumulator()
+                for h in heard { acc.add(h, at: SIMD2(e, n)) }
+                var p = acc.point(floor: sv.floor)
+                p.position = SIMD2(e, n); p.rss = p.rss.mapValues { quantise($0, 0.1) }
+                out.append(p)
             }
         }
         return out
