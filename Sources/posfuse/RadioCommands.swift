@@ -399,12 +399,19 @@ struct RadioMapBuild: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
         abstract: "Estimate AP positions (+P0, n where the data allows) from walks with ground truth into SQLite.",
-        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files. --reference-json writes an 'aps' section for reference.json."
+        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md)."
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
     @Option(name: .customLong("reference-json"), help: "Also write {\"aps\": [...]} to this file.") var referenceJSON: String?
     @Option(name: .customLong("max-age"), help: "Drop scan entries older than this, s.") var maxAge: Double = 5
+    @Flag(help: "With --reference-json: also write a 'fingerprints' section, the walks' scans binned into --fingerprint-cell cells (the fingerprint stage's map).") var fingerprints = false
+    @Option(name: .customLong("fingerprint-cell"), help: "Fingerprint cell size, m.") var fingerprintCell: Double = 2
+
+    func validate() throws {
+        if fingerprints && referenceJSON == nil { throw ValidationError("--fingerprints writes into --reference-json; give that file") }
+        if !(fingerprintCell > 0) { throw ValidationError("--fingerprint-cell must be > 0 m") }
+    }
 
     func run() throws {
         for p in inputs where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
@@ -419,12 +426,19 @@ struct RadioMapBuild: ParsableCommand {
             let est = RadioMapBuilder(maxAge: maxAge).build(walks, frame: frame)
             let database = try RadioMapDatabase(path: db)
             try database.replace(with: est, frame: frame)
+            var points = 0
             if let r = referenceJSON {
-                let d = try JSONSerialization.data(withJSONObject: ["aps": RadioMapDatabase.referenceJSON(est.map(\.ap))],
-                                                   options: [.prettyPrinted, .sortedKeys])
+                var ref: [String: Any] = ["aps": RadioMapDatabase.referenceJSON(est.map(\.ap))]
+                if fingerprints {
+                    let map = FingerprintMapBuilder(cellSize: fingerprintCell, maxAge: maxAge).build(walks, frame: frame)
+                    ref["fingerprints"] = RadioMapDatabase.referenceJSON(map)
+                    points = map.points.count
+                }
+                let d = try JSONSerialization.data(withJSONObject: ref, options: [.prettyPrinted, .sortedKeys])
                 try d.write(to: URL(fileURLWithPath: r))
             }
-            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) written to \(db)")
+            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) written to \(db)"
+                  + (fingerprints ? "; \(points) fingerprint point(s) to \(referenceJSON!)" : ""))
         } catch let e as ImportDataError {
             printError(e.description)
             throw ExitCode(ExitStatus.dataError)

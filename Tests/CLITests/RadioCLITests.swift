@@ -1,5 +1,7 @@
 import Testing
 import Foundation
+import Replay
+import Positioning
 
 /// End-to-end radio commands: evaluate radio on a scenario folder (JSON), radiomap build and
 /// celldb build on tiny self-made traces, usage errors (exit 64).
@@ -89,6 +91,16 @@ import Foundation
         #expect(m.status == 0, "\(m.stderr)")
         let aps = try JSONSerialization.jsonObject(with: Data(contentsOf: ref)) as? [String: Any]
         #expect((aps?["aps"] as? [[String: Any]])?.first?["bssid"] as? String == "00:1a:00:00:00:01")
+        #expect(aps?["fingerprints"] == nil)
+        // --fingerprints: one 2 m cell per scan here (5 m steps), read back by the reference loader.
+        let f = try CLI.run(["radiomap", "build", trace.path, "--db", rdb, "--reference-json", ref.path, "--fingerprints"])
+        #expect(f.status == 0 && f.stdout.contains("60 fingerprint point(s)"), "\(f.stdout) \(f.stderr)")
+        let map = try #require(try ReferenceLoader.load(url: ref, frame: LocalFrame(origin: Geodetic(latitude: 45, longitude: -75, height: 0))).fingerprints)
+        #expect(map.points.count == 60 && map.spacing == 2 && map.bssids == ["00:1a:00:00:00:01"])
+        let expected: Double = (-40 - 30 * log10(5.0)).rounded()
+        let at50 = try #require(map.points.first { $0.position == SIMD2<Double>(50, 0) })
+        #expect(at50.rss["00:1a:00:00:00:01"] == expected)
+        #expect(try CLI.run(["radiomap", "build", trace.path, "--db", rdb, "--fingerprints"]).status == 64)
     }
 
     @Test func usageErrors() throws {

@@ -75,6 +75,18 @@ public final class RadioMapDatabase {
     }
 
     /// The `aps` section of a `reference.json` (positions as ENU `e`, `n`, `u`).
+    /// The `fingerprints` section of reference.json (docs/trace-format.md) for a map.
+    public static func referenceJSON(_ map: FingerprintMap) -> [String: Any] {
+        var d: [String: Any] = ["threshold_dbm": map.threshold]
+        if let s = map.spacing { d["spacing_m"] = s }
+        d["points"] = map.points.map { p -> [String: Any] in
+            var o: [String: Any] = ["e": p.position.x, "n": p.position.y, "scans": p.scans, "rss": p.rss]
+            if let f = p.floor { o["floor"] = f }
+            return o
+        }
+        return d
+    }
+
     public static func referenceJSON(_ aps: [AccessPoint]) -> [[String: Any]] {
         aps.sorted { $0.bssid < $1.bssid }.map { a in
             var d: [String: Any] = ["bssid": a.bssid, "e": a.position.x, "n": a.position.y, "u": a.position.z]
