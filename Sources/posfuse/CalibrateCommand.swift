@@ -7,7 +7,7 @@ import Replay
 struct Calibrate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Fit uncertainty calibrations against ground truth (training data only).",
-        subcommands: [CalibrateGNSS.self]
+        subcommands: [CalibrateGNSS.self, CalibrateFingerprint.self]
     )
 }
 
@@ -77,6 +77,72 @@ struct CalibrateGNSS: ParsableCommand {
                 let data = try JSONEncoder().encode(bins)
                 let obj: [String: Any] = ["fixes": samples.count, "edges_m": calibration.edges, "factors": calibration.factors,
                                           "bins": try JSONSerialization.jsonObject(with: data)]
+                print(String(decoding: try JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]), as: UTF8.self))
+            } else {
+                print(yaml, terminator: "")
+            }
+        }
+    }
+}
+
+/// `posfuse calibrate fingerprint`: the fingerprint likelihood's σ against ground truth (docs/radio.md).
+struct CalibrateFingerprint: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fingerprint",
+        abstract: "Calibrate the fingerprint stage's σ (dB) against ground truth.",
+        discussion: """
+        Replays the training recordings (traces with ground truth and a reference.json that
+        carries a fingerprint map), or with --runs simulates each scenario folder with seeds
+        S, S+1, …, matches every WiFi scan against the map, and finds the σ at which the fixes'
+        average NEES is 2 (the χ²₂ mean the filters expect of their inputs). Writes a pipeline
+        file with that sigma_db. The σ belongs to a site and its survey: calibrate per site, on
+        recordings (or seeds) other than those you evaluate on.
+
+        Examples:
+          posfuse calibrate fingerprint Traces/crowd-peers --runs 30 --first-seed 1001 -o site.yaml
+          posfuse evaluate consistency Traces/crowd-peers --runs 50 --pipeline site.yaml
+        """.reflowed
+    )
+
+    @Argument(help: "Training traces (folders with reference.json), or scenario folders with --runs.") var inputs: [String]
+    @Option(help: "Simulate each input (a folder with scenario.yaml) this many times instead of replaying it.") var runs: Int?
+    @Option(name: .customLong("first-seed"), help: "Seed of the first simulated run.") var firstSeed: UInt64 = 1001
+    @Option(help: "Pipeline file whose fingerprint options (other than sigma_db) apply.") var pipeline: String?
+    @Option(name: [.customShort("o"), .long], help: "Write the calibration as a pipeline file here.") var output: String?
+    @Flag(help: "Machine-readable JSON on stdout.") var json = false
+    @Flag(name: .customLong("no-progress"), help: "No progress line on stderr.") var noProgress = false
+
+    func validate() throws {
+        if let r = runs {
+            guard r >= 1 else { throw ValidationError("--runs must be ≥ 1") }
+            try requireScenarioFolders(inputs, note: " (needed with --runs)")
+        }
+    }
+
+    func run() throws {
+        try withExitCodes {
+            let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
+            var samples: [FingerprintCalibration.Sample] = []
+            let bar = Progress(label: "calibrate fingerprint", total: Int64(inputs.count * (runs ?? 1)), enabled: !noProgress && !json)
+            for (i, input) in inputs.enumerated() {
+                if let r = runs {
+                    samples += try FingerprintCalibrationFit.samples(scenarioFolder: URL(fileURLWithPath: input), runs: r, firstSeed: firstSeed,
+                                                                     stages: stages) { bar.update(completed: Int64(i * r + $0)) }
+                } else {
+                    samples += try FingerprintCalibrationFit.samples(of: try TraceLocation.resolve(input), stages: stages)
+                    bar.update(completed: Int64(i + 1))
+                }
+            }
+            bar.finish()
+            guard let r = FingerprintCalibration.fit(samples), r.count > 0 else {
+                printError("calibrate fingerprint: no WiFi scan with ground truth and a fingerprint map in the inputs")
+                throw ExitCode(ExitStatus.dataError)
+            }
+            let command = (["posfuse", "calibrate", "fingerprint"] + CommandLine.arguments.dropFirst(3)).joined(separator: " ")
+            let yaml = FingerprintCalibrationFit.pipelineYAML(r, command: command)
+            if let o = output { try yaml.write(toFile: o, atomically: true, encoding: .utf8) }
+            if json {
+                let obj: [String: Any] = ["scans": r.count, "sigma_db": r.sigma, "anees": r.anees, "inside95": r.inside95]
                 print(String(decoding: try JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]), as: UTF8.self))
             } else {
                 print(yaml, terminator: "")

@@ -74,6 +74,24 @@ import Testing
         #expect(abs(after - 0.95) < abs(before - 0.95), "inside95 \(before) → \(after)")
     }
 
+    /// `posfuse calibrate fingerprint` on two seeded runs of crowd-peers: a σ near the default's
+    /// (fitted on 30 runs: 4.62 dB) and a pipeline file that replay accepts; a trace without a
+    /// fingerprint map cannot be fitted (65).
+    @Test func fingerprintSigma() throws {
+        let peers = CLI.root.appendingPathComponent("Traces/crowd-peers").path
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("fp-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let fit = try CLI.run(["calibrate", "fingerprint", peers, "--runs", "2", "--first-seed", "1001", "-o", out.path, "--json"])
+        #expect(fit.status == 0, "\(fit.stderr)")
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(fit.stdout.utf8)) as? [String: Any])
+        let sigma = try #require(root["sigma_db"] as? Double), anees = try #require(root["anees"] as? Double)
+        #expect(sigma > 3.5 && sigma < 6, "σ \(sigma)")
+        #expect(abs(anees - 2) < 0.01 && (root["scans"] as? Int) == 750)
+        #expect(try CLI.run(["replay", peers, "--pipeline", out.path]).status == 0)
+        let mall = CLI.root.appendingPathComponent("Traces/mall-sparse-ap").path
+        #expect(try CLI.run(["calibrate", "fingerprint", mall]).status == 65)
+    }
+
     @Test func errors() throws {
         // --runs needs scenario folders; a trace without gnss fixes cannot be fitted (65).
         #expect(try CLI.run(["calibrate", "gnss", "/nonexistent", "--runs", "2"]).status == 64)

@@ -77,6 +77,36 @@ import Foundation
         #expect(wt.covariance.ee > wp.covariance.ee)
     }
 
+    /// Calibration recovers σ where the model is exact: truth drawn from the map's points (the
+    /// flat prior), scans = F(truth) + N(0, σ²) with every AP heard, no grid term. At the true σ
+    /// the posterior is the exact Bayesian one, so E[NEES] = tr(P⁻¹P) = 2; 3,000 seeded scans.
+    @Test func calibrationRecoversTheTrueSigma() throws {
+        var pts: [P] = []
+        let aps: [SIMD2<Double>] = [SIMD2(0, 0), SIMD2(30, 0), SIMD2(0, 30), SIMD2(30, 30)]
+        func model(_ x: SIMD2<Double>) -> [String: Double] {
+            var r: [String: Double] = [:]
+            for (k, a) in aps.enumerated() { r["ap\(k)"] = -40 - 30 * log10(max(1, ((x - a) * (x - a)).sum().squareRoot())) }
+            return r
+        }
+        for i in 0..<16 { for j in 0..<16 { pts.append(P(position: SIMD2(Double(i) * 2, Double(j) * 2), rss: model(SIMD2(Double(i) * 2, Double(j) * 2)))) } }
+        let map = FingerprintMap(points: pts, threshold: -300)
+        let est = FingerprintEstimator(phoneThreshold: -300)
+        var rng = SplitMix64(seed: 99)
+        let sigmaTrue = 4.0
+        var samples: [FingerprintCalibration.Sample] = []
+        for _ in 0..<3000 {
+            let truth = pts[Int(rng.uniform() * Double(pts.count)) % pts.count]
+            let s = scan(truth.rss.mapValues { $0 + sigmaTrue * rng.gaussian() })
+            samples += [FingerprintCalibration.Sample(scan: s, time: 0, truth: truth.position, map: map, estimator: est)].compactMap { $0 }
+        }
+        let r = try #require(FingerprintCalibration.fit(samples))
+        let atTrue = FingerprintCalibration.score(samples, sigma: sigmaTrue)
+        print("fingerprint calibration: σ̂ = \(r.sigma) dB (true 4), ANEES at the true σ \(atTrue.anees), inside95 \(atTrue.inside95)")
+        #expect(abs(atTrue.anees - 2) < 0.2)
+        #expect(abs(r.sigma / sigmaTrue - 1) < 0.08)
+        #expect(abs(r.anees - 2) < 0.01 && r.count == 3000)
+    }
+
     /// The posterior keeps to the most probable floor.
     @Test func mostProbableFloor() throws {
         let a: [String: Double] = ["a": -50, "b": -60, "c": -70]

@@ -1,0 +1,46 @@
+import Foundation
+import Positioning
+
+/// Training samples for `FingerprintCalibration` (`posfuse calibrate fingerprint`): every WiFi
+/// scan of the given recordings (or seeded simulator runs) whose phone has ground truth at the
+/// scan time, matched against the recording's own fingerprint map (`reference.json`
+/// `fingerprints`) with the `fingerprint` stage's options from `stages` (σ aside).
+public enum FingerprintCalibrationFit {
+    public static func samples(of location: TraceLocation, stages: [String: StageOptions] = [:]) throws -> [FingerprintCalibration.Sample] {
+        let walk = try RecordedWalk.read(location.trace)
+        let frame = walk.header.frame
+        guard let map = try ReferenceLoader.load(folder: location.folder, frame: frame).fingerprints, !map.isEmpty else { return [] }
+        var est = try FingerprintStage.make(stages["fingerprint"] ?? StageOptions(name: "fingerprint")).estimator
+        if stages["fingerprint"]?.values["rss_min"] == nil { est.phoneThreshold = walk.header.rssThreshold ?? est.phoneThreshold }
+        var truths: [String: TruthTrack] = [:]
+        var out: [FingerprintCalibration.Sample] = []
+        for e in walk.events {
+            guard case .wifi(let scan) = e.payload else { continue }
+            if truths[e.device] == nil { truths[e.device] = TruthTrack(walk: walk, frame: frame, subject: e.device, maxGap: 5) }
+            guard let p = truths[e.device]!.position(at: e.time),
+                  let s = FingerprintCalibration.Sample(scan: scan, time: e.time, truth: p, map: map, estimator: est) else { continue }
+            out.append(s)
+        }
+        return out
+    }
+
+    /// Samples of `runs` seeded simulator runs of a scenario folder.
+    public static func samples(scenarioFolder: URL, runs: Int, firstSeed: UInt64, stages: [String: StageOptions] = [:],
+                               progress: ((Int) -> Void)? = nil) throws -> [FingerprintCalibration.Sample] {
+        var out: [FingerprintCalibration.Sample] = []
+        try SimulatedRuns.forEach(scenarioFolder: scenarioFolder, runs: runs, firstSeed: firstSeed) { k, location in
+            out += try samples(of: location, stages: stages)
+            progress?(k + 1)
+        }
+        return out
+    }
+
+    /// The fitted σ as a pipeline file (`--pipeline`).
+    public static func pipelineYAML(_ r: FingerprintCalibration.Result, command: String) -> String {
+        var s = "# Fingerprint σ calibration (docs/radio.md), fitted by:\n#   \(command)\n"
+        s += String(format: "# %d scans with truth: at σ = %.2f dB the fixes' ANEES is %.2f, inside95 %.3f.\n", r.count, r.sigma, r.anees, r.inside95)
+        s += "stages:\n  fingerprint:\n"
+        s += String(format: "    sigma_db: %.2f   # dB, σ of one AP's RSS against the map\n", r.sigma)
+        return s
+    }
+}
