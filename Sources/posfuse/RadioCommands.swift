@@ -146,7 +146,10 @@ struct EvaluateRadio: ParsableCommand {
                     }
                     ev.fusion.inputs = [.wcl]
                 }
-                if let pipeline, let o = try loadPipelineStages(pipeline)["fingerprint"] { ev.fingerprint = try FingerprintStage.make(o).estimator }
+                if let pipeline, let o = try loadPipelineStages(pipeline)["fingerprint"] {
+                    ev.fingerprint = try FingerprintStage.make(o).estimator
+                    if o.values["sigma_db"] != nil { ev.calibrateFingerprintSigma = false }   // a given σ is used as given
+                }
                 let report: WLANEvaluation.Report
                 if folder == nil {
                     let tr = try RadioWalkLoader.load(trainURLs, dataset: ds), te = try RadioWalkLoader.load(testURLs, dataset: ds)
@@ -169,10 +172,10 @@ struct EvaluateRadio: ParsableCommand {
                 text.append(String(format: "rss at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d), inside95 %.3f", report.rssAtWaypoints.mean_m ?? .nan,
                                    report.rssAtWaypoints.median_m ?? .nan, report.rssAtWaypoints.p95_m ?? .nan, report.rssAtWaypoints.count,
                                    report.rssInside95 ?? .nan))
-                text.append(String(format: "fingerprint at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d), inside95 %.3f, %d points",
+                text.append(String(format: "fingerprint at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d), inside95 %.3f, %d points, σ %.2f dB (fitted on the training walks)",
                                    report.fingerprintAtWaypoints.mean_m ?? .nan, report.fingerprintAtWaypoints.median_m ?? .nan,
                                    report.fingerprintAtWaypoints.p95_m ?? .nan, report.fingerprintAtWaypoints.count,
-                                   report.fingerprintInside95 ?? .nan, report.fingerprintPoints))
+                                   report.fingerprintInside95 ?? .nan, report.fingerprintPoints, report.fingerprintSigma ?? .nan))
                 for (name, s) in [("ekf (PDR + wcl)", report.ekfAtWaypoints), ("smoother       ", report.smootherAtWaypoints)] {
                     text.append(String(format: "%@ at waypoints: mean %.2f m P75 %.2f m median %.2f m P95 %.2f m (n=%d)", name, s.mean_m ?? .nan,
                                        s.p75_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan, s.count))

@@ -191,6 +191,9 @@ public struct WLANEvaluation: Sendable {
     public var calibrateCovariance: Bool
     /// The fingerprint estimator (its thresholds and `maxAge` are set from the map and `mapBuilder`).
     public var fingerprint = FingerprintEstimator()
+    /// Fit the fingerprint σ on the training walks (`FingerprintCalibration`, each training walk
+    /// matched against the map of the other training walks) instead of `fingerprint.sigma`.
+    public var calibrateFingerprintSigma = true
     /// The PDR + WiFi filter (`ekf` and its `smoother`); its only position input is `wcl`.
     public var fusion: FusionStage.Settings = {
         var s = FusionStage.Settings(kind: .ekf)
@@ -212,6 +215,8 @@ public struct WLANEvaluation: Sendable {
         public var fingerprintWaypoint: [Double] = []
         public var fingerprintNEES: [Double] = []
         public var fingerprintPoints = 0
+        /// σ fitted per fold on the training walks, dB.
+        public var fingerprintSigmas: [Double] = []
         /// PDR + WiFi fusion (`ekf` over `wcl` fixes, and its RTS `smoother`) at the waypoints.
         public var ekfWaypoint: [Double] = []
         public var smootherWaypoint: [Double] = []
@@ -230,7 +235,7 @@ public struct WLANEvaluation: Sendable {
         public mutating func merge(_ r: Raw) {
             wclWaypoint += r.wclWaypoint; hapelWaypoint += r.hapelWaypoint; rssWaypoint += r.rssWaypoint
             fingerprintWaypoint += r.fingerprintWaypoint; fingerprintNEES += r.fingerprintNEES
-            fingerprintPoints = max(fingerprintPoints, r.fingerprintPoints)
+            fingerprintPoints = max(fingerprintPoints, r.fingerprintPoints); fingerprintSigmas += r.fingerprintSigmas
             ekfWaypoint += r.ekfWaypoint; smootherWaypoint += r.smootherWaypoint
             wclAll += r.wclAll; hapelAll += r.hapelAll; rssAll += r.rssAll; rssNEES += r.rssNEES; wclNIS += r.wclNIS
             sameWCL += r.sameWCL; sameEKF += r.sameEKF; sameSmoother += r.sameSmoother
@@ -258,6 +263,8 @@ public struct WLANEvaluation: Sendable {
         public var fingerprintAtWaypoints: ErrorSummary
         public var fingerprintInside95: Double?
         public var fingerprintPoints: Int
+        /// Median over folds of the σ fitted on the training walks (nil when not calibrated).
+        public var fingerprintSigma: Double?
         public var ekfAtWaypoints: ErrorSummary
         public var smootherAtWaypoints: ErrorSummary
         public var fusionAndWCLAtSameWaypoints: SameWaypoints
@@ -272,7 +279,7 @@ public struct WLANEvaluation: Sendable {
             case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
             case rssAtWaypoints = "rss_at_waypoints", rssInside95 = "rss_inside95"
             case fingerprintAtWaypoints = "fingerprint_at_waypoints", fingerprintInside95 = "fingerprint_inside95"
-            case fingerprintPoints = "fingerprint_points"
+            case fingerprintPoints = "fingerprint_points", fingerprintSigma = "fingerprint_sigma_db"
             case ekfAtWaypoints = "ekf_at_waypoints", smootherAtWaypoints = "smoother_at_waypoints"
             case fusionAndWCLAtSameWaypoints = "same_waypoints"
             case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
@@ -287,10 +294,9 @@ public struct WLANEvaluation: Sendable {
     /// Fixes of `wcl`, `hapel`, and of PDR + WiFi fusion — the `ekf` stage and its RTS
     /// `smoother` with `wcl` fixes as their only position input (default fusion options) — on
     /// one walk with an AP map.
-    func fixes(_ w: RecordedWalk, map: [String: AccessPoint], fingerprints: FingerprintMap, wcl: WCLEstimator) -> [Fix] {
+    func fixes(_ w: RecordedWalk, map: [String: AccessPoint], fingerprints: FingerprintMap, fingerprint fp: FingerprintEstimator,
+               wcl: WCLEstimator) -> [Fix] {
         let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map, fingerprints: fingerprints))
-        var fp = fingerprint
-        fp.phoneThreshold = fingerprints.threshold; fp.maxAge = mapBuilder.maxAge
         let pipe = Pipeline(stages: [WCLStage(estimator: wcl), FingerprintStage(estimator: fp),
                                      HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
                                                                           rssThreshold: w.header.rssThreshold ?? -90)),
@@ -311,12 +317,31 @@ public struct WLANEvaluation: Sendable {
         let est = mapBuilder.build(train, frame: frame)
         let map = Dictionary(est.map { ($0.ap.bssid, $0.ap) }, uniquingKeysWith: { a, _ in a })
         raw.aps = map.count
-        let fingerprints = FingerprintMapBuilder(maxAge: mapBuilder.maxAge).build(train, frame: frame)
+        let fpBuilder = FingerprintMapBuilder(maxAge: mapBuilder.maxAge)
+        let fingerprints = fpBuilder.build(train, frame: frame)
         raw.fingerprintPoints = fingerprints.points.count
+        var fp = fingerprint
+        fp.phoneThreshold = fingerprints.threshold; fp.maxAge = mapBuilder.maxAge
+        if calibrateFingerprintSigma && train.count >= 2 {
+            // Each training walk against the map of the other training walks (nested leave-one-out).
+            var samples: [FingerprintCalibration.Sample] = []
+            for (k, w) in train.enumerated() {
+                let inner = fpBuilder.build(train.enumerated().filter { $0.offset != k }.map(\.element), frame: frame)
+                var e = fp
+                e.phoneThreshold = inner.threshold
+                let truth = TruthTrack(walk: w, frame: frame)
+                for ev in w.events {
+                    guard case .wifi(let scan) = ev.payload, let p = truth.position(at: ev.time),
+                          let sm = FingerprintCalibration.Sample(scan: scan, time: ev.time, truth: p, map: inner, estimator: e) else { continue }
+                    samples.append(sm)
+                }
+            }
+            if let r = FingerprintCalibration.fit(samples), r.count > 0 { fp.sigma = r.sigma; raw.fingerprintSigmas.append(r.sigma) }
+        }
         raw.calibration += calibrationSamples(test, map: map, frame: frame)
         for w in test {
             let truth = TruthTrack(walk: w, frame: frame)
-            let fx = fixes(w, map: map, fingerprints: fingerprints, wcl: wcl)
+            let fx = fixes(w, map: map, fingerprints: fingerprints, fingerprint: fp, wcl: wcl)
             for f in fx {
                 guard let p = truth.position(at: f.time) else { continue }
                 let e = norm(f.position - p)
@@ -376,7 +401,7 @@ public struct WLANEvaluation: Sendable {
                rssInside95: raw.rssNEES.isEmpty ? nil : Double(raw.rssNEES.filter { $0 <= 5.991 }.count) / Double(raw.rssNEES.count),
                fingerprintAtWaypoints: ErrorSummary(raw.fingerprintWaypoint),
                fingerprintInside95: raw.fingerprintNEES.isEmpty ? nil : Double(raw.fingerprintNEES.filter { $0 <= 5.991 }.count) / Double(raw.fingerprintNEES.count),
-               fingerprintPoints: raw.fingerprintPoints,
+               fingerprintPoints: raw.fingerprintPoints, fingerprintSigma: RadioStats.median(raw.fingerprintSigmas),
                ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
                smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint),
                fusionAndWCLAtSameWaypoints: SameWaypoints(wcl: ErrorSummary(raw.sameWCL), ekf: ErrorSummary(raw.sameEKF),
