@@ -11,6 +11,30 @@ struct Calibrate: ParsableCommand {
     )
 }
 
+/// The training inputs of `posfuse calibrate` subcommands: recordings, or scenario folders with
+/// `--runs` (seeded simulator runs).
+struct TrainingInputs: ParsableArguments {
+    @Argument(help: "Training traces (files or folders), or scenario folders with --runs.") var inputs: [String]
+    @Option(help: "Simulate each input (a folder with scenario.yaml) this many times instead of replaying it.") var runs: Int?
+    @Option(name: .customLong("first-seed"), help: "Seed of the first simulated run.") var firstSeed: UInt64 = 1001
+    @Flag(name: .customLong("no-progress"), help: "No progress line on stderr.") var noProgress = false
+
+    func validate() throws {
+        if let r = runs {
+            guard r >= 1 else { throw ValidationError("--runs must be ≥ 1") }
+            try requireScenarioFolders(inputs, note: " (needed with --runs)")
+        }
+    }
+
+    /// Every input's samples, with a progress line unless `quiet`.
+    func collect<Sample>(_ label: String, quiet: Bool, _ samples: (TraceLocation) throws -> [Sample]) throws -> [Sample] {
+        let bar = Progress(label: label, total: Int64(inputs.count * (runs ?? 1)), enabled: !noProgress && !quiet)
+        defer { bar.finish() }
+        return try SimulatedRuns.collect(inputs: inputs, runs: runs, firstSeed: firstSeed,
+                                         progress: { bar.update(completed: Int64($0)) }, samples)
+    }
+}
+
 /// `posfuse calibrate gnss`: the phone's reported GNSS accuracy against truth (docs/consistency.md).
 struct CalibrateGNSS: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,39 +57,21 @@ struct CalibrateGNSS: ParsableCommand {
         """.reflowed
     )
 
-    @Argument(help: "Training traces (files or folders), or scenario folders with --runs.") var inputs: [String]
-    @Option(help: "Simulate each input (a folder with scenario.yaml) this many times instead of replaying it.") var runs: Int?
-    @Option(name: .customLong("first-seed"), help: "Seed of the first simulated run.") var firstSeed: UInt64 = 1001
+    @OptionGroup var training: TrainingInputs
     @Option(name: .customLong("min-per-bin"), help: "Fewest fixes per bin.") var minPerBin: Int = 200
     @Option(name: .customLong("max-bins"), help: "Most bins.") var maxBins: Int = 8
     @Option(help: "Pipeline file whose gnss accuracy_confidence applies (other options are ignored).") var pipeline: String?
     @Option(name: [.customShort("o"), .long], help: "Write the calibration as a pipeline file here.") var output: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
-    @Flag(name: .customLong("no-progress"), help: "No progress line on stderr.") var noProgress = false
 
     func validate() throws {
-        if let r = runs {
-            guard r >= 1 else { throw ValidationError("--runs must be ≥ 1") }
-            try requireScenarioFolders(inputs, note: " (needed with --runs)")
-        }
         guard minPerBin >= 1, maxBins >= 1 else { throw ValidationError("--min-per-bin and --max-bins must be ≥ 1") }
     }
 
     func run() throws {
         try withExitCodes {
             let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
-            var samples: [GNSSAccuracyCalibration.Sample] = []
-            let bar = Progress(label: "calibrate gnss", total: Int64(inputs.count * (runs ?? 1)), enabled: !noProgress && !json)
-            for (i, input) in inputs.enumerated() {
-                if let r = runs {
-                    samples += try GNSSCalibrationFit.samples(scenarioFolder: URL(fileURLWithPath: input), runs: r, firstSeed: firstSeed,
-                                                              stages: stages) { bar.update(completed: Int64(i * r + $0)) }
-                } else {
-                    samples += try GNSSCalibrationFit.samples(of: try TraceLocation.resolve(input), stages: stages)
-                    bar.update(completed: Int64(i + 1))
-                }
-            }
-            bar.finish()
+            let samples = try training.collect("calibrate gnss", quiet: json) { try GNSSCalibrationFit.samples(of: $0, stages: stages) }
             guard let (calibration, bins) = GNSSAccuracyCalibration.fit(samples, minPerBin: minPerBin, maxBins: maxBins) else {
                 printError("calibrate gnss: \(samples.count) gnss fixes with ground truth, fewer than --min-per-bin \(minPerBin)")
                 throw ExitCode(ExitStatus.dataError)
@@ -104,36 +110,15 @@ struct CalibrateFingerprint: ParsableCommand {
         """.reflowed
     )
 
-    @Argument(help: "Training traces (folders with reference.json), or scenario folders with --runs.") var inputs: [String]
-    @Option(help: "Simulate each input (a folder with scenario.yaml) this many times instead of replaying it.") var runs: Int?
-    @Option(name: .customLong("first-seed"), help: "Seed of the first simulated run.") var firstSeed: UInt64 = 1001
+    @OptionGroup var training: TrainingInputs
     @Option(help: "Pipeline file whose fingerprint options (other than sigma_db) apply.") var pipeline: String?
     @Option(name: [.customShort("o"), .long], help: "Write the calibration as a pipeline file here.") var output: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
-    @Flag(name: .customLong("no-progress"), help: "No progress line on stderr.") var noProgress = false
-
-    func validate() throws {
-        if let r = runs {
-            guard r >= 1 else { throw ValidationError("--runs must be ≥ 1") }
-            try requireScenarioFolders(inputs, note: " (needed with --runs)")
-        }
-    }
 
     func run() throws {
         try withExitCodes {
             let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
-            var samples: [FingerprintCalibration.Sample] = []
-            let bar = Progress(label: "calibrate fingerprint", total: Int64(inputs.count * (runs ?? 1)), enabled: !noProgress && !json)
-            for (i, input) in inputs.enumerated() {
-                if let r = runs {
-                    samples += try FingerprintCalibrationFit.samples(scenarioFolder: URL(fileURLWithPath: input), runs: r, firstSeed: firstSeed,
-                                                                     stages: stages) { bar.update(completed: Int64(i * r + $0)) }
-                } else {
-                    samples += try FingerprintCalibrationFit.samples(of: try TraceLocation.resolve(input), stages: stages)
-                    bar.update(completed: Int64(i + 1))
-                }
-            }
-            bar.finish()
+            let samples = try training.collect("calibrate fingerprint", quiet: json) { try FingerprintCalibrationFit.samples(of: $0, stages: stages) }
             guard let r = FingerprintCalibration.fit(samples), r.count > 0 else {
                 printError("calibrate fingerprint: no WiFi scan with ground truth and a fingerprint map in the inputs")
                 throw ExitCode(ExitStatus.dataError)

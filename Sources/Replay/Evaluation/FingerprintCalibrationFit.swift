@@ -24,17 +24,6 @@ public enum FingerprintCalibrationFit {
         return out
     }
 
-    /// Samples of `runs` seeded simulator runs of a scenario folder.
-    public static func samples(scenarioFolder: URL, runs: Int, firstSeed: UInt64, stages: [String: StageOptions] = [:],
-                               progress: ((Int) -> Void)? = nil) throws -> [FingerprintCalibration.Sample] {
-        var out: [FingerprintCalibration.Sample] = []
-        try SimulatedRuns.forEach(scenarioFolder: scenarioFolder, runs: runs, firstSeed: firstSeed) { k, location in
-            out += try samples(of: location, stages: stages)
-            progress?(k + 1)
-        }
-        return out
-    }
-
     /// The fitted σ as a pipeline file (`--pipeline`).
     public static func pipelineYAML(_ r: FingerprintCalibration.Result, command: String) -> String {
         var s = "# Fingerprint σ calibration (docs/radio.md), fitted by:\n#   \(command)\n"

@@ -36,17 +36,6 @@ public enum GNSSCalibrationFit {
         return out
     }
 
-    /// Samples of `runs` seeded simulator runs of a scenario folder.
-    public static func samples(scenarioFolder: URL, runs: Int, firstSeed: UInt64, stages: [String: StageOptions] = [:],
-                               progress: ((Int) -> Void)? = nil) throws -> [GNSSAccuracyCalibration.Sample] {
-        var out: [GNSSAccuracyCalibration.Sample] = []
-        try SimulatedRuns.forEach(scenarioFolder: scenarioFolder, runs: runs, firstSeed: firstSeed) { k, location in
-            out += try samples(of: location, stages: stages)
-            progress?(k + 1)
-        }
-        return out
-    }
-
     /// The fitted calibration as a pipeline file (`--pipeline`), with the bins as comments.
     public static func pipelineYAML(_ c: GNSSAccuracyCalibration, bins: [GNSSAccuracyCalibration.Bin], command: String) -> String {
         func list(_ v: [Double]) -> String { "[" + v.map { String(format: "%.4g", $0) }.joined(separator: ", ") + "]" }
