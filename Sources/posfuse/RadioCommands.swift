@@ -36,8 +36,9 @@ struct EvaluateRadio: ParsableCommand {
         Datasets (detected from the files, or --dataset): lte-walks (OpenCellID measurement CSV with TA):
         towers estimated from the training walks (posfuse celldb build), cell and cell-ta scored on the
         test walks against the phone GNSS (median, P95, radial std vs Δ/√12); ms-indoor (path files): radio
-        map from the training walks, wcl and hapel scored at the test walks' waypoints; ujiindoorloc
-        (trainingData.csv): AP positions from a seeded fraction of the rows, wcl on the rest.
+        map from the training walks, wcl, hapel, rss and fingerprint scored at the test walks' waypoints;
+        ujiindoorloc (trainingData.csv): AP positions and a fingerprint map from a seeded fraction of the
+        rows, wcl and fingerprint on the rest.
         Given one folder (or file) instead of --train/--test: leave-one-walk-out (UJI: row split).
         Given a scenario folder (trace.jsonl + reference.json, e.g. Traces/rural-cell): the radio stages run
         with the trace's own reference data (no learning); errors per source and the TA radial error std.

@@ -516,7 +516,7 @@ extension UJIIndoorLocReader {
 
 // MARK: - Scenario traces (own reference.json)
 
-/// Runs the radio stages (`cell`, `cell-ta`, `wcl`, `hapel`, configured through
+/// Runs the radio stages (`cell`, `cell-ta`, `wcl`, `rss`, `hapel`, `fingerprint`, configured through
 /// `StageRegistry` options) over one trace with its own `reference.json`, and scores every fix
 /// against the ground truth interpolated at the fix time (the subject's `gt` events). Also
 /// the TA radial error z − ρ(p_true) of every LTE TA range measurement (for the Δ/√12 check).
@@ -539,7 +539,7 @@ public enum RadioScenarioCheck {
         while let e = try reader.next() { events.append(e) }
         let walk = RecordedWalk(name: loc.name, header: header, events: events)
         var stages: [any PipelineStage] = []
-        for name in ["cell", "cell-ta", "wcl", "rss", "hapel"] {
+        for name in ["cell", "cell-ta", "wcl", "rss", "hapel", "fingerprint"] {
             guard let entry = StageRegistry.entries.first(where: { $0.name == name }) else { continue }
             stages.append(try entry.make(options[name] ?? StageOptions(name: name)))
         }

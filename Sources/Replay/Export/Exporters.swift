@@ -107,7 +107,7 @@ public enum Exporter {
         case "pf": return "ff80ff80"
         case "smoother": return "ff008000"
         case "cell", "cell-ta": return "ffff0000"
-        case "wcl", "rss", "hapel": return "ffffff00"
+        case "wcl", "rss", "hapel", "fingerprint": return "ffffff00"
         case "tdoa", "peer", "camloc": return "ffff00ff"
         default: return "ff0080ff"
         }

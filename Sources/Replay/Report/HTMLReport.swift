@@ -56,6 +56,7 @@ public struct HTMLReport: Sendable {
         case "wcl": return "#009E73"
         case "rss": return "#004D40"
         case "hapel": return "#CC79A7"
+        case "fingerprint": return "#8E0152"
         case "tdoa": return "#56B4E9"
         case "peer": return "#B8A000"
         case "camloc": return "#7F7F7F"
