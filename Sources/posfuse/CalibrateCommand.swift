@@ -35,6 +35,27 @@ struct TrainingInputs: ParsableArguments {
     }
 }
 
+/// Where a `posfuse calibrate` subcommand puts its result: a pipeline file (`-o`) and stdout
+/// (the same YAML, or `--json`).
+struct CalibrationOutput: ParsableArguments {
+    @Option(name: [.customShort("o"), .long], help: "Write the calibration as a pipeline file here.") var output: String?
+    @Flag(help: "Machine-readable JSON on stdout.") var json = false
+
+    /// The command line that fitted it, for the file's header comment.
+    static func commandLine(_ subcommand: String) -> String {
+        (["posfuse", "calibrate", subcommand] + CommandLine.arguments.dropFirst(3)).joined(separator: " ")
+    }
+
+    func emit(yaml: String, json object: () throws -> [String: Any]) throws {
+        if let o = output { try yaml.write(toFile: o, atomically: true, encoding: .utf8) }
+        if json {
+            print(String(decoding: try JSONSerialization.data(withJSONObject: try object(), options: [.sortedKeys]), as: UTF8.self))
+        } else {
+            print(yaml, terminator: "")
+        }
+    }
+}
+
 /// `posfuse calibrate gnss`: the phone's reported GNSS accuracy against truth (docs/consistency.md).
 struct CalibrateGNSS: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -61,8 +82,7 @@ struct CalibrateGNSS: ParsableCommand {
     @Option(name: .customLong("min-per-bin"), help: "Fewest fixes per bin.") var minPerBin: Int = 200
     @Option(name: .customLong("max-bins"), help: "Most bins.") var maxBins: Int = 8
     @Option(help: "Pipeline file whose gnss accuracy_confidence applies (other options are ignored).") var pipeline: String?
-    @Option(name: [.customShort("o"), .long], help: "Write the calibration as a pipeline file here.") var output: String?
-    @Flag(help: "Machine-readable JSON on stdout.") var json = false
+    @OptionGroup var result: CalibrationOutput
 
     func validate() throws {
         guard minPerBin >= 1, maxBins >= 1 else { throw ValidationError("--min-per-bin and --max-bins must be ≥ 1") }
@@ -71,21 +91,14 @@ struct CalibrateGNSS: ParsableCommand {
     func run() throws {
         try withExitCodes {
             let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
-            let samples = try training.collect("calibrate gnss", quiet: json) { try GNSSCalibrationFit.samples(of: $0, stages: stages) }
+            let samples = try training.collect("calibrate gnss", quiet: result.json) { try GNSSCalibrationFit.samples(of: $0, stages: stages) }
             guard let (calibration, bins) = GNSSAccuracyCalibration.fit(samples, minPerBin: minPerBin, maxBins: maxBins) else {
                 printError("calibrate gnss: \(samples.count) gnss fixes with ground truth, fewer than --min-per-bin \(minPerBin)")
                 throw ExitCode(ExitStatus.dataError)
             }
-            let command = (["posfuse", "calibrate", "gnss"] + CommandLine.arguments.dropFirst(3)).joined(separator: " ")
-            let yaml = GNSSCalibrationFit.pipelineYAML(calibration, bins: bins, command: command)
-            if let o = output { try yaml.write(toFile: o, atomically: true, encoding: .utf8) }
-            if json {
-                let data = try JSONEncoder().encode(bins)
-                let obj: [String: Any] = ["fixes": samples.count, "edges_m": calibration.edges, "factors": calibration.factors,
-                                          "bins": try JSONSerialization.jsonObject(with: data)]
-                print(String(decoding: try JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]), as: UTF8.self))
-            } else {
-                print(yaml, terminator: "")
+            try result.emit(yaml: GNSSCalibrationFit.pipelineYAML(calibration, bins: bins, command: CalibrationOutput.commandLine("gnss"))) {
+                ["fixes": samples.count, "edges_m": calibration.edges, "factors": calibration.factors,
+                 "bins": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(bins))]
             }
         }
     }
@@ -112,25 +125,18 @@ struct CalibrateFingerprint: ParsableCommand {
 
     @OptionGroup var training: TrainingInputs
     @Option(help: "Pipeline file whose fingerprint options (other than sigma_db) apply.") var pipeline: String?
-    @Option(name: [.customShort("o"), .long], help: "Write the calibration as a pipeline file here.") var output: String?
-    @Flag(help: "Machine-readable JSON on stdout.") var json = false
+    @OptionGroup var result: CalibrationOutput
 
     func run() throws {
         try withExitCodes {
             let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
-            let samples = try training.collect("calibrate fingerprint", quiet: json) { try FingerprintCalibrationFit.samples(of: $0, stages: stages) }
+            let samples = try training.collect("calibrate fingerprint", quiet: result.json) { try FingerprintCalibrationFit.samples(of: $0, stages: stages) }
             guard let r = FingerprintCalibration.fit(samples), r.count > 0 else {
                 printError("calibrate fingerprint: no WiFi scan with ground truth and a fingerprint map in the inputs")
                 throw ExitCode(ExitStatus.dataError)
             }
-            let command = (["posfuse", "calibrate", "fingerprint"] + CommandLine.arguments.dropFirst(3)).joined(separator: " ")
-            let yaml = FingerprintCalibrationFit.pipelineYAML(r, command: command)
-            if let o = output { try yaml.write(toFile: o, atomically: true, encoding: .utf8) }
-            if json {
-                let obj: [String: Any] = ["scans": r.count, "sigma_db": r.sigma, "anees": r.anees, "inside95": r.inside95]
-                print(String(decoding: try JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]), as: UTF8.self))
-            } else {
-                print(yaml, terminator: "")
+            try result.emit(yaml: FingerprintCalibrationFit.pipelineYAML(r, command: CalibrationOutput.commandLine("fingerprint"))) {
+                ["scans": r.count, "sigma_db": r.sigma, "anees": r.anees, "inside95": r.inside95]
             }
         }
     }

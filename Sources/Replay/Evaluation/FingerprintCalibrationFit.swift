@@ -12,13 +12,16 @@ public enum FingerprintCalibrationFit {
         guard let map = try ReferenceLoader.load(folder: location.folder, frame: frame).fingerprints, !map.isEmpty else { return [] }
         var est = try FingerprintStage.make(stages["fingerprint"] ?? StageOptions(name: "fingerprint")).estimator
         if stages["fingerprint"]?.values["rss_min"] == nil { est.phoneThreshold = walk.header.rssThreshold ?? est.phoneThreshold }
-        var truths: [String: TruthTrack] = [:]
+        return samples(walk, frame: frame, maxGap: 5, map: map, estimator: est)
+    }
+
+    /// Samples of one walk's scans against `map` (truth in `frame`).
+    public static func samples(_ walk: RecordedWalk, frame: LocalFrame, maxGap: Double = 30, map: FingerprintMap,
+                               estimator: FingerprintEstimator) -> [FingerprintCalibration.Sample] {
         var out: [FingerprintCalibration.Sample] = []
-        for e in walk.events {
-            guard case .wifi(let scan) = e.payload else { continue }
-            if truths[e.device] == nil { truths[e.device] = TruthTrack(walk: walk, frame: frame, subject: e.device, maxGap: 5) }
-            guard let p = truths[e.device]!.position(at: e.time),
-                  let s = FingerprintCalibration.Sample(scan: scan, time: e.time, truth: p, map: map, estimator: est) else { continue }
+        walk.forEachEvent(withTruthIn: frame, maxGap: maxGap, where: { if case .wifi = $0.payload { true } else { false } }) { e, p in
+            guard case .wifi(let scan) = e.payload,
+                  let s = FingerprintCalibration.Sample(scan: scan, time: e.time, truth: p, map: map, estimator: estimator) else { return }
             out.append(s)
         }
         return out

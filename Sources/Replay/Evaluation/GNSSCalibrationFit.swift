@@ -3,37 +3,14 @@ import Positioning
 
 /// Training samples for `GNSSAccuracyCalibration` (`posfuse calibrate gnss`): every `gnss` fix
 /// of the given recordings (or seeded simulator runs) that has ground truth, as (reported
-/// accuracy r, NEES under the uncalibrated covariance). Only the `gnss` stage runs, with its
-/// `accuracy_confidence` from `stages` and neither `inflation` nor a calibration, so the
-/// samples describe the phone's own reports.
+/// accuracy r, NEES under the uncalibrated covariance) — `GNSSFusionEvaluation.calibrationSamples`
+/// with the `gnss` stage's `accuracy_confidence` from `stages` and neither `inflation` nor a
+/// calibration, so the samples describe the phone's own reports.
 public enum GNSSCalibrationFit {
-    /// The stage options for collecting: every stage off but `gnss`, which keeps only its
-    /// accuracy confidence.
-    static func collectingStages(from stages: [String: StageOptions]) -> [String: StageOptions] {
-        var out: [String: StageOptions] = [:]
-        for e in StageRegistry.entries where e.name != "gnss" {
-            out[e.name] = StageOptions(name: e.name, values: ["enabled": .bool(false)])
-        }
-        var g = StageOptions(name: "gnss")
-        if let c = stages["gnss"]?.values["accuracy_confidence"] { g.values["accuracy_confidence"] = c }
-        out["gnss"] = g
-        return out
-    }
-
-    /// Samples of one replayed trace.
-    public static func samples(of location: TraceLocation, stages: [String: StageOptions] = [:],
-                               mode: TraceReadMode = .lenient) throws -> [GNSSAccuracyCalibration.Sample] {
-        let collecting = collectingStages(from: stages)
-        let confidence = try collecting["gnss"]!.double("accuracy_confidence", default: 0.68)
-        let replayer = Replayer(options: ReplayOptions(mode: mode, stages: collecting))
-        var out: [GNSSAccuracyCalibration.Sample] = []
-        replayer.onEstimate = { e in
-            guard e.fix.source == .gnss, let p = e.truth,
-                  let s = GNSSAccuracyCalibration.Sample(fix: e.fix, truth: p, accuracyConfidence: confidence) else { return }
-            out.append(s)
-        }
-        _ = try replayer.run(location)
-        return out
+    /// Samples of one recording.
+    public static func samples(of location: TraceLocation, stages: [String: StageOptions] = [:]) throws -> [GNSSAccuracyCalibration.Sample] {
+        let confidence = try stages["gnss"]?.double("accuracy_confidence", default: 0.68) ?? 0.68
+        return GNSSFusionEvaluation.calibrationSamples(try RecordedWalk.read(location.trace), accuracyConfidence: confidence)
     }
 
     /// The fitted calibration as a pipeline file (`--pipeline`), with the bins as comments.

@@ -121,13 +121,11 @@ public enum GNSSFusionEvaluation {
     /// Calibration samples of one recording (`GNSSAccuracyCalibration`): each gnss fix with truth
     /// as (reported accuracy, NEES under the uncalibrated covariance of `accuracyConfidence`).
     public static func calibrationSamples(_ walk: RecordedWalk, accuracyConfidence: Double = 0.68) -> [GNSSAccuracyCalibration.Sample] {
-        let truth = TruthTrack(walk: walk, frame: walk.header.frame, maxGap: 5)
         let est = GNSSEstimator(accuracyConfidence: accuracyConfidence)
         var out: [GNSSAccuracyCalibration.Sample] = []
-        for e in walk.events {
+        walk.forEachEvent(withTruthIn: walk.header.frame, maxGap: 5, where: { if case .gnss = $0.payload { true } else { false } }) { e, p in
             guard case .gnss(let g) = e.payload, case .success(let f) = est.estimate(g, time: e.time, frame: walk.header.frame),
-                  let p = truth.position(at: e.time),
-                  let s = GNSSAccuracyCalibration.Sample(fix: f, truth: p, accuracyConfidence: accuracyConfidence) else { continue }
+                  let s = GNSSAccuracyCalibration.Sample(fix: f, truth: p, accuracyConfidence: accuracyConfidence) else { return }
             out.append(s)
         }
         return out

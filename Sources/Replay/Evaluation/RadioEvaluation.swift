@@ -329,12 +329,7 @@ public struct WLANEvaluation: Sendable {
                 let inner = fpBuilder.build(train.enumerated().filter { $0.offset != k }.map(\.element), frame: frame)
                 var e = fp
                 e.phoneThreshold = inner.threshold
-                let truth = TruthTrack(walk: w, frame: frame)
-                for ev in w.events {
-                    guard case .wifi(let scan) = ev.payload, let p = truth.position(at: ev.time),
-                          let sm = FingerprintCalibration.Sample(scan: scan, time: ev.time, truth: p, map: inner, estimator: e) else { continue }
-                    samples.append(sm)
-                }
+                samples += FingerprintCalibrationFit.samples(w, frame: frame, map: inner, estimator: e)
             }
             if let r = FingerprintCalibration.fit(samples), r.count > 0 { fp.sigma = r.sigma; raw.fingerprintSigmas.append(r.sigma) }
         }
@@ -398,9 +393,9 @@ public struct WLANEvaluation: Sendable {
     public func report(_ raw: Raw, train: Int, test: Int) -> Report {
         Report(trainWalks: train, testWalks: test, apsInMap: raw.aps, wclAtWaypoints: ErrorSummary(raw.wclWaypoint),
                hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), rssAtWaypoints: ErrorSummary(raw.rssWaypoint),
-               rssInside95: raw.rssNEES.isEmpty ? nil : Double(raw.rssNEES.filter { $0 <= 5.991 }.count) / Double(raw.rssNEES.count),
+               rssInside95: RadioStats.inside95(raw.rssNEES),
                fingerprintAtWaypoints: ErrorSummary(raw.fingerprintWaypoint),
-               fingerprintInside95: raw.fingerprintNEES.isEmpty ? nil : Double(raw.fingerprintNEES.filter { $0 <= 5.991 }.count) / Double(raw.fingerprintNEES.count),
+               fingerprintInside95: RadioStats.inside95(raw.fingerprintNEES),
                fingerprintPoints: raw.fingerprintPoints, fingerprintSigma: RadioStats.median(raw.fingerprintSigmas),
                ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
                smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint),
@@ -408,7 +403,7 @@ public struct WLANEvaluation: Sendable {
                                                           smoother: ErrorSummary(raw.sameSmoother)),
                wclAllFixes: ErrorSummary(raw.wclAll),
                hapelAllFixes: ErrorSummary(raw.hapelAll), wclMedianNIS: RadioStats.median(raw.wclNIS),
-               wclInside95: raw.wclNIS.isEmpty ? nil : Double(raw.wclNIS.filter { $0 <= 5.991 }.count) / Double(raw.wclNIS.count),
+               wclInside95: RadioStats.inside95(raw.wclNIS),
                calibration: WCLCalibration.calibrate(raw.calibration, estimator: wcl).map {
                    WCLCalibrationReport(kappa: $0.kappa, sigma0_m: $0.sigma0, median_nis: $0.medianNIS, inside95: $0.inside95, samples: $0.count)
                })

@@ -1,4 +1,5 @@
 import CGSL
+import Positioning
 import Foundation
 
 /// Hyndman–Fan type-7 quantiles (numpy's default `linear`, R's default `type = 7`),
@@ -66,8 +67,8 @@ public struct ErrorStatistics: Sendable, Equatable {
         public var error: Double
     }
 
-    /// χ²₂ 95 % quantile: −2 ln 0.05 = 5.99146… (the 95 % ellipse of a 2-D Gaussian).
-    public static let chi2Two95 = -2 * log(0.05)
+    /// χ²₂ 95 % quantile (`RadioStats.chi2Two95`).
+    public static let chi2Two95 = RadioStats.chi2Two95
     /// Probability levels of the CDF table.
     public static let cdfLevels: [Double] = (0...20).map { Double($0) / 20 }
 
@@ -103,8 +104,7 @@ public struct ErrorStatistics: Sendable, Equatable {
         if finite.isEmpty {
             inside95 = nil; anees = nil
         } else {
-            inside95 = Double(finite.filter { $0 <= Self.chi2Two95 }.count) / Double(finite.count)
-            anees = finite.reduce(0, +) / Double(finite.count)
+            inside95 = RadioStats.inside95(finite); anees = RadioStats.mean(finite)
         }
     }
 }

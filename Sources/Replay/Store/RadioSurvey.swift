@@ -17,6 +17,18 @@ public struct RecordedWalk: Sendable {
         while let e = try r.next() { ev.append(e) }
         return RecordedWalk(name: url.deletingPathExtension().lastPathComponent, header: r.header, events: ev)
     }
+
+    /// Calls `body` for each event that `include` selects and whose device has ground truth at
+    /// its time (`TruthTrack` per device in `frame`, at most `maxGap` s between samples), with
+    /// that truth — the training samples of the calibrations and evaluations.
+    public func forEachEvent(withTruthIn frame: LocalFrame, maxGap: Double = 30, where include: (TraceEvent) -> Bool,
+                             _ body: (TraceEvent, SIMD2<Double>) throws -> Void) rethrows {
+        var truths: [String: TruthTrack] = [:]
+        for e in events where include(e) {
+            if truths[e.device] == nil { truths[e.device] = TruthTrack(walk: self, frame: frame, subject: e.device, maxGap: maxGap) }
+            if let p = truths[e.device]!.position(at: e.time) { try body(e, p) }
+        }
+    }
 }
 
 /// Ground-truth track of one subject of a recorded walk in a given ENU frame, for the

@@ -135,6 +135,14 @@ public enum RadioStats {
 
     public static func mean(_ x: [Double]) -> Double? { x.isEmpty ? nil : x.reduce(0, +) / Double(x.count) }
 
+    /// χ²₂ 95 % quantile: −2 ln 0.05 = 5.99146… (the 95 % ellipse of a 2-D Gaussian).
+    public static let chi2Two95 = -2 * log(0.05)
+
+    /// Share of 2-D NEES / NIS values inside the 95 % ellipse (≤ `chi2Two95`); nil for none.
+    public static func inside95(_ x: [Double]) -> Double? {
+        x.isEmpty ? nil : Double(x.filter { $0 <= chi2Two95 }.count) / Double(x.count)
+    }
+
     /// Sample standard deviation (n − 1); nil for fewer than two values.
     public static func standardDeviation(_ x: [Double]) -> Double? {
         guard x.count > 1, let m = mean(x) else { return nil }

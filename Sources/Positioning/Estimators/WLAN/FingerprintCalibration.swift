@@ -21,9 +21,7 @@ public enum FingerprintCalibration {
         public init?(scan: WiFiScan, time: Double, truth: SIMD2<Double>, map: FingerprintMap, estimator: FingerprintEstimator) {
             var e = estimator
             e.sigma = 1; e.temper = false
-            var fresh = scan
-            if let a = e.maxAge { fresh.accessPoints.removeAll { time - ($0.lastSeen ?? time) > a } }
-            guard case .success(let ll) = e.logLikelihoods(fresh, map: map) else { return nil }
+            guard case .success(let ll) = e.logLikelihoods(scan, time: time, map: map) else { return nil }
             self.init(q: ll.map { -2 * $0 }, truth: truth, map: map)
         }
 
@@ -47,8 +45,7 @@ public enum FingerprintCalibration {
     /// Mean NEES and share inside the 95 % ellipse under σ.
     public static func score(_ samples: [Sample], sigma: Double) -> (anees: Double, inside95: Double, count: Int) {
         let n = samples.compactMap { $0.nees(sigma: sigma) }.filter(\.isFinite)
-        guard !n.isEmpty else { return (.nan, .nan, 0) }
-        return (n.reduce(0, +) / Double(n.count), Double(n.filter { $0 <= 5.991 }.count) / Double(n.count), n.count)
+        return (RadioStats.mean(n) ?? .nan, RadioStats.inside95(n) ?? .nan, n.count)
     }
 
     /// σ with ANEES = `target` (2), clamped to [0.25, 40] dB; nil without samples.

@@ -56,12 +56,19 @@ public struct FingerprintEstimator: Sendable {
         self.maxAge = maxAge; self.temper = temper
     }
 
-    /// ℓ_i for every point of the map (same order as `map.points`), or why there is none.
-    public func logLikelihoods(_ scan: WiFiScan, map: FingerprintMap) -> Result<[Double], EstimationFailure> {
+    /// ℓ_i for every point of the map (same order as `map.points`), or why there is none. With
+    /// `time` (the scan's, s) entries older than `maxAge` are dropped first.
+    public func logLikelihoods(_ scan: WiFiScan, time: Double? = nil, map: FingerprintMap) -> Result<[Double], EstimationFailure> {
+        match(scan, time: time, map: map).map(\.ll)
+    }
+
+    /// ℓ_i and the number of scan APs the map knows.
+    func match(_ scan: WiFiScan, time: Double?, map: FingerprintMap) -> Result<(ll: [Double], known: Int), EstimationFailure> {
         guard !map.isEmpty else { return .failure(.missingInput("no fingerprint map in the reference data")) }
-        // Strongest report per BSSID the map knows.
+        // Strongest report per BSSID the map knows (fresh ones only, with `maxAge` and a time).
         var heard: [Int: Double] = [:]
         for o in scan.accessPoints {
+            if let a = maxAge, let t = time, t - (o.lastSeen ?? t) > a { continue }
             guard let j = map.index[o.bssid.lowercased()] else { continue }
             heard[j] = max(heard[j] ?? -.infinity, o.rss)
         }
@@ -108,24 +115,15 @@ public struct FingerprintEstimator: Sendable {
         var kt = k
         if temper, let qmin = out.min() { kt = k / max(1, qmin / (sigma * sigma * Double(cols.count))) }
         for i in out.indices { out[i] *= -kt }
-        return .success(out)
+        return .success((out, cols.count))
     }
 
     /// Posterior mean and covariance of a scan's position.
     public func estimate(_ scan: WiFiScan, time: Double, map: FingerprintMap, subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
-        var fresh = scan
-        if let a = maxAge { fresh.accessPoints.removeAll { time - ($0.lastSeen ?? time) > a } }
-        switch logLikelihoods(fresh, map: map) {
-        case .failure(let f): return .failure(f)
-        case .success(let ll):
-            let (mean, cov, floor) = Self.posterior(ll, map: map)
-            return .success(Fix(time: time, position: mean, covariance: cov, source: .fingerprint, subject: subject,
-                                usedCount: Self.knownCount(fresh, map: map), floor: floor))
+        match(scan, time: time, map: map).map { m in
+            let (mean, cov, floor) = Self.posterior(m.ll, map: map)
+            return Fix(time: time, position: mean, covariance: cov, source: .fingerprint, subject: subject, usedCount: m.known, floor: floor)
         }
-    }
-
-    static func knownCount(_ scan: WiFiScan, map: FingerprintMap) -> Int {
-        Set(scan.accessPoints.map { $0.bssid.lowercased() }.filter { map.index[$0] != nil }).count
     }
 
     /// Posterior moments of log-weights `ll` over the map's points on the most probable floor,

@@ -38,7 +38,7 @@ public enum WCLCalibration {
 
     static func loss(_ nis: [Double]) -> Double {
         guard let med = RadioStats.median(nis), med > 0 else { return .infinity }
-        let inside = Double(nis.filter { $0 <= 5.991 }.count) / Double(nis.count)
+        let inside = RadioStats.inside95(nis)!   // nis is not empty: it has a median
         let a = log(med / (2 * log(2.0)))
         return a * a + 4 * (inside - 0.95) * (inside - 0.95)
     }
@@ -70,6 +70,6 @@ public enum WCLCalibration {
         e.kappa = best.k; e.sigma0 = best.s
         let n = nis(samples, estimator: e)
         return Result(kappa: best.k, sigma0: best.s, medianNIS: RadioStats.median(n) ?? .nan,
-                      inside95: Double(n.filter { $0 <= 5.991 }.count) / Double(max(1, n.count)), count: n.count)
+                      inside95: RadioStats.inside95(n) ?? 0, count: n.count)
     }
 }
