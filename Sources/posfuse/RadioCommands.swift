@@ -126,9 +126,7 @@ struct EvaluateRadio: ParsableCommand {
                     var betas: [Double] = []
                     for i in walks.indices {
                         let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
-                        pooled.cell += r.cell; pooled.cellTA += r.cellTA; pooled.radial += r.radial
-                        pooled.noSite += r.noSite; pooled.noTA += r.noTA; pooled.sitesOK += r.sitesOK
-                        pooled.sitesFailed += r.sitesFailed; pooled.step = r.step; betas.append(r.beta)
+                        pooled.merge(r); betas.append(r.beta)
                     }
                     pooled.beta = RadioStats.median(betas) ?? 0
                     report = ev.report(pooled, train: ["leave-one-out"], test: walks.map(\.name))
@@ -138,6 +136,12 @@ struct EvaluateRadio: ParsableCommand {
                 text.append(String(format: "cell-ta median %.1f m  P95 %.1f m  (n=%d)", report.cellTA.median_m ?? .nan, report.cellTA.p95_m ?? .nan, report.cellTA.count))
                 text.append(String(format: "radial std %.1f m (Δ/√12 = %.1f m), bias %.1f m, β = %.3f", report.radialStd_m ?? .nan,
                                    report.quantizationSigma_m, report.radialBias_m ?? .nan, report.offsetBeta))
+                let c = report.coverage
+                text.append(String(format: "coverage map: cell    median %.1f m  P95 %.1f m  inside95 %.3f  (n=%d)", c.cell.median_m ?? .nan,
+                                   c.cell.p95_m ?? .nan, c.cellInside95 ?? .nan, c.cell.count))
+                text.append(String(format: "coverage map: cell-ta median %.1f m  P95 %.1f m  inside95 %.3f  (n=%d, %.0f%% from a TA area)",
+                                   c.cellTA.median_m ?? .nan, c.cellTA.p95_m ?? .nan, c.cellTAInside95 ?? .nan, c.cellTA.count,
+                                   100 * (c.taAreaShare ?? .nan)))
             case .msIndoor, .traces:
                 var ev = WLANEvaluation(wcl: w, hapelVariant: hv)
                 if let pipeline, let o = try loadPipelineStages(pipeline)["ekf"] {

@@ -76,7 +76,9 @@ public enum RadioWalkLoader {
 // MARK: - Cell (LTE TA walks)
 
 /// Evaluation of `cell` and `cell-ta` on test walks with a tower database estimated from the
-/// training walks (`CellSiteBuilder`), against the phone's own GNSS (the walks' `gt`).
+/// training walks (`CellSiteBuilder`), against the phone's own GNSS (the walks' `gt`); and of
+/// the same two from a coverage map of the training walks (`CellCoverageMap`: where phones
+/// were when they reported the cell and TA) instead of the tower positions.
 public struct CellEvaluation: Sendable {
     public var builder: CellSiteBuilder
     /// Calibrate β on the training walks against the estimated sites (β̂ = median(d/Δ − TA)).
@@ -102,12 +104,37 @@ public struct CellEvaluation: Sendable {
         public var quantizationSigma_m: Double
         public var epochsWithoutSite: Int
         public var epochsWithoutTA: Int
+        /// The same reports located from the training walks' coverage map (`CellCoverageMap`).
+        public var coverage: CoverageReport
         enum CodingKeys: String, CodingKey {
             case trainWalks = "train_walks", testWalks = "test_walks", sitesEstimated = "sites_estimated"
             case sitesFailed = "sites_failed", offsetBeta = "offset_beta", cell, cellTA = "cell-ta"
             case radialStd_m = "radial_std_m", radialBias_m = "radial_bias_m"
             case quantizationSigma_m = "quantization_sigma_m", epochsWithoutSite = "epochs_without_site"
-            case epochsWithoutTA = "epochs_without_ta"
+            case epochsWithoutTA = "epochs_without_ta", coverage
+        }
+    }
+
+    public struct CoverageReport: Codable, Sendable {
+        /// Every serving-cell epoch the coverage map locates (cell: the cell's area; cell-ta:
+        /// the (cell, TA) area, else the cell's).
+        public var cell: ErrorSummary
+        public var cellTA: ErrorSummary
+        public var cellInside95: Double?
+        public var cellTAInside95: Double?
+        public var cellANEES: Double?
+        public var cellTAANEES: Double?
+        /// Share of the cell-ta fixes from a (cell, TA) area.
+        public var taAreaShare: Double?
+        /// On the epochs the tower-based pair is scored on (`cell`, `cell-ta` above).
+        public var sameEpochsCell: ErrorSummary
+        public var sameEpochsCellTA: ErrorSummary
+        public var epochsWithoutCoverage: Int
+        enum CodingKeys: String, CodingKey {
+            case cell, cellTA = "cell-ta", cellInside95 = "cell_inside95", cellTAInside95 = "cell-ta_inside95"
+            case cellANEES = "cell_anees", cellTAANEES = "cell-ta_anees", taAreaShare = "ta_area_share"
+            case sameEpochsCell = "same_epochs_cell", sameEpochsCellTA = "same_epochs_cell-ta"
+            case epochsWithoutCoverage = "epochs_without_coverage"
         }
     }
 
@@ -122,7 +149,42 @@ public struct CellEvaluation: Sendable {
         public var sitesFailed = 0
         public var beta = 0.0
         public var step = TimingAdvanceModel(unit: .lte16Ts).stepLength
+        /// Coverage-map fixes: errors and NEES on every located epoch, errors on the tower pair's epochs.
+        public var coverageCell: [Double] = []
+        public var coverageCellTA: [Double] = []
+        public var coverageCellNEES: [Double] = []
+        public var coverageCellTANEES: [Double] = []
+        public var coverageTAAreas = 0
+        public var coverageSameCell: [Double] = []
+        public var coverageSameCellTA: [Double] = []
+        public var noCoverage = 0
         public init() {}
+
+        /// Pools another fold (β: the caller's choice; step: the other's).
+        public mutating func merge(_ r: Raw) {
+            cell += r.cell; cellTA += r.cellTA; radial += r.radial
+            noSite += r.noSite; noTA += r.noTA; sitesOK += r.sitesOK; sitesFailed += r.sitesFailed; step = r.step
+            coverageCell += r.coverageCell; coverageCellTA += r.coverageCellTA
+            coverageCellNEES += r.coverageCellNEES; coverageCellTANEES += r.coverageCellTANEES
+            coverageTAAreas += r.coverageTAAreas; coverageSameCell += r.coverageSameCell
+            coverageSameCellTA += r.coverageSameCellTA; noCoverage += r.noCoverage
+        }
+    }
+
+    /// Minimum positions of a coverage area (`CellCoverageMap.fix`).
+    public var coverageMinCount = 3
+
+    /// The coverage map of walks: every serving-cell report at the walk's truth (or GNSS).
+    public static func coverageMap(_ walks: [RecordedWalk], frame: LocalFrame) -> CellCoverageMap {
+        var b = CellCoverageMap.Builder()
+        for w in walks {
+            let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
+            for e in w.events {
+                guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
+                b.add(cell: o.cell, timingAdvance: o.timingAdvance, at: p)
+            }
+        }
+        return b.map
     }
 
     public func run(train: [RecordedWalk], test: [RecordedWalk]) -> Raw {
@@ -149,14 +211,27 @@ public struct CellEvaluation: Sendable {
         }
         let cid = CellIDEstimator()
         let cta = CellTAEstimator(offset: raw.beta, sigmaFraction: b.sigmaFraction)
+        let coverage = Self.coverageMap(train, frame: frame)
         for w in test {
             let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
             for e in w.events {
                 guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
+                var covered: (cell: Double, cellTA: Double)? = nil
+                if case .success(let c1) = coverage.fix(o, useTA: false, minCount: coverageMinCount, time: e.time, source: .cell),
+                   case .success(let c2) = coverage.fix(o, useTA: true, minCount: coverageMinCount, time: e.time, source: .cellTA) {
+                    covered = (norm(c1.position - p), norm(c2.position - p))
+                    raw.coverageCell.append(covered!.cell); raw.coverageCellTA.append(covered!.cellTA)
+                    if let n = c1.covariance.mahalanobis2(c1.position - p) { raw.coverageCellNEES.append(n) }
+                    if let n = c2.covariance.mahalanobis2(c2.position - p) { raw.coverageCellTANEES.append(n) }
+                    if coverage.area(for: o, useTA: true, minCount: coverageMinCount)?.usedTA == true { raw.coverageTAAreas += 1 }
+                } else {
+                    raw.noCoverage += 1
+                }
                 guard let site = lookup.site(for: o.cell) else { raw.noSite += 1; continue }
                 guard case .success(let f1) = cid.estimate(o, site: site, time: e.time) else { continue }
                 guard case .success(let f2) = cta.estimate(o, site: site, time: e.time) else { raw.noTA += 1; continue }
                 raw.cell.append(norm(f1.position - p)); raw.cellTA.append(norm(f2.position - p))
+                if let covered { raw.coverageSameCell.append(covered.cell); raw.coverageSameCellTA.append(covered.cellTA) }
                 if case .success(let m) = cta.model(for: o), let ta = o.timingAdvance {
                     raw.radial.append(m.range(ta) - norm(SIMD2(site.position.x, site.position.y) - p))
                     raw.step = m.stepLength
@@ -170,7 +245,14 @@ public struct CellEvaluation: Sendable {
         Report(trainWalks: train, testWalks: test, sitesEstimated: raw.sitesOK, sitesFailed: raw.sitesFailed,
                offsetBeta: raw.beta, cell: ErrorSummary(raw.cell), cellTA: ErrorSummary(raw.cellTA),
                radialStd_m: RadioStats.standardDeviation(raw.radial), radialBias_m: RadioStats.mean(raw.radial),
-               quantizationSigma_m: raw.step / 12.0.squareRoot(), epochsWithoutSite: raw.noSite, epochsWithoutTA: raw.noTA)
+               quantizationSigma_m: raw.step / 12.0.squareRoot(), epochsWithoutSite: raw.noSite, epochsWithoutTA: raw.noTA,
+               coverage: CoverageReport(
+                cell: ErrorSummary(raw.coverageCell), cellTA: ErrorSummary(raw.coverageCellTA),
+                cellInside95: RadioStats.inside95(raw.coverageCellNEES), cellTAInside95: RadioStats.inside95(raw.coverageCellTANEES),
+                cellANEES: RadioStats.mean(raw.coverageCellNEES), cellTAANEES: RadioStats.mean(raw.coverageCellTANEES),
+                taAreaShare: raw.coverageCellTA.isEmpty ? nil : Double(raw.coverageTAAreas) / Double(raw.coverageCellTA.count),
+                sameEpochsCell: ErrorSummary(raw.coverageSameCell), sameEpochsCellTA: ErrorSummary(raw.coverageSameCellTA),
+                epochsWithoutCoverage: raw.noCoverage))
     }
 }
 
