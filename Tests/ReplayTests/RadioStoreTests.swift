@@ -151,6 +151,15 @@ func sharedData(_ sub: String) -> URL? {
         #expect(raw.sitesOK > 5)
         // Omni sites: cell-ta's ring centroid is the site, like cell (single epoch).
         #expect(RadioStats.median(raw.cellTA)! < 1000)
+        // The coverage map of the same training walks knows where phones were: TA narrows it,
+        // and both beat the tower ring on the same epochs (leave-one-walk-out figures in
+        // docs/radio.md: cell-ta median 170.6 → 102.6 m).
+        let cov = try #require(RadioStats.median(raw.coverageSameCellTA)), tower = try #require(RadioStats.median(raw.cellTA))
+        #expect(raw.coverageSameCellTA.count > 100)
+        #expect(cov < 0.8 * tower, "coverage cell-ta median \(cov) m vs tower \(tower) m")
+        #expect(RadioStats.median(raw.coverageCellTA)! < RadioStats.median(raw.coverageCell)!)
+        let inside = try #require(RadioStats.inside95(raw.coverageCellTANEES))
+        #expect(inside > 0.8, "coverage cell-ta inside95 \(inside)")
     }
 }
 
