@@ -346,11 +346,22 @@ struct CellDB: ParsableCommand {
 struct CellDBBuild: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
-        abstract: "Estimate cell-site positions from recorded walks with TA and GNSS/ground truth (robust least squares).",
-        discussion: "Inputs: posfuse traces (.jsonl) or OpenCellID measurement CSV walks. Sites are written with provenance 'estimated'."
+        abstract: "Estimate cell-site positions from recorded walks with TA and GNSS/ground truth (robust least squares), and learn each cell's coverage.",
+        discussion: """
+        Inputs: posfuse traces (.jsonl) or OpenCellID measurement CSV walks. Sites are written with provenance 'estimated'.
+        The coverage map (where phones were when they reported each serving cell and TA index: mean and covariance per
+        area, docs/radio.md) goes into the table cell_coverage of the same database, in the same transaction; the cell and
+        cell-ta stages locate a report from it before the tower ring. --reference-json also writes both, in WGS84, as a
+        reference.json for posfuse replay and posfuse refine --reference.
+
+        Example:
+          posfuse celldb build ../shared/data/lte-ta-walks/lacolyoc --db cells.sqlite --reference-json cells.json
+          posfuse refine reports.jsonl --reference cells.json --lines
+        """
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Cell database (SQLite) to write.") var db: String
+    @Option(name: .customLong("reference-json"), help: "Also write {\"cells\": [...], \"cell_coverage\": [...]} (WGS84) to this file.") var referenceJSON: String?
     @Option(help: "TA quantiser offset β in steps (0 rounding, 0.5 truncation).") var offset: Double = 0
     @Flag(name: .customLong("pool-site"), help: "Pool the LTE/NR cells of one eNB/gNB into one site fit (default: per cell).") var poolSite = false
     @Flag(name: .customLong("estimate-sectors"), help: "Estimate sector azimuths from the walks (biased to the walked area).") var estimateSectors = false
@@ -365,10 +376,16 @@ struct CellDBBuild: ParsableCommand {
         do {
             let walks = try RadioWalkLoader.load(urls, dataset: ds)
             guard let origin = walks.first?.header.origin else { throw ValidationError("no walks") }
+            let frame = LocalFrame(origin: origin)
             let b = CellSiteBuilder(offset: offset, groupBySite: poolSite, estimateSectors: estimateSectors)
-            let built = b.build(walks, frame: LocalFrame(origin: origin))
+            let built = b.build(walks, frame: frame)
+            let coverage = CellCoverageRecord.records(CellCoverageMap(walks: walks, frame: frame), frame: frame)
             let database = try CellDatabase(path: db)
-            try database.insert(built.records)
+            try database.insert(built.records, coverage: coverage)
+            if let r = referenceJSON {
+                let ref: [String: Any] = ["cells": CellTower.referenceJSON(built.records), "cell_coverage": CellCoverageRecord.referenceJSON(coverage)]
+                try JSONSerialization.data(withJSONObject: ref, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: r))
+            }
             var sites: [[String: Any]] = []
             for s in built.sites {
                 var d: [String: Any] = ["site": s.key, "cells": s.cells.count, "samples": s.samples]
@@ -381,10 +398,13 @@ struct CellDBBuild: ParsableCommand {
                 sites.append(d)
             }
             if json {
-                let o: [String: Any] = ["walks": walks.count, "records": built.records.count, "sites": sites]
+                let o: [String: Any] = ["walks": walks.count, "records": built.records.count, "sites": sites,
+                                        "coverage_areas": coverage.count, "coverage_cells": coverage.filter { $0.ta == nil }.count]
                 print(String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
             } else {
-                print("\(walks.count) walk(s): \(built.sites.count) site(s), \(built.records.count) cell record(s) written to \(db)")
+                print("\(walks.count) walk(s): \(built.sites.count) site(s), \(built.records.count) cell record(s), "
+                      + "\(coverage.count) coverage area(s) of \(coverage.filter { $0.ta == nil }.count) cell(s) written to \(db)"
+                      + (referenceJSON.map { " and \($0)" } ?? ""))
                 for s in sites { print("  \(s)") }
             }
         } catch let e as ImportDataError {

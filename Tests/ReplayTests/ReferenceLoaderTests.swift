@@ -57,9 +57,44 @@ import Positioning
         #expect(abs(m.points[1].position.x) < 1e-6 && m.points[1].floor == nil && m.bssids == ["02:00:00:00:00:0a", "02:00:00:00:00:0b"])
         for (bad, reason) in [(#"{"fingerprints": {"threshold_dbm": -90, "points": [{"e": 0, "n": 0, "rss": {"a": "x"}}]}}"#,
                                "fingerprints.points[0]: rss['a'] must be a number (dBm)"),
-                              (#"{"fingerprints": {"threshold_dbm": -90, "points": [{"e": 0, "n": 0}]}}"#,
+                              (#"{"fingerprints": {"threshold_dbm": -90, "points": [{"e": 0, "count": 0}]}}"#,
                                "fingerprints.points[0]: missing object 'rss' (bssid → dBm)"),
                               (#"{"fingerprints": {"points": []}}"#, "fingerprints: missing key 'threshold_dbm'")] {
+            let b = try folder(["reference.json": bad])
+            defer { try? FileManager.default.removeItem(at: b) }
+            do { _ = try ReferenceLoader.load(folder: b, frame: frame); Issue.record("accepted \(bad)") } catch let e as TraceDataError {
+                #expect(e.reason == reason)
+            }
+        }
+    }
+
+    /// `cell_coverage`: the areas by cell and TA in both position forms, and located errors for
+    /// a malformed covariance, a count below 1, a duplicate area. A coverage area written by
+    /// `CellCoverageRecord.referenceJSON` reads back to the same area.
+    @Test func cellCoverageLoadsAndErrorsNameTheArea() throws {
+        let d = try folder(["reference.json": """
+        {"cell_coverage": [
+          {"rat": "lte", "mcc": 302, "mnc": 720, "area": 1, "cid": 77, "e": 10, "n": -20, "cov_m2": [400, 30, 900], "count": 12},
+          {"rat": "lte", "mcc": 302, "mnc": 720, "area": 1, "cid": 77, "ta": 3, "lat": 48.1, "lon": 11.5, "cov_m2": [100, 0, 100], "count": 4}]}
+        """])
+        defer { try? FileManager.default.removeItem(at: d) }
+        let m = try #require(try ReferenceLoader.load(folder: d, frame: frame).cellCoverage)
+        let cell = CellID(rat: .lte, mcc: 302, mnc: 720, area: 1, cid: 77)
+        #expect(m.areas[.init(cell: cell, timingAdvance: nil)] == .init(mean: SIMD2(10, -20), covariance: Covariance2(ee: 400, en: 30, nn: 900), count: 12))
+        let ta = try #require(m.areas[.init(cell: cell, timingAdvance: 3)])
+        #expect(abs(ta.mean.x) < 1e-6 && abs(ta.mean.y) < 1e-6 && ta.count == 4)
+        let back = CellCoverageRecord.map(CellCoverageRecord.records(m, frame: frame), frame: frame)
+        for (k, a) in m.areas {
+            let b = try #require(back.areas[k])
+            #expect(abs(b.mean.x - a.mean.x) < 1e-6 && abs(b.mean.y - a.mean.y) < 1e-6 && b.covariance == a.covariance && b.count == a.count)
+        }
+        let id = #""rat": "lte", "mcc": 1, "mnc": 1, "area": 1, "cid": 1, "e": 0, "n": 0"#
+        for (bad, reason) in [(#"{"cell_coverage": [{\#(id), "cov_m2": [1, 2], "count": 3}]}"#, "cell_coverage[0]: cov_m2 must be [ee, en, nn] in m²"),
+                              (#"{"cell_coverage": [{\#(id), "cov_m2": [1, 5, 1], "count": 3}]}"#,
+                               "cell_coverage[0]: cov_m2 is not a covariance (needs ee ≥ 0, nn ≥ 0, ee·nn ≥ en²)"),
+                              (#"{"cell_coverage": [{\#(id), "cov_m2": [1, 0, 1], "count": 0}]}"#, "cell_coverage[0]: count must be ≥ 1, got 0"),
+                              (#"{"cell_coverage": [{\#(id), "cov_m2": [1, 0, 1], "count": 2}, {\#(id), "cov_m2": [1, 0, 1], "count": 2}]}"#,
+                               "cell_coverage[1]: duplicate area for lte:1-1-1-1 ta none")] {
             let b = try folder(["reference.json": bad])
             defer { try? FileManager.default.removeItem(at: b) }
             do { _ = try ReferenceLoader.load(folder: b, frame: frame); Issue.record("accepted \(bad)") } catch let e as TraceDataError {
@@ -77,7 +112,7 @@ import Positioning
     }
 
     @Test func errorsNameTheEntry() throws {
-        let d = try folder(["reference.json": #"{"aps": [{"e": 1, "n": 2}]}"#])
+        let d = try folder(["reference.json": #"{"aps": [{"e": 1, "count": 2}]}"#])
         defer { try? FileManager.default.removeItem(at: d) }
         do { _ = try ReferenceLoader.load(folder: d, frame: frame); Issue.record("accepted") } catch let e as TraceDataError {
             #expect(e.reason == "aps[0]: missing key 'bssid'")

@@ -10,12 +10,15 @@ public struct ReferenceData: Sendable {
     public var walls: [Wall]
     /// Surveyed WiFi fingerprints (`FingerprintMap`), when the site was surveyed.
     public var fingerprints: FingerprintMap?
+    /// Where phones were when they reported each serving cell and TA (`CellCoverageMap`,
+    /// learned by `posfuse celldb build`), when known.
+    public var cellCoverage: CellCoverageMap?
 
     public init(accessPoints: [String: AccessPoint] = [:], cells: [CellID: CellSite] = [:],
                 beacons: [String: AcousticBeacon] = [:], landmarks: [String: Landmark] = [:], walls: [Wall] = [],
-                fingerprints: FingerprintMap? = nil) {
+                fingerprints: FingerprintMap? = nil, cellCoverage: CellCoverageMap? = nil) {
         self.accessPoints = accessPoints; self.cells = cells; self.beacons = beacons
-        self.landmarks = landmarks; self.walls = walls; self.fingerprints = fingerprints
+        self.landmarks = landmarks; self.walls = walls; self.fingerprints = fingerprints; self.cellCoverage = cellCoverage
     }
     public static let empty = ReferenceData()
 }

@@ -174,18 +174,6 @@ public struct CellEvaluation: Sendable {
     /// Minimum positions of a coverage area (`CellCoverageMap.fix`).
     public var coverageMinCount = 3
 
-    /// The coverage map of walks: every serving-cell report at the walk's truth (or GNSS).
-    public static func coverageMap(_ walks: [RecordedWalk], frame: LocalFrame) -> CellCoverageMap {
-        var b = CellCoverageMap.Builder()
-        for w in walks {
-            let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
-            for e in w.events {
-                guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
-                b.add(cell: o.cell, timingAdvance: o.timingAdvance, at: p)
-            }
-        }
-        return b.map
-    }
 
     public func run(train: [RecordedWalk], test: [RecordedWalk]) -> Raw {
         var raw = Raw()
@@ -211,7 +199,7 @@ public struct CellEvaluation: Sendable {
         }
         let cid = CellIDEstimator()
         let cta = CellTAEstimator(offset: raw.beta, sigmaFraction: b.sigmaFraction)
-        let coverage = Self.coverageMap(train, frame: frame)
+        let coverage = CellCoverageMap(walks: train, frame: frame)
         for w in test {
             let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
             for e in w.events {

@@ -54,10 +54,7 @@ public enum ReferenceLoader {
         }
         for (i, o) in try p.array(root, "cells").enumerated() {
             let at = "cells[\(i)]"
-            let ratName = try p.string(o, "rat", at)
-            guard let rat = RAT(rawValue: ratName) else { throw p.fail(at, "unknown rat '\(ratName)'") }
-            let id = CellID(rat: rat, mcc: try p.int(o, "mcc", at), mnc: try p.int(o, "mnc", at),
-                            area: try p.int(o, "area", at), cid: try p.int(o, "cid", at))
+            let id = try p.cellID(o, at)
             ref.cells[id] = CellSite(cell: id, position: try p.position(o, at), azimuth: try p.optNumber(o, "azimuth", at),
                                      beamwidth: try p.optNumber(o, "beamwidth", at), range: try p.optNumber(o, "range", at),
                                      provenance: try p.optString(o, "provenance", at) ?? "antenna")
@@ -76,6 +73,7 @@ public enum ReferenceLoader {
             ref.landmarks[id] = Landmark(id: id, position: try p.position(o, at), height: try p.optNumber(o, "height", at))
         }
         if let fpm = root["fingerprints"], !(fpm is NSNull) { ref.fingerprints = try p.fingerprints(fpm) }
+        if root["cell_coverage"] != nil { ref.cellCoverage = try p.cellCoverage(p.array(root, "cell_coverage")) }
         if let fp = root["floorplan"], !(fp is NSNull) {
             if let name = fp as? String {
                 let fu = url.deletingLastPathComponent().appendingPathComponent(name)
@@ -131,6 +129,38 @@ private struct Parser {
             points.append(.init(position: SIMD2(pos.x, pos.y), floor: try optInt(q, "floor", at), rss: rss, scans: try optInt(q, "scans", at) ?? 0))
         }
         return FingerprintMap(points: points, threshold: threshold, spacing: spacing)
+    }
+
+    /// A cell identity: `rat`, `mcc`, `mnc`, `area`, `cid`.
+    func cellID(_ o: [String: Any], _ at: String) throws -> CellID {
+        let ratName = try string(o, "rat", at)
+        guard let rat = RAT(rawValue: ratName) else { throw fail(at, "unknown rat '\(ratName)'") }
+        return CellID(rat: rat, mcc: try int(o, "mcc", at), mnc: try int(o, "mnc", at), area: try int(o, "area", at), cid: try int(o, "cid", at))
+    }
+
+    /// `cell_coverage`: `[{cell identity, "ta"?, position, "cov_m2": [ee, en, nn], "count"}, …]` — one
+    /// area per cell (no `ta`) and per (cell, TA index) (docs/trace-format.md).
+    func cellCoverage(_ list: [[String: Any]]) throws -> CellCoverageMap {
+        var areas: [CellCoverageMap.Key: CellCoverageMap.Area] = [:]
+        for (i, o) in list.enumerated() {
+            let at = "cell_coverage[\(i)]"
+            let key = CellCoverageMap.Key(cell: try cellID(o, at), timingAdvance: try optInt(o, "ta", at))
+            let raw = o["cov_m2"] as? [Any] ?? []
+            let v = raw.compactMap { x -> Double? in
+                guard let n = x as? NSNumber, !isBool(n), n.doubleValue.isFinite else { return nil }
+                return n.doubleValue
+            }
+            guard raw.count == 3, v.count == 3 else { throw fail(at, "cov_m2 must be [ee, en, nn] in m²") }
+            guard v[0] >= 0, v[2] >= 0, v[0] * v[2] - v[1] * v[1] >= -1e-9 * max(1, v[0] * v[2]) else {
+                throw fail(at, "cov_m2 is not a covariance (needs ee ≥ 0, nn ≥ 0, ee·nn ≥ en²)")
+            }
+            let n = try int(o, "count", at)
+            guard n >= 1 else { throw fail(at, "count must be ≥ 1, got \(n)") }
+            guard areas[key] == nil else { throw fail(at, "duplicate area for \(key.cell) ta \(key.timingAdvance.map(String.init) ?? "none")") }
+            let pos = try position(o, at)
+            areas[key] = .init(mean: SIMD2(pos.x, pos.y), covariance: Covariance2(ee: v[0], en: v[1], nn: v[2]), count: n)
+        }
+        return CellCoverageMap(areas: areas)
     }
 
     func fail(_ at: String, _ reason: String, code: String = "invalid_value") -> TraceDataError {

@@ -34,11 +34,73 @@ public struct CellTower: Sendable, Equatable {
     }
 }
 
-/// The cell database: an SQLite file (GRDB) of cell towers keyed by (rat, mcc, mnc, area, cid).
+/// A coverage area of the cell database (`CellCoverageMap.Area`) in WGS84: where phones were
+/// when they reported `cell` (and TA index `ta`; nil = the cell's whole area).
+public struct CellCoverageRecord: Sendable, Equatable {
+    public var cell: CellID
+    public var ta: Int?
+    /// Mean position (h = the frame origin's height).
+    public var position: Geodetic
+    /// Sample covariance of the positions, local east/north m².
+    public var covariance: Covariance2
+    public var count: Int
+    public init(cell: CellID, ta: Int?, position: Geodetic, covariance: Covariance2, count: Int) {
+        self.cell = cell; self.ta = ta; self.position = position; self.covariance = covariance; self.count = count
+    }
+
+    /// The areas of `map` (positions in `frame`), sorted by cell and TA.
+    public static func records(_ map: CellCoverageMap, frame: LocalFrame) -> [CellCoverageRecord] {
+        map.areas.map { k, a in
+            CellCoverageRecord(cell: k.cell, ta: k.timingAdvance, position: frame.geodetic(east: a.mean.x, north: a.mean.y),
+                               covariance: a.covariance, count: a.count)
+        }.sorted { ($0.cell.description, $0.ta ?? -1) < ($1.cell.description, $1.ta ?? -1) }
+    }
+
+    /// The records as a coverage map in `frame`.
+    public static func map(_ records: [CellCoverageRecord], frame: LocalFrame) -> CellCoverageMap {
+        var areas: [CellCoverageMap.Key: CellCoverageMap.Area] = [:]
+        for r in records {
+            let p = frame.enu(r.position)
+            areas[.init(cell: r.cell, timingAdvance: r.ta)] = .init(mean: SIMD2(p.x, p.y), covariance: r.covariance, count: r.count)
+        }
+        return CellCoverageMap(areas: areas)
+    }
+
+    /// reference.json `cell_coverage` entries (docs/trace-format.md), WGS84.
+    public static func referenceJSON(_ records: [CellCoverageRecord]) -> [[String: Any]] {
+        records.map { r in
+            var d: [String: Any] = ["rat": r.cell.rat.rawValue, "mcc": r.cell.mcc, "mnc": r.cell.mnc, "area": r.cell.area, "cid": r.cell.cid,
+                                    "lat": r.position.latitude, "lon": r.position.longitude,
+                                    "cov_m2": [r.covariance.ee, r.covariance.en, r.covariance.nn], "count": r.count]
+            if let t = r.ta { d["ta"] = t }
+            return d
+        }
+    }
+}
+
+extension CellTower {
+    /// reference.json `cells` entries (docs/trace-format.md), WGS84.
+    public static func referenceJSON(_ towers: [CellTower]) -> [[String: Any]] {
+        towers.map { t in
+            var d: [String: Any] = ["rat": t.cell.rat.rawValue, "mcc": t.cell.mcc, "mnc": t.cell.mnc, "area": t.cell.area, "cid": t.cell.cid,
+                                    "lat": t.position.latitude, "lon": t.position.longitude, "h": t.position.height,
+                                    "provenance": t.provenance]
+            if let r = t.range { d["range"] = r }
+            if let a = t.azimuth { d["azimuth"] = a }
+            if let b = t.beamwidth { d["beamwidth"] = b }
+            return d
+        }
+    }
+}
+
+/// The cell database: an SQLite file (GRDB) of cell towers keyed by (rat, mcc, mnc, area, cid),
+/// and of the coverage areas learned from walks.
 ///
 /// Schema `cells(rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci, azimuth_deg,
 /// beamwidth_deg, provenance, updated)` with the primary key on the cell identity and an
-/// index on (lat, lon) for area queries. Inserts replace rows with the same identity.
+/// index on (lat, lon) for area queries; `cell_coverage(rat, mcc, mnc, area, cid, ta, lat, lon,
+/// cov_ee, cov_en, cov_nn, n)` keyed by cell and TA (−1 = the cell's whole area). Inserts
+/// replace rows with the same key.
 public final class CellDatabase {
     public let queue: DatabaseQueue
 
@@ -56,14 +118,30 @@ public final class CellDatabase {
                     PRIMARY KEY (rat, mcc, mnc, area, cid)
                 ) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS cells_latlon ON cells(lat, lon);
+                CREATE TABLE IF NOT EXISTS cell_coverage (
+                    rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL,
+                    area INTEGER NOT NULL, cid INTEGER NOT NULL, ta INTEGER NOT NULL,
+                    lat REAL NOT NULL, lon REAL NOT NULL,
+                    cov_ee REAL NOT NULL, cov_en REAL NOT NULL, cov_nn REAL NOT NULL, n INTEGER NOT NULL,
+                    PRIMARY KEY (rat, mcc, mnc, area, cid, ta)
+                ) WITHOUT ROWID;
                 """)
         }
     }
 
-    /// Inserts or replaces `towers` in one transaction; returns the number written.
+    /// Inserts or replaces `towers` and `coverage` in one transaction; returns the number of towers written.
     @discardableResult
-    public func insert(_ towers: [CellTower]) throws -> Int {
+    public func insert(_ towers: [CellTower], coverage: [CellCoverageRecord] = []) throws -> Int {
         try queue.write { db in
+            let cs = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, cov_ee, cov_en, cov_nn, n)
+                VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+                """)
+            for r in coverage {
+                try cs.execute(arguments: [r.cell.rat.rawValue, r.cell.mcc, r.cell.mnc, r.cell.area, r.cell.cid, r.ta ?? -1,
+                                           r.position.latitude, r.position.longitude, r.covariance.ee, r.covariance.en,
+                                           r.covariance.nn, r.count])
+            }
             let st = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO cells (rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci,
                     azimuth_deg, beamwidth_deg, provenance, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
@@ -74,6 +152,19 @@ public final class CellDatabase {
                                            t.pci, t.azimuth, t.beamwidth, t.provenance, t.updated])
             }
             return towers.count
+        }
+    }
+
+    /// Every coverage area, sorted by cell and TA.
+    public func coverage() throws -> [CellCoverageRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM cell_coverage ORDER BY rat, mcc, mnc, area, cid, ta").compactMap { r in
+                guard let rat = RAT(rawValue: r["rat"]) else { return nil }
+                let ta: Int = r["ta"]
+                return CellCoverageRecord(cell: CellID(rat: rat, mcc: r["mcc"], mnc: r["mnc"], area: r["area"], cid: r["cid"]),
+                                          ta: ta < 0 ? nil : ta, position: Geodetic(latitude: r["lat"], longitude: r["lon"]),
+                                          covariance: Covariance2(ee: r["cov_ee"], en: r["cov_en"], nn: r["cov_nn"]), count: r["n"])
+            }
         }
     }
 

@@ -261,3 +261,19 @@ public struct FingerprintMapBuilder: Sendable {
         return FingerprintMap(points: points, threshold: weakest.isFinite ? weakest : -100, spacing: cellSize)
     }
 }
+
+extension CellCoverageMap {
+    /// The coverage map of walks: every serving-cell report at the walk's ground truth (else
+    /// its GNSS), with its TA index when reported — what `posfuse celldb build` stores.
+    public init(walks: [RecordedWalk], frame: LocalFrame) {
+        var b = Builder()
+        for w in walks {
+            let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
+            for e in w.events {
+                guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
+                b.add(cell: o.cell, timingAdvance: o.timingAdvance, at: p)
+            }
+        }
+        self = b.map
+    }
+}

@@ -62,10 +62,11 @@ public struct CellCoverageMap: Sendable, Equatable {
         private var moments: [Key: Moments] = [:]
         public init() {}
 
-        /// One serving-cell report at position `p` (ENU m), with its TA index when reported.
+        /// One serving-cell report at position `p` (ENU m), with its TA index when reported (a
+        /// negative index, an invalid report, counts for the cell's area only).
         public mutating func add(cell: CellID, timingAdvance: Int?, at p: SIMD2<Double>) {
             moments[Key(cell: cell, timingAdvance: nil), default: Moments()].add(p)
-            if let k = timingAdvance { moments[Key(cell: cell, timingAdvance: k), default: Moments()].add(p) }
+            if let k = timingAdvance, k >= 0 { moments[Key(cell: cell, timingAdvance: k), default: Moments()].add(p) }
         }
 
         public var map: CellCoverageMap { CellCoverageMap(areas: moments.mapValues(\.area)) }

@@ -70,15 +70,44 @@ final class CellLookupCache {
     }
 }
 
-/// Pipeline stage `cell`: a Cell-ID fix for every serving-cell record.
+/// Whether and how the cell stages locate a report from the reference data's coverage map
+/// (`CellCoverageMap`) before the tower geometry. Options `coverage` (true) and
+/// `coverage_min_count` (3 positions per area).
+public struct CellCoverageUse: Sendable {
+    public var enabled = true
+    public var minCount = 3
+    public init(enabled: Bool = true, minCount: Int = 3) { self.enabled = enabled; self.minCount = minCount }
+
+    static func parse(_ o: StageOptions) throws -> CellCoverageUse {
+        let u = CellCoverageUse(enabled: try o.bool("coverage", default: true), minCount: try o.int("coverage_min_count", default: 3))
+        guard u.minCount >= 2 else { throw ConfigurationError(path: "\(o.name).coverage_min_count", reason: "must be ≥ 2 (one position has no spread)") }
+        return u
+    }
+
+    /// The coverage fix of a serving-cell report, when enabled and the map knows the area.
+    func fix(_ obs: CellObservation, useTA: Bool, event: TraceEvent, source: Source, reference: ReferenceData) -> Fix? {
+        guard enabled, let map = reference.cellCoverage,
+              case .success(let f) = map.fix(obs, useTA: useTA, minCount: minCount, time: event.time, source: source, subject: event.device)
+        else { return nil }
+        return f
+    }
+}
+
+/// Pipeline stage `cell`: a Cell-ID fix for every serving-cell record — from the coverage map
+/// where the reference data has one for the cell (`CellCoverageMap`: where phones were when
+/// they reported it), else from the tower (`CellIDEstimator`).
 public final class CellIDStage: PipelineStage {
     public let estimator: CellIDEstimator
+    public let coverage: CellCoverageUse
     private let cache = CellLookupCache()
-    public init(estimator: CellIDEstimator = CellIDEstimator()) { self.estimator = estimator }
+    public init(estimator: CellIDEstimator = CellIDEstimator(), coverage: CellCoverageUse = CellCoverageUse()) {
+        self.estimator = estimator; self.coverage = coverage
+    }
     public var sources: [Source] { [.cell] }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .cell(let obs) = event.payload, obs.serving else { return [] }
+        if let f = coverage.fix(obs, useTA: false, event: event, source: .cell, reference: context.reference) { return [.fix(f)] }
         let site = cache.get(context.reference).site(for: obs.cell)
         switch estimator.estimate(obs, site: site, time: event.time, subject: event.device) {
         case .success(let f): return [.fix(f)]
@@ -87,7 +116,8 @@ public final class CellIDStage: PipelineStage {
     }
 
     /// Options: `default_range_m` (number, m; overrides the per-RAT fallbacks gsm 5000,
-    /// umts 2000, lte 2000, nr 1000), `use_sector` (bool, true).
+    /// umts 2000, lte 2000, nr 1000), `use_sector` (bool, true), `coverage` (true),
+    /// `coverage_min_count` (3).
     public static func make(_ o: StageOptions) throws -> CellIDStage {
         var ranges = CellIDEstimator.standardRanges
         if o.values["default_range_m"] != nil {
@@ -95,7 +125,8 @@ public final class CellIDStage: PipelineStage {
             guard r > 0 else { throw ConfigurationError(path: "\(o.name).default_range_m", reason: "must be positive") }
             for k in ranges.keys { ranges[k] = r }
         }
-        return CellIDStage(estimator: CellIDEstimator(defaultRange: ranges, useSector: try o.bool("use_sector", default: true)))
+        return CellIDStage(estimator: CellIDEstimator(defaultRange: ranges, useSector: try o.bool("use_sector", default: true)),
+                           coverage: try CellCoverageUse.parse(o))
     }
 }
 
@@ -103,17 +134,21 @@ public final class CellIDStage: PipelineStage {
 /// the tight-coupling TA measurement (annulus range or saturated lower bound) for filters.
 /// When other serving cells (another RAT or SIM) of different sites reported a TA within
 /// `ringWindow` s, the fix is the multi-ring posterior (`CellTAEstimator.multiRingFix`).
+/// Where the reference data's coverage map knows the (cell, TA) area (else the cell's), the
+/// fix is that area's (`CellCoverageMap`) instead of the ring; the TA measurement stays.
 public final class CellTAStage: PipelineStage {
     public let estimator: CellTAEstimator
     /// Use simultaneous rings of other serving cells (default true) and how old they may be, s.
     public let multiRing: Bool
     public let ringWindow: Double
+    public let coverage: CellCoverageUse
     private let cache = CellLookupCache()
     /// Latest ring per device and radio (RAT + MCC/MNC: one serving cell each).
     private var rings: [String: [String: TimingAdvanceRing]] = [:]
 
-    public init(estimator: CellTAEstimator = CellTAEstimator(), multiRing: Bool = true, ringWindow: Double = 2.5) {
-        self.estimator = estimator; self.multiRing = multiRing; self.ringWindow = ringWindow
+    public init(estimator: CellTAEstimator = CellTAEstimator(), multiRing: Bool = true, ringWindow: Double = 2.5,
+                coverage: CellCoverageUse = CellCoverageUse()) {
+        self.estimator = estimator; self.multiRing = multiRing; self.ringWindow = ringWindow; self.coverage = coverage
     }
     public var sources: [Source] { [.cellTA] }
 
@@ -121,11 +156,18 @@ public final class CellTAStage: PipelineStage {
         guard case .cell(let obs) = event.payload, obs.serving else { return [] }
         let site = cache.get(context.reference).site(for: obs.cell)
         var out: [StageResult] = []
-        let single = estimator.estimate(obs, site: site, time: event.time, subject: event.device)
         let meas = site.flatMap { estimator.measurement(obs, site: $0, time: event.time) }
+        let radio = "\(obs.cell.rat.rawValue):\(obs.cell.mcc)-\(obs.cell.mnc)"
+        if obs.timingAdvance != nil,
+           let f = coverage.fix(obs, useTA: true, event: event, source: .cellTA, reference: context.reference) {
+            rings[event.device]?[radio] = nil   // this report is no ring for the multi-ring fix of others
+            out.append(.fix(f))
+            if let meas { out.append(.measurement(meas, subject: event.device)) }
+            return out
+        }
+        let single = estimator.estimate(obs, site: site, time: event.time, subject: event.device)
         var fix: Fix? = nil
         if case .success(let f) = single { fix = f }
-        let radio = "\(obs.cell.rat.rawValue):\(obs.cell.mcc)-\(obs.cell.mnc)"
         if multiRing {
             var mine = rings[event.device] ?? [:]
             if let site, let m = meas as? TimingAdvanceRangeMeasurement, fix != nil {
@@ -152,7 +194,8 @@ public final class CellTAStage: PipelineStage {
     /// `quantizer` (`rounding` | `truncation`), `offset` (β in steps; overrides `quantizer`,
     /// e.g. a calibrated β̂), `sigma_fraction` (0.15: σ_m = 0.15·Δ), `gsm_max_ta` (63; 219 for
     /// extended cells), `nr_unit` (`nr_mu0`), `phone_up_m` (0), `use_sector` (true),
-    /// `multi_ring` (true: intersect simultaneous serving-cell rings), `ring_window_s` (2.5).
+    /// `multi_ring` (true: intersect simultaneous serving-cell rings), `ring_window_s` (2.5),
+    /// `coverage` (true), `coverage_min_count` (3).
     public static func make(_ o: StageOptions) throws -> CellTAStage {
         let q = try o.string("quantizer", default: "rounding")
         guard let quant = TimingAdvanceModel.Quantizer(rawValue: q) else {
@@ -170,6 +213,7 @@ public final class CellTAStage: PipelineStage {
             speedOfLight: c, offset: try o.double("offset", default: quant.offset), sigmaFraction: sf,
             gsmMaxIndex: try o.int("gsm_max_ta", default: 63), nrDefaultUnit: nr,
             phoneUp: try o.double("phone_up_m", default: 0), useSector: try o.bool("use_sector", default: true)),
-            multiRing: try o.bool("multi_ring", default: true), ringWindow: try o.double("ring_window_s", default: 2.5))
+            multiRing: try o.bool("multi_ring", default: true), ringWindow: try o.double("ring_window_s", default: 2.5),
+            coverage: try CellCoverageUse.parse(o))
     }
 }
