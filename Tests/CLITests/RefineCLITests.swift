@@ -179,6 +179,38 @@ import Testing
     }
     /// Service use: `posfuse refine -` answers each report line on stdout before the next one
     /// arrives (no buffering until EOF), and ends with exit 0 and the usual count when stdin closes.
+    /// A cell report against a learned coverage map (`cell_coverage` in WGS84, as `celldb build
+    /// --reference-json` writes it) and a tower: the refined position is drawn to the (cell, TA)
+    /// area's mean — 400 m east of the tower where the ring centroid would be the tower itself —
+    /// and its 95 % radius covers that area; a TA the map has too few positions for uses the
+    /// cell's area.
+    @Test func cellCoverageEvidence() throws {
+        let dir = try GateFixtures.tempDir()
+        let lat0 = 40.75, lon0 = -73.99, mLat = 1 / 111_034.0, mLon = 1 / (111_320.0 * cos(lat0 * .pi / 180))
+        let ref = dir.appendingPathComponent("ref.json"), reports = dir.appendingPathComponent("r.jsonl")
+        let id = #""rat":"lte","mcc":310,"mnc":260,"area":7001,"cid":40002"#
+        try #"{"cells":[{\#(id),"lat":\#(lat0),"lon":\#(lon0),"h":30}],"cell_coverage":[{\#(id),"ta":5,"lat":\#(lat0 + 10 * mLat),"lon":\#(lon0 + 400 * mLon),"cov_m2":[900,0,2500],"count":20},{\#(id),"ta":9,"lat":\#(lat0),"lon":\#(lon0 + 700 * mLon),"cov_m2":[0,0,0],"count":1},{\#(id),"lat":\#(lat0 - 100 * mLat),"lon":\#(lon0 + 300 * mLon),"cov_m2":[40000,0,40000],"count":40}]}"#
+            .write(to: ref, atomically: true, encoding: .utf8)
+        let cell = #"{"t":9,"type":"cell",\#(id),"serving":true,"ta_unit":"lte_16ts","rsrp":-75"#
+        try ([#"{"id":"ta5","lat":\#(lat0),"lon":\#(lon0),"accuracy_m":2000,"t":10,"evidence":[\#(cell),"ta":5}]}"#,
+              #"{"id":"ta9","lat":\#(lat0),"lon":\#(lon0),"accuracy_m":2000,"t":10,"evidence":[\#(cell),"ta":9}]}"#].joined(separator: "\n") + "\n")
+            .write(to: reports, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["refine", reports.path, "--reference", ref.path, "--lines", "--no-progress"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let fs = try features(r.stdout)
+        #expect(fs.count == 2)
+        for (f, target) in zip(fs, [SIMD2(400.0, 10), SIMD2(300.0, -100)]) {
+            let p = try #require(f["properties"] as? [String: Any])
+            #expect((p["sources_used"] as? [String] ?? []).contains("cell-ta"), "\(p)")
+            let c = try #require((f["geometry"] as? [String: Any])?["coordinates"] as? [Double])
+            let d = SIMD2((c[0] - lon0) / mLon, (c[1] - lat0) / mLat) - target
+            let off = (d * d).sum().squareRoot(), radius = try #require(p["radius95_m"] as? Double)
+            // The report (2 km accuracy) barely pulls it, and the radius covers the area's spread.
+            #expect(off < 20, "\(p["id"] ?? "") \(off) m from the area mean")
+            #expect(radius > 2.4 * 30 && radius < 2 * 2000, "\(radius)")
+        }
+    }
+
     /// A report whose cell evidence carries a timing advance gives a `cell` and a `cell-ta` fix;
     /// the filter fuses the second only (it contains the first), and the output says so.
     @Test func cellFixContainedInCellTAIsNamed() throws {
