@@ -33,6 +33,7 @@ struct Refine: ParsableCommand {
     @Option(name: [.short, .long], help: "Output file (default: stdout).") var output: String?
     @Option(help: "Reference data (reference.json: APs, cells, beacons, landmarks; docs/trace-format.md).") var reference: String?
     @Option(help: "Pipeline configuration (YAML, see docs/pipeline.yaml).") var pipeline: String?
+    @Option(name: .customLong("cell-db"), help: "Cell database (SQLite: posfuse celldb build, posfuse import opencellid): its towers and coverage areas within 50 km of each report join the reference data.") var cellDB: String?
     @Flag(help: "One GeoJSON Feature per line (newline-delimited) instead of a FeatureCollection.") var lines = false
     @Flag(help: "Stop at the first malformed report (exit 65).") var strict = false
     @Flag(name: .customLong("no-progress"), help: "No progress line on stderr.") var noProgress = false
@@ -41,6 +42,7 @@ struct Refine: ParsableCommand {
         guard input == "-" || FileManager.default.fileExists(atPath: input) else { throw ValidationError("no such file: \(input)") }
         if let r = reference, !FileManager.default.fileExists(atPath: r) { throw ValidationError("no such file: \(r)") }
         if let p = pipeline, !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file: \(p)") }
+        if let c = cellDB, !FileManager.default.fileExists(atPath: c) { throw ValidationError("no such file: \(c)") }
     }
 
     struct StrictStop: Error, CustomStringConvertible { var description: String }
@@ -48,7 +50,7 @@ struct Refine: ParsableCommand {
     func run() throws {
         try withExitCodes {
             let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
-            let refiner = try ReportRefiner(referenceURL: reference.map { URL(fileURLWithPath: $0) }, stages: stages)
+            let refiner = try ReportRefiner(referenceURL: reference.map { URL(fileURLWithPath: $0) }, stages: stages, cellDatabase: cellDB)
             let out: FileHandle
             if let o = output {
                 guard FileManager.default.createFile(atPath: o, contents: nil) else { throw ValidationError("cannot write \(o)") }

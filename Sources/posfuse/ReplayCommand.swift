@@ -54,10 +54,14 @@ struct ReplayCommand: ParsableCommand {
     @Option(name: .customLong("reorder-window"), help: "Seconds of timestamp disorder the reader repairs.")
     var reorderWindow: Double = TraceReader.defaultReorderWindow
 
+    @Option(name: .customLong("cell-db"), help: "Cell database (SQLite: posfuse celldb build, posfuse import opencellid): its towers and coverage areas within 50 km of each trace's origin join the trace's reference data.")
+    var cellDB: String?
+
     func validate() throws {
         if paths.isEmpty { throw ValidationError("give at least one trace, scenario folder or folder of them") }
         if !(maxTruthGap > 0 && maxTruthGap.isFinite) { throw ValidationError("--max-truth-gap must be a positive number of seconds") }
         if !(fixValidity > 0 && fixValidity.isFinite) { throw ValidationError("--fix-validity must be a positive number of seconds") }
+        if let c = cellDB, !FileManager.default.fileExists(atPath: c) { throw ValidationError("no such file: \(c)") }
         if !(reorderWindow >= 0 && reorderWindow.isFinite) { throw ValidationError("--reorder-window must be ≥ 0 s") }
         if epochs && !json { throw ValidationError("--epochs needs --json") }
     }
@@ -72,7 +76,7 @@ struct ReplayCommand: ParsableCommand {
     private func replay() throws {
         try withExitCodes {
             let job = try ReplayJob(paths: paths, pipeline: pipeline, strict: strict, epochs: epochs, db: db,
-                                    maxTruthGap: maxTruthGap, fixValidity: fixValidity, reorderWindow: reorderWindow)
+                                    maxTruthGap: maxTruthGap, fixValidity: fixValidity, reorderWindow: reorderWindow, cellDatabase: cellDB)
             let results = try job.run(progress: Progress.shouldShow(json: json)) { r in
                 if !json { print(ReplayCommand.tableText(r)) }
             }
@@ -106,7 +110,7 @@ final class ReplayJob {
     /// when it cannot be read, 65 when its content is bad) and opens the results database.
     init(paths: [String], pipeline: String?, strict: Bool, epochs: Bool, db: String?,
          maxTruthGap: Double = ScoringOptions.defaultMaxTruthGap, fixValidity: Double = ScoringOptions.defaultFixValidity,
-         reorderWindow: Double = TraceReader.defaultReorderWindow) throws {
+         reorderWindow: Double = TraceReader.defaultReorderWindow, cellDatabase: String? = nil) throws {
         locations = try paths.flatMap { try TraceLocation.resolveAll($0) }
         var stages: [String: StageOptions] = [:]
         var text = ""
@@ -114,7 +118,8 @@ final class ReplayJob {
         pipelineText = text
         pipelinePath = pipeline
         options = ReplayOptions(mode: strict ? .strict : .lenient, reorderWindow: reorderWindow, stages: stages,
-                                scoring: ScoringOptions(maxTruthGap: maxTruthGap, fixValidity: fixValidity, keepEpochs: epochs))
+                                scoring: ScoringOptions(maxTruthGap: maxTruthGap, fixValidity: fixValidity, keepEpochs: epochs),
+                                cellDatabase: cellDatabase)
         if let db {
             do { store = try ResultStore(path: db) } catch {
                 throw ValidationError("cannot open results database \(db): \(error)")

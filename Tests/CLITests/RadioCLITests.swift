@@ -153,6 +153,26 @@ import Positioning
         let e1 = try #require(with["ekf"]), e0 = try #require(without["ekf"])
         #expect(c1 < 0.9 * c0, "cell: coverage \(c1) m vs tower \(c0) m")
         #expect(e1 < 0.7 * e0, "ekf: coverage \(e1) m vs tower \(e0) m")
+        // The same coverage straight from the SQLite database (`--cell-db`, areas within 50 km of
+        // the origin) beside the folder's own reference.json (towers only) gives the same replay to the cm.
+        let viaDB = try CLI.run(["replay", scenario.path, "--json", "--cell-db", db.path])
+        #expect(viaDB.status == 0, "\(viaDB.stderr)")
+        let od = try JSONSerialization.jsonObject(with: Data(viaDB.stdout.utf8)) as? [String: Any]
+        let dbScores = ((od?["traces"] as? [[String: Any]])?.first?["scores"] as? [[String: Any]]) ?? []
+        for s in dbScores {
+            guard let k = s["source"] as? String, let m = s["mean_m"] as? Double, let w = with[k] else { continue }
+            #expect(abs(m - w) < 0.01, "\(k): --cell-db \(m) m vs reference.json \(w) m")   // JSON prints 15 digits
+        }
+        // refine --cell-db: a report carrying one of the trace's cell records is located from the database.
+        let cellLine = try #require(try String(contentsOf: scenario.appendingPathComponent("trace.jsonl"), encoding: .utf8)
+            .split(separator: "\n").first { $0.contains("\"type\":\"cell\"") && $0.contains("\"serving\":true") && $0.contains("\"ta\"") })
+        let reports = dir.appendingPathComponent("reports.jsonl")
+        try (#"{"id":"c1","lat":52.3,"lon":9.8,"accuracy_m":5000,"evidence":["# + cellLine + "]}\n").write(to: reports, atomically: true, encoding: .utf8)
+        let rf = try CLI.run(["refine", reports.path, "--cell-db", db.path, "--lines", "--no-progress"])
+        #expect(rf.status == 0, "\(rf.stderr)")
+        #expect(rf.stdout.contains("\"cell-ta\""), "\(rf.stdout)")
+        #expect(try CLI.run(["refine", reports.path, "--cell-db", cov.path]).status == 65)   // JSON is no database
+
         // `coverage: false` is exactly the tower path of the bundled folder (no coverage there).
         let r = try CLI.run(["replay", scenario.path, "--json"])
         let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]

@@ -22,7 +22,8 @@ import Positioning
 /// (what the report is about) is reported as `object`, beside the phone's refined position.
 ///
 /// **Frames.** Reports are processed in the ENU frame of a 0.05° tile (≈ 5 km) around them, so
-/// the reference data (`reference.json`, geodetic) is converted once per tile and cached.
+/// the reference data (`reference.json`, geodetic, and the towers and coverage areas of a cell
+/// database within 50 km) is converted once per tile and cached.
 public final class ReportRefiner {
     public let referenceURL: URL?
     public let stages: [String: StageOptions]
@@ -37,8 +38,15 @@ public final class ReportRefiner {
     /// The reference file, parsed once (converted into each tile's frame on first use).
     private let referenceJSON: Any?
 
-    public init(referenceURL: URL? = nil, stages: [String: StageOptions] = [:]) throws {
-        self.referenceURL = referenceURL; self.stages = stages
+    /// A cell database (SQLite) whose towers and coverage areas near each tile join its reference data.
+    public let cellDatabase: String?
+
+    public init(referenceURL: URL? = nil, stages: [String: StageOptions] = [:], cellDatabase: String? = nil) throws {
+        self.referenceURL = referenceURL; self.stages = stages; self.cellDatabase = cellDatabase
+        if let db = cellDatabase {                                 // a bad database fails here, before any report
+            var probe = ReferenceData.empty
+            try CellDatabase.merge(path: db, into: &probe, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
+        }
         referenceJSON = try referenceURL.map { try ReferenceLoader.json(url: $0) }
         if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
             _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
@@ -52,6 +60,7 @@ public final class ReportRefiner {
         let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
         var ref = ReferenceData.empty
         if let u = referenceURL, let j = referenceJSON { ref = try ReferenceLoader.load(json: j, url: u, frame: frame) }
+        if let db = cellDatabase { try CellDatabase.merge(path: db, into: &ref, frame: frame) }
         let entries = Self.entryCount(ref)
         while let oldest = tileOrder.first, cachedEntries + entries > Self.maxCachedEntries || tiles.count >= 4096 {
             tileOrder.removeFirst()
@@ -63,7 +72,7 @@ public final class ReportRefiner {
 
     static func entryCount(_ r: ReferenceData) -> Int {
         r.accessPoints.count + r.cells.count + r.beacons.count + r.landmarks.count + r.walls.count
-            + (r.fingerprints?.points.count ?? 0) + 1
+            + (r.fingerprints?.points.count ?? 0) + (r.cellCoverage?.areas.count ?? 0) + 1
     }
 
     /// One refined (or failed) report as a GeoJSON Feature object.

@@ -11,10 +11,24 @@ public struct ReplayOptions: Sendable {
     /// Pipeline configuration: stage name → options (`StageRegistry.pipeline(options:)`).
     public var stages: [String: StageOptions]
     public var scoring: ScoringOptions
+    /// A cell database (SQLite, `CellDatabase`) whose towers and coverage areas within 50 km of
+    /// the trace origin join the trace's reference data (its own `reference.json` entries win).
+    public var cellDatabase: String?
 
     public init(mode: TraceReadMode = .lenient, reorderWindow: Double = TraceReader.defaultReorderWindow,
-                stages: [String: StageOptions] = [:], scoring: ScoringOptions = ScoringOptions()) {
+                stages: [String: StageOptions] = [:], scoring: ScoringOptions = ScoringOptions(), cellDatabase: String? = nil) {
         self.mode = mode; self.reorderWindow = reorderWindow; self.stages = stages; self.scoring = scoring
+        self.cellDatabase = cellDatabase
+    }
+}
+
+extension CellDatabase {
+    /// `merge(into:frame:)` for a database given by path; a file that is not a readable cell
+    /// database is a `TraceDataError` naming it.
+    public static func merge(path: String, into reference: inout ReferenceData, frame: LocalFrame) throws {
+        do { try CellDatabase(path: path).merge(into: &reference, frame: frame) } catch {
+            throw TraceDataError(file: path, line: 0, reason: "cannot read the cell database: \(error)", code: "invalid_cell_db")
+        }
     }
 }
 
@@ -61,7 +75,8 @@ public final class Replayer {
     public func run(_ location: TraceLocation) throws -> ReplayResult {
         let reader = try TraceReader(url: location.trace, mode: options.mode, reorderWindow: options.reorderWindow)
         let header = reader.header
-        let reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
+        var reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
+        if let db = options.cellDatabase { try CellDatabase.merge(path: db, into: &reference, frame: header.frame) }
         let pipeline = try StageRegistry.pipeline(options: options.stages)
         let context = PipelineContext(header: header, reference: reference)
         let scorer = Scorer(frame: header.frame, options: options.scoring)

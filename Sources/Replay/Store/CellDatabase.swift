@@ -125,6 +125,7 @@ public final class CellDatabase {
                     cov_ee REAL NOT NULL, cov_en REAL NOT NULL, cov_nn REAL NOT NULL, n INTEGER NOT NULL,
                     PRIMARY KEY (rat, mcc, mnc, area, cid, ta)
                 ) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS cell_coverage_latlon ON cell_coverage(lat, lon);
                 """)
         }
     }
@@ -158,14 +159,48 @@ public final class CellDatabase {
     /// Every coverage area, sorted by cell and TA.
     public func coverage() throws -> [CellCoverageRecord] {
         try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM cell_coverage ORDER BY rat, mcc, mnc, area, cid, ta").compactMap { r in
-                guard let rat = RAT(rawValue: r["rat"]) else { return nil }
-                let ta: Int = r["ta"]
-                return CellCoverageRecord(cell: CellID(rat: rat, mcc: r["mcc"], mnc: r["mnc"], area: r["area"], cid: r["cid"]),
-                                          ta: ta < 0 ? nil : ta, position: Geodetic(latitude: r["lat"], longitude: r["lon"]),
-                                          covariance: Covariance2(ee: r["cov_ee"], en: r["cov_en"], nn: r["cov_nn"]), count: r["n"])
-            }
+            try Row.fetchAll(db, sql: "SELECT * FROM cell_coverage ORDER BY rat, mcc, mnc, area, cid, ta").compactMap(Self.coverageRecord)
         }
+    }
+
+    /// Coverage areas whose mean lies within `radius` m of `center`.
+    public func coverage(near center: Geodetic, radius: Double) throws -> [CellCoverageRecord] {
+        let b = Self.box(center, radius)
+        let rows = try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM cell_coverage WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?", arguments: b)
+        }
+        return rows.compactMap(Self.coverageRecord).filter { Self.distance($0.position, center) <= radius }
+    }
+
+    /// Radius of `merge(into:frame:)`: 50 km, beyond the reach of a GSM cell (TA 63 ≈ 35 km).
+    public static let nearbyRadius = 50_000.0
+
+    /// Adds the towers and coverage areas within `radius` m of `frame`'s origin to `reference`,
+    /// in that frame; entries the reference already has (its own side file) are kept.
+    public func merge(into reference: inout ReferenceData, frame: LocalFrame, radius: Double = CellDatabase.nearbyRadius) throws {
+        for t in try towers(near: frame.origin, radius: radius) where reference.cells[t.cell] == nil {
+            reference.cells[t.cell] = t.site(frame: frame)
+        }
+        let areas = try coverage(near: frame.origin, radius: radius)
+        guard !areas.isEmpty else { return }
+        var merged = reference.cellCoverage?.areas ?? [:]
+        for (k, a) in CellCoverageRecord.map(areas, frame: frame).areas where merged[k] == nil { merged[k] = a }
+        reference.cellCoverage = CellCoverageMap(areas: merged)
+    }
+
+    static func coverageRecord(_ r: Row) -> CellCoverageRecord? {
+        guard let rat = RAT(rawValue: r["rat"]) else { return nil }
+        let ta: Int = r["ta"]
+        return CellCoverageRecord(cell: CellID(rat: rat, mcc: r["mcc"], mnc: r["mnc"], area: r["area"], cid: r["cid"]),
+                                  ta: ta < 0 ? nil : ta, position: Geodetic(latitude: r["lat"], longitude: r["lon"]),
+                                  covariance: Covariance2(ee: r["cov_ee"], en: r["cov_en"], nn: r["cov_nn"]), count: r["n"])
+    }
+
+    /// The latitude/longitude box around `center` that holds every point within `radius` m.
+    static func box(_ center: Geodetic, _ radius: Double) -> StatementArguments {
+        let dLat = radius / 110_574.0   // degrees of latitude (shortest degree, at the equator)
+        let dLon = dLat / max(0.01, cos(center.latitude * .pi / 180))
+        return [center.latitude - dLat, center.latitude + dLat, center.longitude - dLon, center.longitude + dLon]
     }
 
     public func count() throws -> Int { try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM cells") ?? 0 } }
@@ -179,11 +214,9 @@ public final class CellDatabase {
 
     /// Towers within `radius` m of `center` (bounding-box query, then exact distance on the sphere).
     public func towers(near center: Geodetic, radius: Double) throws -> [CellTower] {
-        let dLat = radius / 110_574.0   // degrees of latitude (shortest degree, at the equator)
-        let dLon = dLat / max(0.01, cos(center.latitude * .pi / 180))
+        let b = Self.box(center, radius)
         let rows = try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM cells WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?",
-                             arguments: [center.latitude - dLat, center.latitude + dLat, center.longitude - dLon, center.longitude + dLon])
+            try Row.fetchAll(db, sql: "SELECT * FROM cells WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?", arguments: b)
         }
         return rows.compactMap(Self.tower).filter { Self.distance($0.position, center) <= radius }
     }
