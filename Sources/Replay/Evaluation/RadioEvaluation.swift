@@ -388,7 +388,8 @@ public struct WLANEvaluation: Sendable {
         let map = Dictionary(est.map { ($0.ap.bssid, $0.ap) }, uniquingKeysWith: { a, _ in a })
         raw.aps = map.count
         let fpBuilder = FingerprintMapBuilder(maxAge: mapBuilder.maxAge)
-        let fingerprints = fpBuilder.build(train, frame: frame)
+        let walkCells = train.map { fpBuilder.cells($0, frame: frame) }
+        let fingerprints = fpBuilder.build(merging: walkCells)
         raw.fingerprintPoints = fingerprints.points.count
         var fp = fingerprint
         fp.phoneThreshold = fingerprints.threshold; fp.maxAge = mapBuilder.maxAge
@@ -396,7 +397,7 @@ public struct WLANEvaluation: Sendable {
             // Each training walk against the map of the other training walks (nested leave-one-out).
             var samples: [FingerprintCalibration.Sample] = []
             for (k, w) in train.enumerated() {
-                let inner = fpBuilder.build(train.enumerated().filter { $0.offset != k }.map(\.element), frame: frame)
+                let inner = fpBuilder.build(merging: walkCells.enumerated().filter { $0.offset != k }.map(\.element))
                 var e = fp
                 e.phoneThreshold = inner.threshold
                 samples += FingerprintCalibrationFit.samples(w, frame: frame, map: inner, estimator: e)

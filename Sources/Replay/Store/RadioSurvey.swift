@@ -238,24 +238,47 @@ public struct FingerprintMapBuilder: Sendable {
     public init(cellSize: Double = 2, maxAge: Double = 5) { self.cellSize = cellSize; self.maxAge = maxAge }
 
     public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> FingerprintMap {
-        struct Cell: Hashable { var floor: Int?, i: Int, j: Int }
-        var cells: [Cell: FingerprintMap.PointAccumulator] = [:]
-        var order: [Cell] = []
-        var weakest = Double.infinity
-        for w in walks {
-            let truth = TruthTrack(walk: w, frame: frame)
-            for e in w.events {
-                guard case .wifi(let scan) = e.payload, let p = truth.position(at: e.time) else { continue }
-                let c = Cell(floor: truth.floor(at: e.time), i: Int((p.x / cellSize).rounded(.down)), j: Int((p.y / cellSize).rounded(.down)))
-                if cells[c] == nil { cells[c] = .init(); order.append(c) }
-                var seen: [String: Double] = [:]
-                for o in scan.accessPoints where o.rss.isFinite && e.time - (o.lastSeen ?? e.time) <= maxAge {
-                    let b = MACAddress.normalize(o.bssid)
-                    seen[b] = max(seen[b] ?? -.infinity, o.rss)
-                    weakest = min(weakest, o.rss)
-                }
-                cells[c]!.add(seen, at: p)
+        build(merging: walks.map { cells($0, frame: frame) })
+    }
+
+    /// One walk's scans binned into cells (first-seen order) and the weakest RSS kept: maps of
+    /// several subsets of walks (the nested σ fit of `evaluate radio`) merge these instead of
+    /// binning every walk again.
+    public struct WalkCells: Sendable {
+        struct Cell: Hashable { var floor: Int?; var i: Int; var j: Int }
+        fileprivate var cells: [Cell: FingerprintMap.PointAccumulator] = [:]
+        fileprivate var order: [Cell] = []
+        fileprivate var weakest = Double.infinity
+    }
+
+    public func cells(_ w: RecordedWalk, frame: LocalFrame) -> WalkCells {
+        var out = WalkCells()
+        let truth = TruthTrack(walk: w, frame: frame)
+        for e in w.events {
+            guard case .wifi(let scan) = e.payload, let p = truth.position(at: e.time) else { continue }
+            let c = WalkCells.Cell(floor: truth.floor(at: e.time), i: Int((p.x / cellSize).rounded(.down)), j: Int((p.y / cellSize).rounded(.down)))
+            if out.cells[c] == nil { out.cells[c] = .init(); out.order.append(c) }
+            var seen: [String: Double] = [:]
+            for o in scan.accessPoints where o.rss.isFinite && e.time - (o.lastSeen ?? e.time) <= maxAge {
+                let b = MACAddress.normalize(o.bssid)
+                seen[b] = max(seen[b] ?? -.infinity, o.rss)
+                out.weakest = min(out.weakest, o.rss)
             }
+            out.cells[c]!.add(seen, at: p)
+        }
+        return out
+    }
+
+    /// The map of several walks' cells (a cell visited by several walks pools their scans).
+    public func build(merging parts: [WalkCells]) -> FingerprintMap {
+        var cells: [WalkCells.Cell: FingerprintMap.PointAccumulator] = [:]
+        var order: [WalkCells.Cell] = []
+        var weakest = Double.infinity
+        for part in parts {
+            for c in part.order {
+                if cells[c] == nil { cells[c] = part.cells[c]!; order.append(c) } else { cells[c]!.merge(part.cells[c]!) }
+            }
+            weakest = min(weakest, part.weakest)
         }
         let points = order.map { cells[$0]!.point(floor: $0.floor) }
         return FingerprintMap(points: points, threshold: weakest.isFinite ? weakest : -100, spacing: cellSize)

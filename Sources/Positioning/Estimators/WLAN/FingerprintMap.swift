@@ -76,6 +76,12 @@ public struct FingerprintMap: Sendable, Equatable {
             for (b, v) in heard { let a = sums[b] ?? (0, 0); sums[b] = (a.sum + v, a.n + 1) }
         }
 
+        /// Adds another accumulator's scans (the same point surveyed in another walk).
+        public mutating func merge(_ o: PointAccumulator) {
+            scans += o.scans; positionSum += o.positionSum
+            for (b, v) in o.sums { let a = sums[b] ?? (0, 0); sums[b] = (a.sum + v.sum, a.n + v.n) }
+        }
+
         public func point(floor: Int?) -> Point {
             Point(position: positionSum / Double(max(scans, 1)), floor: floor,
                   rss: sums.filter { 2 * $0.value.n >= scans }.mapValues { $0.sum / Double($0.n) }, scans: scans)
