@@ -361,7 +361,7 @@ struct CellDBBuild: ParsableCommand {
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Cell database (SQLite) to write.") var db: String
-    @Option(name: .customLong("reference-json"), help: "Also write {\"cells\": [...], \"cell_coverage\": [...]} (WGS84) to this file.") var referenceJSON: String?
+    @Option(name: .customLong("reference-json"), help: "Also write the \"cells\" and \"cell_coverage\" members (WGS84) of this reference.json (its other members are kept).") var referenceJSON: String?
     @Option(help: "TA quantiser offset β in steps (0 rounding, 0.5 truncation).") var offset: Double = 0
     @Flag(name: .customLong("pool-site"), help: "Pool the LTE/NR cells of one eNB/gNB into one site fit (default: per cell).") var poolSite = false
     @Flag(name: .customLong("estimate-sectors"), help: "Estimate sector azimuths from the walks (biased to the walked area).") var estimateSectors = false
@@ -382,10 +382,7 @@ struct CellDBBuild: ParsableCommand {
             let coverage = CellCoverageRecord.records(CellCoverageMap(walks: walks, frame: frame), frame: frame)
             let database = try CellDatabase(path: db)
             try database.insert(built.records, coverage: coverage)
-            if let r = referenceJSON {
-                let ref: [String: Any] = ["cells": CellTower.referenceJSON(built.records), "cell_coverage": CellCoverageRecord.referenceJSON(coverage)]
-                try JSONSerialization.data(withJSONObject: ref, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: r))
-            }
+            if let r = referenceJSON { try ReferenceJSONWriter.update(url: URL(fileURLWithPath: r), towers: built.records, coverage: coverage) }
             var sites: [[String: Any]] = []
             for s in built.sites {
                 var d: [String: Any] = ["site": s.key, "cells": s.cells.count, "samples": s.samples]

@@ -193,7 +193,7 @@ public enum UJIIndoorLocImporter {
 /// Writes (or updates) a `reference.json`: replaces its `aps` or `cells` array and keeps
 /// every other member. Positions are written as `lat`, `lon`, `h` (deg, deg, m).
 public enum ReferenceJSONWriter {
-    public static func update(url: URL, aps: [APEstimate]? = nil, towers: [CellTower]? = nil) throws {
+    public static func update(url: URL, aps: [APEstimate]? = nil, towers: [CellTower]? = nil, coverage: [CellCoverageRecord]? = nil) throws {
         var root: [String: Any] = [:]
         if let d = try? Data(contentsOf: url), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] { root = o }
         if let aps {
@@ -201,17 +201,8 @@ public enum ReferenceJSONWriter {
                 ["bssid": a.bssid, "lat": a.position.latitude, "lon": a.position.longitude, "h": a.position.height]
             }
         }
-        if let towers {
-            root["cells"] = towers.map { t -> [String: Any] in
-                var o: [String: Any] = ["rat": t.cell.rat.rawValue, "mcc": t.cell.mcc, "mnc": t.cell.mnc, "area": t.cell.area,
-                                        "cid": t.cell.cid, "lat": t.position.latitude, "lon": t.position.longitude,
-                                        "h": t.position.height, "provenance": t.provenance]
-                if let r = t.range { o["range"] = r }
-                if let a = t.azimuth { o["azimuth"] = a }
-                if let b = t.beamwidth { o["beamwidth"] = b }
-                return o
-            }
-        }
+        if let towers { root["cells"] = CellTower.referenceJSON(towers) }
+        if let coverage { root["cell_coverage"] = CellCoverageRecord.referenceJSON(coverage) }
         let data = try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys])
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try data.write(to: url)

@@ -69,22 +69,26 @@ public struct CellCoverageRecord: Sendable, Equatable {
     /// reference.json `cell_coverage` entries (docs/trace-format.md), WGS84.
     public static func referenceJSON(_ records: [CellCoverageRecord]) -> [[String: Any]] {
         records.map { r in
-            var d: [String: Any] = ["rat": r.cell.rat.rawValue, "mcc": r.cell.mcc, "mnc": r.cell.mnc, "area": r.cell.area, "cid": r.cell.cid,
-                                    "lat": r.position.latitude, "lon": r.position.longitude,
-                                    "cov_m2": [r.covariance.ee, r.covariance.en, r.covariance.nn], "count": r.count]
+            var d = r.cell.referenceJSON
+            d["lat"] = r.position.latitude; d["lon"] = r.position.longitude
+            d["cov_m2"] = [r.covariance.ee, r.covariance.en, r.covariance.nn]; d["count"] = r.count
             if let t = r.ta { d["ta"] = t }
             return d
         }
     }
 }
 
+extension CellID {
+    /// The identity keys of a reference.json `cells` / `cell_coverage` entry.
+    var referenceJSON: [String: Any] { ["rat": rat.rawValue, "mcc": mcc, "mnc": mnc, "area": area, "cid": cid] }
+}
+
 extension CellTower {
     /// reference.json `cells` entries (docs/trace-format.md), WGS84.
     public static func referenceJSON(_ towers: [CellTower]) -> [[String: Any]] {
         towers.map { t in
-            var d: [String: Any] = ["rat": t.cell.rat.rawValue, "mcc": t.cell.mcc, "mnc": t.cell.mnc, "area": t.cell.area, "cid": t.cell.cid,
-                                    "lat": t.position.latitude, "lon": t.position.longitude, "h": t.position.height,
-                                    "provenance": t.provenance]
+            var d = t.cell.referenceJSON
+            d["lat"] = t.position.latitude; d["lon"] = t.position.longitude; d["h"] = t.position.height; d["provenance"] = t.provenance
             if let r = t.range { d["range"] = r }
             if let a = t.azimuth { d["azimuth"] = a }
             if let b = t.beamwidth { d["beamwidth"] = b }
