@@ -36,6 +36,38 @@ func sharedData(_ sub: String) -> URL? {
         let s = try db.cellSites(frame: frame)[id]!
         #expect(abs(s.position.x - 120) < 1e-3 && abs(s.position.y + 40) < 1e-3 && s.provenance == "estimated")
     }
+
+    /// Coverage areas round-trip through the database (TA nil ↔ −1), the area query keeps what
+    /// lies within the radius, and `merge` adds towers and areas to a reference without
+    /// overriding the entries it already has.
+    @Test func coverageRoundTripAndMerge() throws {
+        let frame = LocalFrame(origin: Geodetic(latitude: 45.41, longitude: -75.70))
+        let id = CellID(rat: .lte, mcc: 302, mnc: 720, area: 1, cid: 77), far = CellID(rat: .gsm, mcc: 302, mnc: 720, area: 2, cid: 9)
+        var b = CellCoverageMap.Builder()
+        for x in [100.0, 140, 180] { b.add(cell: id, timingAdvance: 2, at: SIMD2(x, 10)) }
+        b.add(cell: far, timingAdvance: nil, at: SIMD2(80_000, 0))
+        let records = CellCoverageRecord.records(b.map, frame: frame)
+        #expect(records.count == 3)   // (id, nil), (id, 2), (far, nil)
+        let db = try CellDatabase(path: ":memory:")
+        try db.insert([CellTower(cell: id, position: frame.geodetic(east: 0, north: 0), provenance: "estimated")], coverage: records)
+        let back = try db.coverage()
+        #expect(back.count == 3 && Set(back.map(\.ta)) == [nil, 2])
+        let round = CellCoverageRecord.map(back, frame: frame)
+        for (k, a) in b.map.areas {
+            let r = try #require(round.areas[k])
+            // Ground points at the origin's height: the same e, n within 2 cm also 80 km out (6 m on the tangent plane).
+            #expect(abs(r.mean.x - a.mean.x) < 0.02 && abs(r.mean.y - a.mean.y) < 0.02 && r.covariance == a.covariance && r.count == a.count,
+                    "\(k.cell): \(r.mean) vs \(a.mean)")
+        }
+        #expect(try db.coverage(near: frame.origin, radius: 50_000).count == 2)    // the 80 km area is out
+        var ref = ReferenceData(cells: [id: CellSite(cell: id, position: SIMD3(5, 5, 30), provenance: "antenna")],
+                                cellCoverage: CellCoverageMap(areas: [.init(cell: id, timingAdvance: 2): .init(mean: SIMD2(1, 1), covariance: .zero, count: 9)]))
+        try db.merge(into: &ref, frame: frame)
+        #expect(ref.cells[id]?.provenance == "antenna")                             // the side file's tower wins
+        #expect(ref.cellCoverage?.areas[.init(cell: id, timingAdvance: 2)]?.count == 9)   // and its area
+        #expect(ref.cellCoverage?.areas[.init(cell: id, timingAdvance: nil)]?.count == 3) // the database adds the cell's area
+        #expect(ref.cellCoverage?.areas[.init(cell: far, timingAdvance: nil)] == nil)
+    }
 }
 
 @Suite struct RangeFitTests {

@@ -48,11 +48,18 @@ public struct CellCoverageRecord: Sendable, Equatable {
         self.cell = cell; self.ta = ta; self.position = position; self.covariance = covariance; self.count = count
     }
 
-    /// The areas of `map` (positions in `frame`), sorted by cell and TA.
+    /// The areas of `map` (positions in `frame`), sorted by cell and TA. A mean is a point on the
+    /// ground, at about the origin's height, not on the tangent plane: converted with the
+    /// curvature drop u = −(e² + n²)/2R and stored at the origin's height, it reads back (lat/lon
+    /// at that height, as reference.json and the database give it) to the same e, n — within
+    /// 2 cm at 80 km, where the tangent-plane point would be 6 m off.
     public static func records(_ map: CellCoverageMap, frame: LocalFrame) -> [CellCoverageRecord] {
         map.areas.map { k, a in
-            CellCoverageRecord(cell: k.cell, ta: k.timingAdvance, position: frame.geodetic(east: a.mean.x, north: a.mean.y),
-                               covariance: a.covariance, count: a.count)
+            let drop = -(a.mean.x * a.mean.x + a.mean.y * a.mean.y) / (2 * 6_371_000)
+            let g = frame.geodetic(east: a.mean.x, north: a.mean.y, up: drop)
+            return CellCoverageRecord(cell: k.cell, ta: k.timingAdvance,
+                                      position: Geodetic(latitude: g.latitude, longitude: g.longitude, height: frame.origin.height),
+                                      covariance: a.covariance, count: a.count)
         }.sorted { ($0.cell.description, $0.ta ?? -1) < ($1.cell.description, $1.ta ?? -1) }
     }
 
@@ -70,7 +77,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
     public static func referenceJSON(_ records: [CellCoverageRecord]) -> [[String: Any]] {
         records.map { r in
             var d = r.cell.referenceJSON
-            d["lat"] = r.position.latitude; d["lon"] = r.position.longitude
+            d["lat"] = r.position.latitude; d["lon"] = r.position.longitude; d["h"] = r.position.height
             d["cov_m2"] = [r.covariance.ee, r.covariance.en, r.covariance.nn]; d["count"] = r.count
             if let t = r.ta { d["ta"] = t }
             return d
@@ -102,7 +109,7 @@ extension CellTower {
 ///
 /// Schema `cells(rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci, azimuth_deg,
 /// beamwidth_deg, provenance, updated)` with the primary key on the cell identity and an
-/// index on (lat, lon) for area queries; `cell_coverage(rat, mcc, mnc, area, cid, ta, lat, lon,
+/// index on (lat, lon) for area queries; `cell_coverage(rat, mcc, mnc, area, cid, ta, lat, lon, h,
 /// cov_ee, cov_en, cov_nn, n)` keyed by cell and TA (−1 = the cell's whole area). Inserts
 /// replace rows with the same key.
 public final class CellDatabase {
@@ -125,7 +132,7 @@ public final class CellDatabase {
                 CREATE TABLE IF NOT EXISTS cell_coverage (
                     rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL,
                     area INTEGER NOT NULL, cid INTEGER NOT NULL, ta INTEGER NOT NULL,
-                    lat REAL NOT NULL, lon REAL NOT NULL,
+                    lat REAL NOT NULL, lon REAL NOT NULL, h REAL NOT NULL DEFAULT 0,
                     cov_ee REAL NOT NULL, cov_en REAL NOT NULL, cov_nn REAL NOT NULL, n INTEGER NOT NULL,
                     PRIMARY KEY (rat, mcc, mnc, area, cid, ta)
                 ) WITHOUT ROWID;
@@ -139,12 +146,12 @@ public final class CellDatabase {
     public func insert(_ towers: [CellTower], coverage: [CellCoverageRecord] = []) throws -> Int {
         try queue.write { db in
             let cs = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, cov_ee, cov_en, cov_nn, n)
-                VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+                INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n)
+                VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
                 """)
             for r in coverage {
                 try cs.execute(arguments: [r.cell.rat.rawValue, r.cell.mcc, r.cell.mnc, r.cell.area, r.cell.cid, r.ta ?? -1,
-                                           r.position.latitude, r.position.longitude, r.covariance.ee, r.covariance.en,
+                                           r.position.latitude, r.position.longitude, r.position.height, r.covariance.ee, r.covariance.en,
                                            r.covariance.nn, r.count])
             }
             let st = try db.cachedStatement(sql: """
@@ -196,7 +203,7 @@ public final class CellDatabase {
         guard let rat = RAT(rawValue: r["rat"]) else { return nil }
         let ta: Int = r["ta"]
         return CellCoverageRecord(cell: CellID(rat: rat, mcc: r["mcc"], mnc: r["mnc"], area: r["area"], cid: r["cid"]),
-                                  ta: ta < 0 ? nil : ta, position: Geodetic(latitude: r["lat"], longitude: r["lon"]),
+                                  ta: ta < 0 ? nil : ta, position: Geodetic(latitude: r["lat"], longitude: r["lon"], height: r["h"]),
                                   covariance: Covariance2(ee: r["cov_ee"], en: r["cov_en"], nn: r["cov_nn"]), count: r["n"])
     }
 
