@@ -112,4 +112,20 @@ public struct LocalFrame: Sendable, Equatable {
     public func geodetic(east: Double, north: Double, up: Double = 0) -> Geodetic {
         geodetic(SIMD3(east, north, up))
     }
+
+    /// The ground point of a horizontal position (e, n): the latitude/longitude at the origin's
+    /// height whose `en(latitude:longitude:height:)` is (e, n) — started below the tangent plane
+    /// by the curvature drop (e² + n²)/2R and corrected twice (sub-millimetre at 80 km). The
+    /// tangent-plane point stored without its height (`geodetic(east:north:)`, h dropped) would
+    /// read back 6 m off there (its local vertical is tilted by d/R).
+    public func groundGeodetic(east: Double, north: Double) -> Geodetic {
+        let target = SIMD2(east, north)
+        var p = target, g = origin
+        for k in 0..<3 {
+            let t = geodetic(east: p.x, north: p.y, up: -(p * p).sum() / (2 * 6_371_000))
+            g = Geodetic(latitude: t.latitude, longitude: t.longitude, height: origin.height)
+            if k < 2 { p += target - en(latitude: g.latitude, longitude: g.longitude, height: origin.height) }
+        }
+        return g
+    }
 }

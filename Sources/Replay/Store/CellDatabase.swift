@@ -48,18 +48,12 @@ public struct CellCoverageRecord: Sendable, Equatable {
         self.cell = cell; self.ta = ta; self.position = position; self.covariance = covariance; self.count = count
     }
 
-    /// The areas of `map` (positions in `frame`), sorted by cell and TA. A mean is a point on the
-    /// ground, at about the origin's height, not on the tangent plane: converted with the
-    /// curvature drop u = −(e² + n²)/2R and stored at the origin's height, it reads back (lat/lon
-    /// at that height, as reference.json and the database give it) to the same e, n — within
-    /// 2 cm at 80 km, where the tangent-plane point would be 6 m off.
+    /// The areas of `map` (positions in `frame`), sorted by cell and TA; a mean is a point on
+    /// the ground (`LocalFrame.groundGeodetic`).
     public static func records(_ map: CellCoverageMap, frame: LocalFrame) -> [CellCoverageRecord] {
         map.areas.map { k, a in
-            let drop = -(a.mean.x * a.mean.x + a.mean.y * a.mean.y) / (2 * 6_371_000)
-            let g = frame.geodetic(east: a.mean.x, north: a.mean.y, up: drop)
-            return CellCoverageRecord(cell: k.cell, ta: k.timingAdvance,
-                                      position: Geodetic(latitude: g.latitude, longitude: g.longitude, height: frame.origin.height),
-                                      covariance: a.covariance, count: a.count)
+            CellCoverageRecord(cell: k.cell, ta: k.timingAdvance, position: frame.groundGeodetic(east: a.mean.x, north: a.mean.y),
+                               covariance: a.covariance, count: a.count)
         }.sorted { ($0.cell.description, $0.ta ?? -1) < ($1.cell.description, $1.ta ?? -1) }
     }
 

@@ -173,7 +173,6 @@ public struct CellSiteBuilder: Sendable {
             let r = RangeTrilateration.fit(points: ss.map(\.position), ranges: ss.map(\.range), sigmas: ss.map(\.sigma))
             sites.append(SiteResult(key: k, cells: cells, samples: ss.count, result: r))
             guard case .success(let fit) = r else { continue }
-            let g = frame.geodetic(east: fit.position.x, north: fit.position.y, up: 0)
             for c in cells {
                 let mine = ss.filter { $0.cell == c }
                 let step = mine.first.map { $0.range / max(Double($0.ta) + offset, 0.5) } ?? 0
@@ -185,7 +184,7 @@ public struct CellSiteBuilder: Sendable {
                     let rbar = (sx * sx + sy * sy).squareRoot() / Double(mine.count)
                     if rbar >= 0.7 { az = (Angle.degrees(atan2(sx, sy)) + 360).truncatingRemainder(dividingBy: 360); bw = 120 }
                 }
-                records.append(CellTower(cell: c, position: Geodetic(latitude: g.latitude, longitude: g.longitude, height: frame.origin.height),
+                records.append(CellTower(cell: c, position: frame.groundGeodetic(east: fit.position.x, north: fit.position.y),
                                          range: rng > 0 ? rng : nil, samples: mine.count, azimuth: az, beamwidth: bw,
                                          provenance: "estimated"))
             }
