@@ -185,7 +185,7 @@ func sharedData(_ sub: String) -> URL? {
         #expect(RadioStats.median(raw.cellTA)! < 1000)
         // The coverage map of the same training walks knows where phones were: TA narrows it,
         // and both beat the tower ring on the same epochs (leave-one-walk-out figures in
-        // docs/radio.md: cell-ta median 170.6 → 102.6 m).
+        // docs/radio.md: cell-ta median 170.6 → 100.9 m).
         let cov = try #require(RadioStats.median(raw.coverageSameCellTA)), tower = try #require(RadioStats.median(raw.cellTA))
         #expect(raw.coverageSameCellTA.count > 100)
         #expect(cov < 0.8 * tower, "coverage cell-ta median \(cov) m vs tower \(tower) m")

@@ -116,8 +116,8 @@ public struct CellEvaluation: Sendable {
     }
 
     public struct CoverageReport: Codable, Sendable {
-        /// Every serving-cell epoch the coverage map locates (cell: the cell's area; cell-ta:
-        /// the (cell, TA) area, else the cell's).
+        /// Every serving-cell epoch the coverage map locates (cell: the cell's area; cell-ta,
+        /// for epochs with a TA: the (cell, TA) area, else the cell's).
         public var cell: ErrorSummary
         public var cellTA: ErrorSummary
         public var cellInside95: Double?
@@ -171,9 +171,8 @@ public struct CellEvaluation: Sendable {
         }
     }
 
-    /// Minimum positions of a coverage area (`CellCoverageMap.fix`).
-    public var coverageMinCount = 3
-
+    /// How the coverage map is used: the `cell` and `cell-ta` stages' rule and defaults.
+    public var coverageUse = CellCoverageUse()
 
     public func run(train: [RecordedWalk], test: [RecordedWalk]) -> Raw {
         var raw = Raw()
@@ -204,22 +203,25 @@ public struct CellEvaluation: Sendable {
             let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
             for e in w.events {
                 guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
-                var covered: (cell: Double, cellTA: Double)? = nil
-                if case .success(let c1) = coverage.fix(o, useTA: false, minCount: coverageMinCount, time: e.time, source: .cell),
-                   case .success(let c2) = coverage.fix(o, useTA: true, minCount: coverageMinCount, time: e.time, source: .cellTA) {
-                    covered = (norm(c1.position - p), norm(c2.position - p))
-                    raw.coverageCell.append(covered!.cell); raw.coverageCellTA.append(covered!.cellTA)
+                // The stages' rule: cell-ta only for a report with a TA.
+                let c1 = coverageUse.fix(o, source: .cell, time: e.time, subject: w.name, map: coverage)
+                let c2 = coverageUse.fix(o, source: .cellTA, time: e.time, subject: w.name, map: coverage)
+                if let c1 {
+                    raw.coverageCell.append(norm(c1.position - p))
                     if let n = c1.covariance.mahalanobis2(c1.position - p) { raw.coverageCellNEES.append(n) }
-                    if let n = c2.covariance.mahalanobis2(c2.position - p) { raw.coverageCellTANEES.append(n) }
-                    if coverage.area(for: o, useTA: true, minCount: coverageMinCount)?.usedTA == true { raw.coverageTAAreas += 1 }
                 } else {
                     raw.noCoverage += 1
+                }
+                if let c2 {
+                    raw.coverageCellTA.append(norm(c2.position - p))
+                    if let n = c2.covariance.mahalanobis2(c2.position - p) { raw.coverageCellTANEES.append(n) }
+                    if coverage.area(for: o, useTA: true, minCount: coverageUse.minCount)?.usedTA == true { raw.coverageTAAreas += 1 }
                 }
                 guard let site = lookup.site(for: o.cell) else { raw.noSite += 1; continue }
                 guard case .success(let f1) = cid.estimate(o, site: site, time: e.time) else { continue }
                 guard case .success(let f2) = cta.estimate(o, site: site, time: e.time) else { raw.noTA += 1; continue }
                 raw.cell.append(norm(f1.position - p)); raw.cellTA.append(norm(f2.position - p))
-                if let covered { raw.coverageSameCell.append(covered.cell); raw.coverageSameCellTA.append(covered.cellTA) }
+                if let c1, let c2 { raw.coverageSameCell.append(norm(c1.position - p)); raw.coverageSameCellTA.append(norm(c2.position - p)) }
                 if case .success(let m) = cta.model(for: o), let ta = o.timingAdvance {
                     raw.radial.append(m.range(ta) - norm(SIMD2(site.position.x, site.position.y) - p))
                     raw.step = m.stepLength

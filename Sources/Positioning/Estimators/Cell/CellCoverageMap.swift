@@ -39,6 +39,9 @@ public struct CellCoverageMap: Sendable, Equatable {
         public init(cell: CellID, timingAdvance: Int?) { self.cell = cell; self.timingAdvance = timingAdvance }
     }
 
+    /// Positions an area needs before a fix uses it (the stages' `coverage_min_count`).
+    public static let defaultMinCount = 3
+
     public let areas: [Key: Area]
     public init(areas: [Key: Area]) { self.areas = areas }
     public var isEmpty: Bool { areas.isEmpty }
@@ -88,7 +91,7 @@ public struct CellCoverageMap: Sendable, Equatable {
     }
 
     /// The fix of a serving-cell report (model above), or why there is none.
-    public func fix(_ obs: CellObservation, useTA: Bool, minCount: Int = 3, time: Double, source: Source,
+    public func fix(_ obs: CellObservation, useTA: Bool, minCount: Int = defaultMinCount, time: Double, source: Source,
                     subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
         guard let (a, _) = area(for: obs, useTA: useTA, minCount: max(minCount, 1)) else {
             let n = areas[Key(cell: obs.cell, timingAdvance: nil)]?.count ?? 0

@@ -74,20 +74,23 @@ final class CellLookupCache {
 /// (`CellCoverageMap`) before the tower geometry. Options `coverage` (true) and
 /// `coverage_min_count` (3 positions per area).
 public struct CellCoverageUse: Sendable {
-    public var enabled = true
-    public var minCount = 3
-    public init(enabled: Bool = true, minCount: Int = 3) { self.enabled = enabled; self.minCount = minCount }
+    public var enabled: Bool
+    public var minCount: Int
+    public init(enabled: Bool = true, minCount: Int = CellCoverageMap.defaultMinCount) { self.enabled = enabled; self.minCount = minCount }
 
     static func parse(_ o: StageOptions) throws -> CellCoverageUse {
-        let u = CellCoverageUse(enabled: try o.bool("coverage", default: true), minCount: try o.int("coverage_min_count", default: 3))
+        let u = CellCoverageUse(enabled: try o.bool("coverage", default: true),
+                                minCount: try o.int("coverage_min_count", default: CellCoverageMap.defaultMinCount))
         guard u.minCount >= 2 else { throw ConfigurationError(path: "\(o.name).coverage_min_count", reason: "must be ≥ 2 (one position has no spread)") }
         return u
     }
 
-    /// The coverage fix of a serving-cell report, when enabled and the map knows the area.
-    func fix(_ obs: CellObservation, useTA: Bool, event: TraceEvent, source: Source, reference: ReferenceData) -> Fix? {
-        guard enabled, let map = reference.cellCoverage,
-              case .success(let f) = map.fix(obs, useTA: useTA, minCount: minCount, time: event.time, source: source, subject: event.device)
+    /// The coverage fix of a serving-cell report, when enabled and the map knows the area: the
+    /// cell's (`cell`), or the (cell, TA) area else the cell's for a report with a TA (`cell-ta`;
+    /// none without a TA, as the ring). `CellEvaluation` scores the same rule.
+    public func fix(_ obs: CellObservation, source: Source, time: Double, subject: String, map: CellCoverageMap?) -> Fix? {
+        guard enabled, let map, source == .cell || obs.timingAdvance != nil,
+              case .success(let f) = map.fix(obs, useTA: source == .cellTA, minCount: minCount, time: time, source: source, subject: subject)
         else { return nil }
         return f
     }
@@ -107,7 +110,7 @@ public final class CellIDStage: PipelineStage {
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .cell(let obs) = event.payload, obs.serving else { return [] }
-        if let f = coverage.fix(obs, useTA: false, event: event, source: .cell, reference: context.reference) { return [.fix(f)] }
+        if let f = coverage.fix(obs, source: .cell, time: event.time, subject: event.device, map: context.reference.cellCoverage) { return [.fix(f)] }
         let site = cache.get(context.reference).site(for: obs.cell)
         switch estimator.estimate(obs, site: site, time: event.time, subject: event.device) {
         case .success(let f): return [.fix(f)]
@@ -158,8 +161,7 @@ public final class CellTAStage: PipelineStage {
         var out: [StageResult] = []
         let meas = site.flatMap { estimator.measurement(obs, site: $0, time: event.time) }
         let radio = "\(obs.cell.rat.rawValue):\(obs.cell.mcc)-\(obs.cell.mnc)"
-        if obs.timingAdvance != nil,
-           let f = coverage.fix(obs, useTA: true, event: event, source: .cellTA, reference: context.reference) {
+        if let f = coverage.fix(obs, source: .cellTA, time: event.time, subject: event.device, map: context.reference.cellCoverage) {
             rings[event.device]?[radio] = nil   // this report is no ring for the multi-ring fix of others
             out.append(.fix(f))
             if let meas { out.append(.measurement(meas, subject: event.device)) }
