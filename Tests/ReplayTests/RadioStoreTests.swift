@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import GRDB
 @testable import Replay
 @testable import Positioning
 
@@ -35,6 +36,25 @@ func sharedData(_ sub: String) -> URL? {
                                  range: 500, samples: 9, provenance: "estimated")])
         let s = try db.cellSites(frame: frame)[id]!
         #expect(abs(s.position.x - 120) < 1e-3 && abs(s.position.y + 40) < 1e-3 && s.provenance == "estimated")
+    }
+
+    /// A coverage table written before its height column (24 Nov 2026) is migrated on open and
+    /// reads back (h = 0) instead of stopping the program.
+    @Test func coverageTableWithoutHeightIsMigrated() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-cov-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE cell_coverage (rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL, area INTEGER NOT NULL,
+                    cid INTEGER NOT NULL, ta INTEGER NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL, cov_ee REAL NOT NULL,
+                    cov_en REAL NOT NULL, cov_nn REAL NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (rat, mcc, mnc, area, cid, ta)) WITHOUT ROWID;
+                INSERT INTO cell_coverage VALUES ('lte', 302, 720, 1, 77, 2, 45.4, -75.7, 100, 0, 100, 5);
+                """)
+        }
+        try old.close()
+        let r = try CellDatabase(path: path).coverage()
+        #expect(r.count == 1 && r.first?.ta == 2 && r.first?.count == 5 && r.first?.position.height == 0)
     }
 
     /// Coverage areas round-trip through the database (TA nil ↔ −1), the area query keeps what

@@ -132,6 +132,10 @@ public final class CellDatabase {
                 ) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS cell_coverage_latlon ON cell_coverage(lat, lon);
                 """)
+            // A coverage table written before its height column (24 Nov 2026) gets one.
+            if try !db.columns(in: "cell_coverage").contains(where: { $0.name == "h" }) {
+                try db.execute(sql: "ALTER TABLE cell_coverage ADD COLUMN h REAL NOT NULL DEFAULT 0")
+            }
         }
     }
 
