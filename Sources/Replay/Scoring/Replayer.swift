@@ -22,15 +22,6 @@ public struct ReplayOptions: Sendable {
     }
 }
 
-extension CellDatabase {
-    /// `merge(into:frame:)` for a database given by path; a file that is not a readable cell
-    /// database is a `TraceDataError` naming it.
-    public static func merge(path: String, into reference: inout ReferenceData, frame: LocalFrame) throws {
-        do { try CellDatabase(path: path).merge(into: &reference, frame: frame) } catch {
-            throw TraceDataError(file: path, line: 0, reason: "cannot read the cell database: \(error)", code: "invalid_cell_db")
-        }
-    }
-}
 
 /// The outcome of replaying one trace.
 public struct ReplayResult: Sendable {

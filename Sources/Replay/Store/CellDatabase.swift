@@ -197,6 +197,14 @@ public final class CellDatabase {
         reference.cellCoverage = CellCoverageMap(areas: merged)
     }
 
+    /// `merge(into:frame:)` for a database given by path (`replay`/`refine --cell-db`); a file
+    /// that is not a readable cell database is a `TraceDataError` naming it.
+    public static func merge(path: String, into reference: inout ReferenceData, frame: LocalFrame) throws {
+        do { try CellDatabase(path: path).merge(into: &reference, frame: frame) } catch {
+            throw TraceDataError(file: path, line: 0, reason: "cannot read the cell database: \(error)", code: "invalid_cell_db")
+        }
+    }
+
     static func coverageRecord(_ r: Row) -> CellCoverageRecord? {
         guard let rat = RAT(rawValue: r["rat"]) else { return nil }
         let ta: Int = r["ta"]
