@@ -349,14 +349,14 @@ struct CellDBBuild: ParsableCommand {
         abstract: "Estimate cell-site positions from recorded walks with TA and GNSS/ground truth (robust least squares), and learn each cell's coverage.",
         discussion: """
         Inputs: posfuse traces (.jsonl) or OpenCellID measurement CSV walks. Sites are written with provenance 'estimated'.
-        The coverage map (where phones were when they reported each serving cell and TA index: mean and covariance per
-        area, docs/radio.md) goes into the table cell_coverage of the same database, in the same transaction; the cell and
-        cell-ta stages locate a report from it before the tower ring. --reference-json also writes both, in WGS84, as a
-        reference.json for posfuse replay and posfuse refine --reference.
 
-        Example:
-          posfuse celldb build ../shared/data/lte-ta-walks/lacolyoc --db cells.sqlite --reference-json cells.json
-          posfuse refine reports.jsonl --reference cells.json --lines
+        The coverage map (where phones were when they reported each serving cell and TA index: mean and covariance per area, docs/radio.md) goes into the table cell_coverage of the same database, in the same transaction. The cell and cell-ta stages locate a report from it before the tower ring: give the database to posfuse replay/refine with --cell-db, or write both as WGS84 members of a reference.json with --reference-json.
+
+        Examples:
+          posfuse celldb build ../shared/data/lte-ta-walks/lacolyoc \\
+            --db cells.sqlite --reference-json cells.json
+          posfuse refine reports.jsonl --cell-db cells.sqlite --lines
+          posfuse replay my-walk/ --cell-db cells.sqlite
         """
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
