@@ -38,15 +38,13 @@ public final class ReportRefiner {
     /// The reference file, parsed once (converted into each tile's frame on first use).
     private let referenceJSON: Any?
 
-    /// A cell database (SQLite) whose towers and coverage areas near each tile join its reference data.
-    public let cellDatabase: String?
+    /// A cell database (SQLite) whose towers and coverage areas near each tile join its reference
+    /// data; opened once (a bad file fails here, before any report).
+    public let cellDatabase: CellDatabase?
 
     public init(referenceURL: URL? = nil, stages: [String: StageOptions] = [:], cellDatabase: String? = nil) throws {
-        self.referenceURL = referenceURL; self.stages = stages; self.cellDatabase = cellDatabase
-        if let db = cellDatabase {                                 // a bad database fails here, before any report
-            var probe = ReferenceData.empty
-            try CellDatabase.merge(path: db, into: &probe, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
-        }
+        self.referenceURL = referenceURL; self.stages = stages
+        self.cellDatabase = try cellDatabase.map { try CellDatabase.forReading(path: $0) }
         referenceJSON = try referenceURL.map { try ReferenceLoader.json(url: $0) }
         if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
             _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
@@ -60,7 +58,7 @@ public final class ReportRefiner {
         let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
         var ref = ReferenceData.empty
         if let u = referenceURL, let j = referenceJSON { ref = try ReferenceLoader.load(json: j, url: u, frame: frame) }
-        if let db = cellDatabase { try CellDatabase.merge(path: db, into: &ref, frame: frame) }
+        try cellDatabase?.merge(into: &ref, frame: frame)
         let entries = Self.entryCount(ref)
         while let oldest = tileOrder.first, cachedEntries + entries > Self.maxCachedEntries || tiles.count >= 4096 {
             tileOrder.removeFirst()

@@ -67,7 +67,7 @@ public final class Replayer {
         let reader = try TraceReader(url: location.trace, mode: options.mode, reorderWindow: options.reorderWindow)
         let header = reader.header
         var reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
-        if let db = options.cellDatabase { try CellDatabase.merge(path: db, into: &reference, frame: header.frame) }
+        if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
         let pipeline = try StageRegistry.pipeline(options: options.stages)
         let context = PipelineContext(header: header, reference: reference)
         let scorer = Scorer(frame: header.frame, options: options.scoring)

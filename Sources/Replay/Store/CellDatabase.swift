@@ -110,7 +110,11 @@ public final class CellDatabase {
     public let queue: DatabaseQueue
 
     /// Opens (creating if needed) the database at `path` (":memory:" for an in-memory one).
+    /// The file (":memory:" for an in-memory database), named in read errors.
+    public let path: String
+
     public init(path: String) throws {
+        self.path = path
         queue = path == ":memory:" ? try DatabaseQueue() : try DatabaseQueue(path: path)
         try queue.write { db in
             try db.execute(sql: """
@@ -184,25 +188,30 @@ public final class CellDatabase {
     /// Radius of `merge(into:frame:)`: 50 km, beyond the reach of a GSM cell (TA 63 ≈ 35 km).
     public static let nearbyRadius = 50_000.0
 
+    /// Opens the database at `path` as reference data (`replay`/`refine --cell-db`): a file that
+    /// is not a cell database is a `TraceDataError` naming it.
+    public static func forReading(path: String) throws -> CellDatabase {
+        do { return try CellDatabase(path: path) } catch { throw readError(path, error) }
+    }
+
+    static func readError(_ path: String, _ error: any Error) -> TraceDataError {
+        TraceDataError(file: path, line: 0, reason: "cannot read the cell database: \(error)", code: "invalid_cell_db")
+    }
+
     /// Adds the towers and coverage areas within `radius` m of `frame`'s origin to `reference`,
-    /// in that frame; entries the reference already has (its own side file) are kept.
+    /// in that frame; entries the reference already has (its own side file) are kept. A read
+    /// failure is a `TraceDataError` naming the file.
     public func merge(into reference: inout ReferenceData, frame: LocalFrame, radius: Double = CellDatabase.nearbyRadius) throws {
-        for t in try towers(near: frame.origin, radius: radius) where reference.cells[t.cell] == nil {
-            reference.cells[t.cell] = t.site(frame: frame)
-        }
-        let areas = try coverage(near: frame.origin, radius: radius)
+        let towers: [CellTower], areas: [CellCoverageRecord]
+        do {
+            towers = try self.towers(near: frame.origin, radius: radius)
+            areas = try coverage(near: frame.origin, radius: radius)
+        } catch { throw Self.readError(path, error) }
+        for t in towers where reference.cells[t.cell] == nil { reference.cells[t.cell] = t.site(frame: frame) }
         guard !areas.isEmpty else { return }
         var merged = reference.cellCoverage?.areas ?? [:]
         for (k, a) in CellCoverageRecord.map(areas, frame: frame).areas where merged[k] == nil { merged[k] = a }
         reference.cellCoverage = CellCoverageMap(areas: merged)
-    }
-
-    /// `merge(into:frame:)` for a database given by path (`replay`/`refine --cell-db`); a file
-    /// that is not a readable cell database is a `TraceDataError` naming it.
-    public static func merge(path: String, into reference: inout ReferenceData, frame: LocalFrame) throws {
-        do { try CellDatabase(path: path).merge(into: &reference, frame: frame) } catch {
-            throw TraceDataError(file: path, line: 0, reason: "cannot read the cell database: \(error)", code: "invalid_cell_db")
-        }
     }
 
     static func coverageRecord(_ r: Row) -> CellCoverageRecord? {
