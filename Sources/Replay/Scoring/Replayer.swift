@@ -14,11 +14,60 @@ public struct ReplayOptions: Sendable {
     /// A cell database (SQLite, `CellDatabase`) whose towers and coverage areas within 50 km of
     /// the trace origin join the trace's reference data (its own `reference.json` entries win).
     public var cellDatabase: String?
+    /// A reference side file used instead of the trace's own (`posfuse replay --reference`).
+    public var reference: URL?
+    /// A radio map (SQLite, `RadioMapDatabase`: `posfuse radiomap build`) whose APs, fingerprint
+    /// survey and uncertainty model join the reference data (`posfuse replay --radio-map`).
+    public var radioMap: String?
 
     public init(mode: TraceReadMode = .lenient, reorderWindow: Double = TraceReader.defaultReorderWindow,
-                stages: [String: StageOptions] = [:], scoring: ScoringOptions = ScoringOptions(), cellDatabase: String? = nil) {
+                stages: [String: StageOptions] = [:], scoring: ScoringOptions = ScoringOptions(), cellDatabase: String? = nil,
+                reference: URL? = nil, radioMap: String? = nil) {
         self.mode = mode; self.reorderWindow = reorderWindow; self.stages = stages; self.scoring = scoring
-        self.cellDatabase = cellDatabase
+        self.cellDatabase = cellDatabase; self.reference = reference; self.radioMap = radioMap
+    }
+}
+
+/// How many of a run's epochs got a position: the "share located" of `posfuse replay` (stderr
+/// warning, `--json`, `--min-located`) and `evaluate radio`.
+///
+/// An *epoch* is an input event that at least one positioning estimator answered, with a fix or
+/// with a typed failure (fusion filters and the smoother do not count: they follow their
+/// inputs); it is *located* when at least one estimator answered it with a fix. Events no
+/// estimator looks at (IMU samples, ground truth) are not epochs.
+public struct LocatedShare: Sendable, Equatable {
+    public var epochs: Int
+    public var located: Int
+    public init(epochs: Int = 0, located: Int = 0) { self.epochs = epochs; self.located = located }
+
+    /// located / epochs; nil when there was no epoch.
+    public var share: Double? { epochs > 0 ? Double(located) / Double(epochs) : nil }
+
+    /// Counts one event's pipeline results.
+    public mutating func add(_ results: [StageResult]) {
+        var answered = false, fixed = false
+        for r in results {
+            switch r {
+            case .fix(let f) where !f.source.isFusion: answered = true; fixed = true
+            case .failure(let s, _, _, _) where !s.isFusion: answered = true
+            default: continue
+            }
+        }
+        if answered { epochs += 1 }
+        if fixed { located += 1 }
+    }
+
+    public static func + (a: LocatedShare, b: LocatedShare) -> LocatedShare {
+        LocatedShare(epochs: a.epochs + b.epochs, located: a.located + b.located)
+    }
+
+    /// Runs below this share are reported on stderr even without `--min-located`.
+    public static let warningShare = 0.5
+
+    /// "located 12 of 345 epochs (3.5 %)" / "no epoch to locate".
+    public var text: String {
+        guard let s = share else { return "no epoch to locate (no estimator answered any event)" }
+        return "located \(located) of \(epochs) epochs (" + String(format: "%.1f", 100 * s) + " %)"
     }
 }
 
@@ -32,6 +81,8 @@ public struct ReplayResult: Sendable {
     public var stats: TraceReaderStats
     /// Sources the pipeline can emit (in pipeline order).
     public var pipelineSources: [Source]
+    /// Epochs located (`LocatedShare`).
+    public var located = LocatedShare()
 }
 
 /// Replays a trace: reader → pipeline → scorer, one direction.
@@ -55,6 +106,9 @@ public final class Replayer {
     public var progress: ((Int64, Int64?) -> Void)?
     /// Called for every estimate once scored or found unscorable (result storage).
     public var onEstimate: ((ScoredEstimate) throws -> Void)?
+    /// Called with every event and the pipeline's results for it, and the trace's frame: for
+    /// checks that need the measurements, e.g. the TA radial error of `RadioScenarioReplay`.
+    public var onResults: ((TraceEvent, [StageResult], LocalFrame) -> Void)?
     /// Events between progress calls.
     public static let progressInterval = 4096
 
@@ -66,17 +120,22 @@ public final class Replayer {
     public func run(_ location: TraceLocation) throws -> ReplayResult {
         let reader = try TraceReader(url: location.trace, mode: options.mode, reorderWindow: options.reorderWindow)
         let header = reader.header
-        var reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
+        var reference = try (options.reference ?? location.reference).map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
         if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
+        if let db = options.radioMap { try RadioMapDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
         let pipeline = try StageRegistry.pipeline(options: options.stages)
         let context = PipelineContext(header: header, reference: reference)
         let scorer = Scorer(frame: header.frame, options: options.scoring)
         scorer.onEstimate = onEstimate
         let size = (try? FileManager.default.attributesOfItem(atPath: location.trace.path)[.size] as? NSNumber)?.int64Value
         var n = 0
+        var located = LocatedShare()
         while let event = try reader.next() {
             try scorer.add(event: event)
-            try scorer.add(pipeline.process(event, context: context))
+            let results = pipeline.process(event, context: context)
+            onResults?(event, results, header.frame)
+            located.add(results)
+            try scorer.add(results)
             n += 1
             if n % Self.progressInterval == 0 { progress?(reader.bytesRead, size) }
         }
@@ -84,7 +143,7 @@ public final class Replayer {
         let scores = try scorer.finish()
         progress?(reader.bytesRead, size ?? reader.bytesRead)
         return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats,
-                            pipelineSources: pipeline.sources)
+                            pipelineSources: pipeline.sources, located: located)
     }
 }
 

@@ -31,7 +31,9 @@ public final class FingerprintStage: PipelineStage {
         var e = estimator
         e.phoneThreshold = phoneThreshold ?? context.header.rssThreshold ?? estimator.phoneThreshold
         switch e.estimate(scan, time: event.time, map: map, subject: event.device) {
-        case .success(let f): return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+        case .success(let x):
+            let f = context.reference.wifiFix(x, scan: scan, rssMin: e.phoneThreshold, maxAge: e.maxAge)
+            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
         case .failure(let r): return [.failure(source: .fingerprint, time: event.time, subject: event.device, reason: r)]
         }
     }
