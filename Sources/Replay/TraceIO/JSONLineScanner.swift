@@ -9,7 +9,7 @@ enum JKind: UInt8 { case number, string, bool, null, object, array }
 
 /// One `"key": value` member of a scanned JSON object. Offsets are byte offsets from
 /// the start of the line (so error columns are `offset + 1`).
-struct JField {
+public struct JField {
     var keyStart: Int
     var keyLength: Int
     var kind: JKind
@@ -39,7 +39,7 @@ struct JField {
 /// 3. Errors name the first offending byte and its 1-based column.
 ///
 /// `p[count]` must be readable (the reader keeps a terminator byte after each line).
-struct JSONLineScanner {
+public struct JSONLineScanner {
     let p: UnsafePointer<UInt8>
     let count: Int
 

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import Storage
 
 /// OpenCellID cell export CSV:
 /// `radio,mcc,net,area,cell,unit,lon,lat,range,samples,changeable,created,updated,averageSignal`.

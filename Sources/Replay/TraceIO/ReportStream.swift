@@ -161,7 +161,7 @@ public struct ReportStream {
 
 /// The `evidence` array of a JSON Lines report, still as bytes: the line (with a terminating
 /// NUL) and each element's byte range, validated JSON, flagged when it is an object.
-struct RawEvidence {
-    let buffer: [UInt8]
-    let elements: [(isObject: Bool, range: Range<Int>)]
+public struct RawEvidence {
+    public let buffer: [UInt8]
+    public let elements: [(isObject: Bool, range: Range<Int>)]
 }

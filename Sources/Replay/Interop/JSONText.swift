@@ -1,4 +1,5 @@
 import Foundation
+import TraceIO
 
 /// Compact JSON text of a Foundation-style value tree (`[String: Any]`, `[Any]`, String, Double,
 /// Int, Bool, NSNumber, NSNull), object keys sorted — the same document `JSONSerialization` with
