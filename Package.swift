@@ -50,12 +50,17 @@ let package = Package(
         .target(name: "Regress", dependencies: ["Evaluation", "Scoring", "Simulation", "TraceIO", "Positioning", "CGSL",
                                                 .product(name: "Yams", package: "Yams")],
                 path: "Sources/Replay/Regress"),
+        // posfuse sweep: study files, grids of options × recordings/seeds, runs, summaries, Slurm scripts.
+        .target(name: "Sweep", dependencies: ["Regress", "Evaluation", "Scoring", "Simulation", "Storage", "TraceIO", "Positioning", "CGSL",
+                                              .product(name: "GRDB", package: "GRDB.swift"),
+                                              .product(name: "Yams", package: "Yams")],
+                path: "Sources/Replay/Sweep"),
         // refine: crowdsourced report records in, refined positions out.
         .target(name: "Refine", dependencies: ["Storage", "TraceIO", "Positioning"],
                 path: "Sources/Replay/Refine"),
         // Umbrella: `import Replay` re-exports every module above.
         .target(name: "Replay", dependencies: ["TraceIO", "Storage", "Scoring", "Survey", "Interop", "Simulation",
-                                               "Evaluation", "Regress", "Refine", "Positioning"],
+                                               "Evaluation", "Regress", "Sweep", "Refine", "Positioning"],
                 path: "Sources/Replay/Replay"),
         .executableTarget(name: "posfuse", dependencies: [
             "Positioning", "Replay",

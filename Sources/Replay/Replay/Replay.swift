@@ -10,4 +10,5 @@
 @_exported import Simulation
 @_exported import Evaluation
 @_exported import Regress
+@_exported import Sweep
 @_exported import Refine

@@ -20,10 +20,13 @@ extension ResultStore {
     /// its estimates (hook it to `Replayer.onEstimate`), then stores the scores of the
     /// result and commits. If anything throws, the transaction is rolled back and the
     /// error rethrown: no part of the run remains. Returns the run id and the result.
-    public func record(_ info: RunInfo, _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+    /// `then` runs last in the same transaction with the run id (e.g. `posfuse sweep` adds
+    /// the run's grid point there, so a run and its point are stored together or not at all).
+    public func record(_ info: RunInfo, then: RunHook? = nil,
+                       _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
         try recordRun(info, summary: { r in
             RunSummary(events: r.stats.events, skipped: r.stats.skippedTotal, scores: Self.scoreRows(r.scores))
-        }, body)
+        }, then: then, body)
     }
 
     /// The stored metric rows of a trace's scores: every metric of `ScoreReport.metrics`

@@ -90,6 +90,9 @@ public final class ResultStore {
         }
     }
 
+    /// Work done inside a run's transaction after its rows are written: (database, run id).
+    public typealias RunHook = (Database, Int64) throws -> Void
+
     /// What a recorded run adds to its `runs` row besides `RunInfo`, and its score rows
     /// (source key, metric, value).
     public struct RunSummary: Sendable {
@@ -104,8 +107,10 @@ public final class ResultStore {
     /// Records one run in one transaction: inserts the run, calls `body` with a writer for
     /// its estimates, then stores `summary(result)` and commits. If anything throws, the
     /// transaction is rolled back and the error rethrown: no part of the run remains.
-    /// (`record(_:_:)` in Scoring is the form that takes a `ReplayResult`.)
-    public func recordRun<R>(_ info: RunInfo, summary: (R) -> RunSummary,
+    /// `then` runs last in the same transaction with the run id (e.g. `posfuse sweep` adds
+    /// the run's grid point there, so a run and its point are stored together or not at all).
+    /// (`record(_:then:_:)` in Scoring is the form that takes a `ReplayResult`.)
+    public func recordRun<R>(_ info: RunInfo, summary: (R) -> RunSummary, then: RunHook? = nil,
                              _ body: (RunWriter) throws -> R) throws -> (run: Int64, result: R) {
         try queue.write { db in
             try db.execute(sql: """
@@ -121,6 +126,7 @@ public final class ResultStore {
             for row in sum.scores {
                 try insert.execute(arguments: [run, row.source, row.metric, row.value])
             }
+            try then?(db, run)
             return (run, result)
         }
     }
