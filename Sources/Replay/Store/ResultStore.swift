@@ -90,7 +90,10 @@ public final class ResultStore {
     /// its estimates (hook it to `Replayer.onEstimate`), then stores the scores of the
     /// result and commits. If anything throws, the transaction is rolled back and the
     /// error rethrown: no part of the run remains. Returns the run id and the result.
-    public func record(_ info: RunInfo, _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+    /// `then` runs last in the same transaction with the run id (e.g. `posfuse sweep` adds
+    /// the run's grid point there, so a run and its point are stored together or not at all).
+    public func record(_ info: RunInfo, then: ((Database, Int64) throws -> Void)? = nil,
+                       _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
         try queue.write { db in
             try db.execute(sql: """
                 INSERT INTO runs (started, pipeline, trace, trace_name, version, parameters) VALUES (?, ?, ?, ?, ?, ?)
@@ -104,6 +107,7 @@ public final class ResultStore {
             for (source, metric, value) in Self.scoreRows(result.scores) {
                 try insert.execute(arguments: [run, source, metric, value])
             }
+            try then?(db, run)
             return (run, result)
         }
     }
