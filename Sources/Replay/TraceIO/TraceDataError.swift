@@ -25,7 +25,7 @@ public struct LineIssue: Error {
     public var code: String
     public var message: String
 
-    static func json(_ m: String) -> LineIssue { LineIssue(code: "invalid_json", message: "invalid JSON: " + m) }
+    package static func json(_ m: String) -> LineIssue { LineIssue(code: "invalid_json", message: "invalid JSON: " + m) }
     static func missing(_ key: String) -> LineIssue { LineIssue(code: "missing_key", message: "missing key '\(key)'") }
     static func wrongType(_ key: String, expected: String, got: String) -> LineIssue {
         LineIssue(code: "wrong_type", message: "key '\(key)' must be \(expected), got \(got)")
