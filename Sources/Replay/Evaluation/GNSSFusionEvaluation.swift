@@ -106,7 +106,7 @@ public enum GNSSFusionEvaluation {
             var phone = try importTrace(format: .nmea, urls: [u], options: ImportOptions(strict: true))
             var truthOptions = ImportOptions(strict: true, asTruth: true)
             truthOptions.origin = phone.header.origin
-            phone = mergeTruth(phone, try importTrace(format: .nmea, urls: [span], options: truthOptions))
+            phone = try mergeTruth(phone, try importTrace(format: .nmea, urls: [span], options: truthOptions))
             return RecordedWalk(name: folder.lastPathComponent + "/" + u.deletingPathExtension().lastPathComponent,
                                 header: phone.header, events: phone.events)
         }

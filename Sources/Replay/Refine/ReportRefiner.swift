@@ -121,9 +121,12 @@ public final class ReportRefiner {
         }
         guard let lat = number(o["lat"]), (-90...90).contains(lat) else { throw InputError(reason: "missing or invalid 'lat' (deg, −90…90)") }
         guard let lon = number(o["lon"]), (-180...180).contains(lon) else { throw InputError(reason: "missing or invalid 'lon' (deg, −180…180)") }
-        guard let acc = number(o["accuracy_m"] ?? o["accuracy"]), acc > 0, acc.isFinite else {
-            throw InputError(reason: "missing or invalid 'accuracy_m' (m, > 0)")
+        guard let acc = number(o["accuracy_m"] ?? o["accuracy"]), acc > 0, acc <= TraceDomain.accuracy.upperBound else {
+            throw InputError(reason: "missing or invalid 'accuracy_m' (m, > 0, ≤ 2e7)")
         }
+        // The report time shares the trace format's domain (`TraceDomain.time`).
+        let time = number(o["t"])
+        if let t = time, let m = TraceDomain.violation("'t'", t, TraceDomain.time, "s") { throw InputError(reason: m) }
         var evidence: [[String: Any]] = []
         if let raw = o["evidence"] as? RawEvidence {
             if let i = raw.elements.firstIndex(where: { !$0.isObject }) { throw InputError(reason: "evidence[\(i)] is not an object") }
@@ -135,7 +138,7 @@ public final class ReportRefiner {
             }
         }
         let id = o["id"].map { "\($0)" }
-        return Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: number(o["t"]),
+        return Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: time,
                       evidence: (o["evidence"] as? RawEvidence).map { .raw($0) } ?? .objects(evidence))
     }
 
