@@ -100,14 +100,17 @@ public final class ResultStore {
     /// its estimates (hook it to `Replayer.onEstimate`), then stores the scores of the
     /// result and commits. If anything throws, the transaction is rolled back and the
     /// error rethrown: no part of the run remains. Returns the run id and the result.
-    public func record(_ info: RunInfo, _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+    /// `then` runs last in the same transaction with the run id (e.g. `posfuse sweep` adds
+    /// the run's grid point there, so a run and its point are stored together or not at all).
+    public func record(_ info: RunInfo, then: ((Database, Int64) throws -> Void)? = nil,
+                       _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
         // IMMEDIATE: the write lock is taken (or waited for, `busyTimeout`) before any work, so two
         // processes recording into one database queue up instead of one failing with SQLITE_BUSY.
         do {
             return try queue.writeWithoutTransaction { db in
                 var out: (run: Int64, result: ReplayResult)!
                 try db.inTransaction(.immediate) {
-                    out = try recordRun(db, info, body)
+                    out = try recordRun(db, info, then, body)
                     return .commit
                 }
                 return out
@@ -117,7 +120,8 @@ public final class ResultStore {
         }
     }
 
-    private func recordRun(_ db: Database, _ info: RunInfo, _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+    private func recordRun(_ db: Database, _ info: RunInfo, _ then: ((Database, Int64) throws -> Void)?,
+                           _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
         do {
             try db.execute(sql: """
                 INSERT INTO runs (started, pipeline, trace, trace_name, version, parameters) VALUES (?, ?, ?, ?, ?, ?)
@@ -131,6 +135,7 @@ public final class ResultStore {
             for (source, metric, value) in Self.scoreRows(result.scores) {
                 try insert.execute(arguments: [run, source, metric, value])
             }
+            try then?(db, run)
             return (run, result)
         }
     }
