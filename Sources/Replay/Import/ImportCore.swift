@@ -159,12 +159,8 @@ public func assembleTrace(events: [TraceEvent], defaultOrigin: Geodetic, options
                           device: String?, report: ImportReport, sideFiles: [String: [String]] = [:],
                           extraNotes: [String] = [], file: String = "import") throws -> ImportedTrace {
     var r = report
-    let origin = options.origin ?? defaultOrigin
-    let header = TraceHeader(origin: origin, device: device, name: name)
+    var notes = extraNotes
     let checker = TraceLineChecker()
-    if let reason = checker.check(header) {
-        throw ImportDataError(file: file, line: 0, reason: "the trace header would be invalid: \(reason)")
-    }
     var kept: [TraceEvent] = []
     kept.reserveCapacity(events.count)
     for e in events {
@@ -177,12 +173,29 @@ public func assembleTrace(events: [TraceEvent], defaultOrigin: Geodetic, options
         }
         kept.append(e)
     }
+    var origin = options.origin ?? defaultOrigin
+    if options.origin == nil, checker.check(TraceHeader(origin: origin, device: device, name: name)) != nil {
+        // The importer's default origin (its first position) is outside the domain: take the
+        // first position that is inside it (that event passed the same check).
+        origin = kept.lazy.compactMap { e -> Geodetic? in
+            switch e.payload {
+            case .gnss(let g): return Geodetic(latitude: g.latitude, longitude: g.longitude, height: g.altitude ?? 0)
+            case .groundTruth(let t): if case .geodetic(let g) = t.position { return g } else { return nil }
+            default: return nil
+            }
+        }.first ?? Geodetic(latitude: 0, longitude: 0)
+        notes.append("the first position is outside the trace format's domain: origin = \(origin.latitude), \(origin.longitude), \(origin.height)")
+    }
+    let header = TraceHeader(origin: origin, device: device, name: name)
+    if let reason = checker.check(header) {
+        throw ImportDataError(file: file, line: 0, reason: "the trace header would be invalid: \(reason)")
+    }
     let sorted = kept.enumerated().sorted { a, b in
         a.element.time < b.element.time || (a.element.time == b.element.time && a.offset < b.offset)
     }.map(\.element)
     r.events = [:]
     for e in sorted { r.events[e.typeName, default: 0] += 1 }
-    r.notes += extraNotes
+    r.notes += notes
     return ImportedTrace(header: header, events: sorted, report: r, sideFiles: sideFiles)
 }
 

@@ -41,7 +41,7 @@ public enum Simulator {
         for p in sc.phones {
             // A path is integrated at most to twice its estimated duration (+10 min) and never
             // beyond the scenario limit: a path that cannot reach its waypoints is an error.
-            let cap = min(Scenario.maxPhoneSeconds, 2 * Scenario.estimatedDuration(p.path) + 600)
+            let cap = sc.duration ?? min(Scenario.maxPhoneSeconds, 2 * Scenario.estimatedDuration(p.path) + 600)
             let t = Trajectory(path: p.path, floorHeights: sc.floorHeights, phoneHeight: p.height, duration: sc.duration,
                                landmarks: lms, pairBase: pairBase, maxDuration: cap)
             if t.truncated {
