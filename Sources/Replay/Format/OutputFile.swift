@@ -46,6 +46,15 @@ public final class OutputFile {
         }
     }
 
+    private init(fd: Int32, path: String) { self.fd = fd; self.path = path; temp = nil; ownsFD = false }
+    private var ownsFD = true
+
+    /// Standard output, written in place with the same error checks (`commit()` does not close it).
+    public static func standardOutput() -> OutputFile { OutputFile(fd: 1, path: "stdout") }
+
+    /// Writes buffered bytes now and reports the first error so far (for streaming outputs).
+    public var failed: Bool { failure != nil }
+
     /// Appends bytes (errors are kept for `commit()`).
     public func write(_ bytes: UnsafeRawBufferPointer) {
         guard failure == nil, !done, var p = bytes.baseAddress else { return }
@@ -74,7 +83,7 @@ public final class OutputFile {
     public func commit() throws {
         guard !done else { return }
         done = true
-        if close(fd) != 0, failure == nil { failure = "write error: \(String(cString: strerror(errno)))" }
+        if ownsFD, close(fd) != 0, failure == nil { failure = "write error: \(String(cString: strerror(errno)))" }
         if let f = failure {
             if let t = temp { unlink(t) }
             throw TraceDataError(file: path, line: 0, reason: f, code: "io")
@@ -90,7 +99,7 @@ public final class OutputFile {
     public func abandon() {
         guard !done else { return }
         done = true
-        close(fd)
+        if ownsFD { close(fd) }
         if let t = temp { unlink(t) }
     }
 
