@@ -36,6 +36,9 @@ public struct ImportReport: Sendable, Equatable {
     public var dropped: [String: Int] = [:]
     /// Record types the importer does not know, per type name.
     public var unknownTypes: [String: Int] = [:]
+    /// Records converted despite a defect that leaves their data intact (a wrong NMEA checksum,
+    /// an unknown talker id, a missing hemisphere letter), per defect. Fatal with `--strict`.
+    public var tolerated: [String: Int] = [:]
     /// Notes (origin choice, side files written).
     public var notes: [String] = []
     public init() {}
@@ -45,6 +48,7 @@ public struct ImportReport: Sendable, Equatable {
         for (k, v) in o.events { events[k, default: 0] += v }
         for (k, v) in o.dropped { dropped[k, default: 0] += v }
         for (k, v) in o.unknownTypes { unknownTypes[k, default: 0] += v }
+        for (k, v) in o.tolerated { tolerated[k, default: 0] += v }
         notes += o.notes
     }
 
@@ -56,6 +60,7 @@ public struct ImportReport: Sendable, Equatable {
         for (k, v) in events.sorted(by: { $0.key < $1.key }) { s += "  event \(k): \(v)\n" }
         for (k, v) in dropped.sorted(by: { $0.key < $1.key }) { s += "  dropped \(k): \(v)\n" }
         for (k, v) in unknownTypes.sorted(by: { $0.key < $1.key }) { s += "  unknown type \(k): \(v)\n" }
+        for (k, v) in tolerated.sorted(by: { $0.key < $1.key }) { s += "  tolerated \(k): \(v)\n" }
         for n in notes { s += "  note: \(n)\n" }
         return s
     }
@@ -90,6 +95,12 @@ public struct ImportContext {
     public mutating func malformed(_ reason: String) throws {
         if options.strict { throw ImportDataError(file: file, line: line, reason: reason) }
         report.dropped["malformed (\(reason))", default: 0] += 1
+    }
+    /// A record whose defect leaves its data intact (kept and converted). Strict: throws
+    /// `file:line: reason`; lenient: counted per reason in `report.tolerated`.
+    public mutating func tolerate(_ reason: String) throws {
+        if options.strict { throw ImportDataError(file: file, line: line, reason: reason) }
+        report.tolerated[reason, default: 0] += 1
     }
     /// A well-formed record the trace format cannot hold (never fatal).
     public mutating func drop(_ reason: String) { report.dropped[reason, default: 0] += 1 }
