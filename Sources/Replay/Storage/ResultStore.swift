@@ -25,8 +25,18 @@ public final class ResultStore {
     public let queue: DatabaseQueue
 
     /// Opens or creates the database at `path` (":memory:" for an in-memory one).
+    /// How long a writer waits for another process's transaction on the same database before
+    /// giving up (SQLite busy timeout): concurrent replays into one `--db` queue, none is lost.
+    public static let busyTimeout: TimeInterval = 3600
+
+    /// The database file (":memory:" for an in-memory one).
+    public let path: String
+
     public init(path: String) throws {
-        queue = path == ":memory:" ? try DatabaseQueue() : try DatabaseQueue(path: path)
+        self.path = path
+        var config = Configuration()
+        config.busyMode = .timeout(Self.busyTimeout)
+        queue = path == ":memory:" ? try DatabaseQueue(configuration: config) : try DatabaseQueue(path: path, configuration: config)
         try queue.write { db in
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS runs (
@@ -112,7 +122,25 @@ public final class ResultStore {
     /// (`record(_:then:_:)` in Scoring is the form that takes a `ReplayResult`.)
     public func recordRun<R>(_ info: RunInfo, summary: (R) -> RunSummary, then: RunHook? = nil,
                              _ body: (RunWriter) throws -> R) throws -> (run: Int64, result: R) {
-        try queue.write { db in
+        // IMMEDIATE: the write lock is taken (or waited for, `busyTimeout`) before any work, so two
+        // processes recording into one database queue up instead of one failing with SQLITE_BUSY.
+        do {
+            return try queue.writeWithoutTransaction { db in
+                var out: (run: Int64, result: R)!
+                try db.inTransaction(.immediate) {
+                    out = try recordRun(db, info, summary, then, body)
+                    return .commit
+                }
+                return out
+            }
+        } catch let e as DatabaseError {
+            throw SystemError(e, file: path)
+        }
+    }
+
+    private func recordRun<R>(_ db: Database, _ info: RunInfo, _ summary: (R) -> RunSummary, _ then: RunHook?,
+                              _ body: (RunWriter) throws -> R) throws -> (run: Int64, result: R) {
+        do {
             try db.execute(sql: """
                 INSERT INTO runs (started, pipeline, trace, trace_name, version, parameters) VALUES (?, ?, ?, ?, ?, ?)
                 """, arguments: [Self.iso8601(info.started), info.pipeline, info.trace, info.traceName, info.version, info.parameters])

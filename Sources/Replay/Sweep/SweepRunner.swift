@@ -48,6 +48,7 @@ public final class SweepRunner: @unchecked Sendable {
         var report = Report()
         report.alreadyStored = runs.count - todo.count
         if todo.isEmpty { return report }
+        Self.removeStaleWorkFolders()
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
 
@@ -76,6 +77,17 @@ public final class SweepRunner: @unchecked Sendable {
         return report
     }
 
+    /// Removes the simulated-trace folders of studies that were killed (their process is gone).
+    static func removeStaleWorkFolders() {
+        let tmp = FileManager.default.temporaryDirectory
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmp.path) else { return }
+        for n in names where n.hasPrefix("posfuse-sweep-") {
+            let parts = n.split(separator: "-")
+            guard parts.count >= 4, let pid = Int32(parts[2]), pid > 0 else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { try? FileManager.default.removeItem(at: tmp.appendingPathComponent(n)) }
+        }
+    }
+
     func traceKey(_ r: SweepPlan.Run) -> String { "\(r.input)-\(r.seed.map(String.init) ?? "rec")" }
 
     private func execute(_ r: SweepPlan.Run, traces: TraceCache) throws {
@@ -94,7 +106,7 @@ public final class SweepRunner: @unchecked Sendable {
                 return try TraceLocation.resolve(dir.path)
             }
         }
-        let options = ReplayOptions(stages: plan.stages(point: r.point))
+        let options = ReplayOptions(stages: plan.stages(point: r.point), cellDatabase: input.cellDatabase)
         let replayer = Replayer(options: options)
         var estimates: [ScoredEstimate] = []
         replayer.onEstimate = { estimates.append($0) }
