@@ -153,7 +153,7 @@ struct JSONLine {
 }
 
 /// JSON string literal with escaping per RFC 8259.
-func jsonEscaped(_ v: String) -> String {
+public func jsonEscaped(_ v: String) -> String {
     if !v.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) { return "\"" + v + "\"" }   // nothing to escape
     var out = "\""
     for u in v.unicodeScalars {
