@@ -249,7 +249,7 @@ struct SweepMerge: ParsableCommand {
             }
         }
         if json {
-            print("{\"copied\": \(copied), \"duplicates\": \(duplicates), \"shards\": \(shards.count), \"db\": \(SweepKeys.jsonString(db))}")
+            print("{\"copied\": \(copied), \"duplicates\": \(duplicates), \"shards\": \(shards.count), \"db\": \(jsonEscaped(db))}")
         } else {
             print("merged \(shards.count) shard database\(shards.count == 1 ? "" : "s") into \(db): \(copied) run\(copied == 1 ? "" : "s") copied, \(duplicates) already there")
         }

@@ -128,7 +128,7 @@ public final class SweepRunner: @unchecked Sendable {
             "\"max_truth_gap_s\":\(options.scoring.maxTruthGap)",
             "\"fix_validity_s\":\(options.scoring.fixValidity)",
             "\"reorder_window_s\":\(options.reorderWindow)",
-            "\"study\":\(SweepKeys.jsonString(study))",
+            "\"study\":\(jsonEscaped(study))",
             "\"point\":\(point)",
         ]
         if let seed { fields.append("\"seed\":\(seed)") }
