@@ -12,6 +12,12 @@ struct Sweep: ParsableCommand {
         `posfuse sweep merge` combines shard databases; `posfuse sweep diff` checks that two \
         databases hold the same runs. Study format, summary statistics and the Slurm set-up: \
         docs/sweep.md.
+
+        Examples:
+          posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite --html wcl.html
+          posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite --slurm --submit
+          posfuse sweep merge --db wcl.sqlite wcl.slurm/shard-*.sqlite
+          posfuse sweep diff local.sqlite cluster.sqlite
         """.reflowed,
         subcommands: [SweepRun.self, SweepMerge.self, SweepDiff.self],
         defaultSubcommand: SweepRun.self
