@@ -14,9 +14,10 @@ struct Sweep: ParsableCommand {
         docs/sweep.md.
 
         Examples:
-          posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite --html wcl.html
-          posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite --slurm --submit
-          posfuse sweep merge --db wcl.sqlite wcl.slurm/shard-*.sqlite
+          posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite
+          posfuse sweep study.yaml --db s.sqlite --html s.html --csv s.csv
+          posfuse sweep study.yaml --db s.sqlite --slurm --submit
+          posfuse sweep merge --db s.sqlite s.slurm/shard-*.sqlite
           posfuse sweep diff local.sqlite cluster.sqlite
         """.reflowed,
         subcommands: [SweepRun.self, SweepMerge.self, SweepDiff.self],
