@@ -51,7 +51,7 @@ struct SweepRun: ParsableCommand {
         Examples:
           posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite
           posfuse sweep study.yaml --db s.sqlite --jobs 1 --json
-          posfuse sweep study.yaml --db s.sqlite --no-run --html sweep.html --csv sweep.csv
+          posfuse sweep study.yaml --db s.sqlite --no-run --html s.html --csv s.csv
           posfuse sweep study.yaml --db s.sqlite --slurm --shards 8 --submit
           posfuse sweep merge --db s.sqlite shard-1.sqlite shard-2.sqlite
 
