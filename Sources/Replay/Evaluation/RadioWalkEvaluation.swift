@@ -1,5 +1,9 @@
 import Foundation
 import Positioning
+import Interop
+import Scoring
+import Survey
+import TraceIO
 
 /// How training and test data are separated in `posfuse evaluate radio` on walks (docs/radio.md,
 /// "Evaluation protocol").

@@ -38,6 +38,11 @@ public struct CheckpointSample: Sendable, Equatable {
     public var floorError: Int?
     public var interpolated: Bool
 
+    public init(subject: String, time: Double, errorE: Double, errorN: Double, nees: Double?, floorError: Int?, interpolated: Bool) {
+        self.subject = subject; self.time = time; self.errorE = errorE; self.errorN = errorN
+        self.nees = nees; self.floorError = floorError; self.interpolated = interpolated
+    }
+
     public var error: Double { (errorE * errorE + errorN * errorN).squareRoot() }
     /// e + 15 m per floor missed (IPIN competition metric's summand).
     public var ipinError: Double { error + CheckpointScore.floorPenalty * Double(abs(floorError ?? 0)) }
