@@ -45,6 +45,7 @@ public final class SweepRunner: @unchecked Sendable {
         var report = Report()
         report.alreadyStored = runs.count - todo.count
         if todo.isEmpty { return report }
+        Self.removeStaleWorkFolders()
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
 
@@ -71,6 +72,17 @@ public final class SweepRunner: @unchecked Sendable {
         report.ran = results.ranCount
         report.failed = results.failures.sorted { $0.run.index < $1.run.index }
         return report
+    }
+
+    /// Removes the simulated-trace folders of studies that were killed (their process is gone).
+    static func removeStaleWorkFolders() {
+        let tmp = FileManager.default.temporaryDirectory
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmp.path) else { return }
+        for n in names where n.hasPrefix("posfuse-sweep-") {
+            let parts = n.split(separator: "-")
+            guard parts.count >= 4, let pid = Int32(parts[2]), pid > 0 else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { try? FileManager.default.removeItem(at: tmp.appendingPathComponent(n)) }
+        }
     }
 
     func traceKey(_ r: SweepPlan.Run) -> String { "\(r.input)-\(r.seed.map(String.init) ?? "rec")" }

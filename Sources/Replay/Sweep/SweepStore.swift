@@ -34,6 +34,17 @@ public final class SweepStore {
         }
     }
 
+    /// The number of sweep runs stored in the database at `path`, read through a read-only
+    /// connection that waits up to 5 s for a writer (for watching a study from outside while
+    /// it runs); nil when the file is not a sweep database (yet).
+    public static func storedCount(path: String) -> Int? {
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(5)
+        guard let q = try? DatabaseQueue(path: path, configuration: config) else { return nil }
+        return try? q.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sweep_runs") }
+    }
+
     /// Keys of the runs stored, with their run ids.
     public func storedKeys() throws -> [String: Int64] {
         try results.queue.read { db in
