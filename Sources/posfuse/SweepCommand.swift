@@ -125,6 +125,9 @@ struct SweepRun: ParsableCommand {
             }
         }
         let summary = try SweepSummary.compute(plan: plan, store: store, resamples: resamples)
+        for source in study.sources where !summary.cells.contains(where: { $0.source == source }) {
+            printError("warning: no stored run scored source \(source) (is its stage enabled in `stages:`?)")
+        }
         if json {
             var o = summary.json()
             o["db"] = databasePath

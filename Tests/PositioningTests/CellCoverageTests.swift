@@ -63,8 +63,8 @@ import CGSL
         #expect(map.area(for: obs(ta: 1), useTA: true, minCount: 3)?.usedTA == true)
         #expect(map.area(for: obs(ta: 4), useTA: true, minCount: 3)?.usedTA == false)
         let other = CellObservation(cell: CellID(rat: .gsm, mcc: 1, mnc: 1, area: 1, cid: 1), serving: true)
-        guard case .failure(.missingInput) = map.fix(other, useTA: true, time: 0, source: .cellTA) else {
-            Issue.record("unknown cell must fail"); return
+        guard case .failure(.unknownAnchor) = map.fix(other, useTA: true, time: 0, source: .cellTA) else {
+            Issue.record("unknown cell must fail as an unknown anchor"); return
         }
         guard case .failure(.missingInput) = map.fix(obs(ta: 1), useTA: true, minCount: 6, time: 0, source: .cellTA) else {
             Issue.record("a cell below minCount must fail"); return

@@ -167,7 +167,7 @@ public enum GNSSFusionEvaluation {
             var truthOptions = ImportOptions(strict: strict, asTruth: true)
             truthOptions.origin = p.header.origin
             let t = try importTrace(format: .nmea, urls: [truth.url], options: truthOptions)
-            let merged = mergeTruth(p, t)
+            let merged = try mergeTruth(p, t)
             return DrivePhone(walk: RecordedWalk(name: folder.lastPathComponent + "/" + u.deletingPathExtension().lastPathComponent,
                                                  header: merged.header, events: merged.events),
                               phone: phone, family: families.family(of: phone), truthFile: truth.url.lastPathComponent,

@@ -201,7 +201,7 @@ public enum NMEAImporter {
 
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
         try importEachFile(urls, options: options, originNote: "first fix", addsStaticTruth: true) { u in
-            let r = try parse(String(decoding: try Data(contentsOf: u), as: UTF8.self), file: u.path, options: options)
+            let r = try parse(String(decoding: try InputFile.data(u), as: UTF8.self), file: u.path, options: options)
             return (r.events, r.report, r.first, [:])
         }
     }

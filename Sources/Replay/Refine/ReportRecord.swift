@@ -118,8 +118,8 @@ struct ReportRecordParser {
         func number(_ f: JField?) -> Double? { f.flatMap { $0.kind == .number ? $0.number : nil } }
         guard let lat = number(latField), (-90...90).contains(lat) else { throw Failure.invalid(id: errorID, reason: "missing or invalid 'lat' (deg, −90…90)") }
         guard let lon = number(lonField), (-180...180).contains(lon) else { throw Failure.invalid(id: errorID, reason: "missing or invalid 'lon' (deg, −180…180)") }
-        guard let acc = number(last(fields, "accuracy_m") ?? last(fields, "accuracy")), acc > 0, acc.isFinite else {
-            throw Failure.invalid(id: errorID, reason: "missing or invalid 'accuracy_m' (m, > 0)")
+        guard let acc = number(last(fields, "accuracy_m") ?? last(fields, "accuracy")), acc > 0, acc <= TraceDomain.accuracy.upperBound else {
+            throw Failure.invalid(id: errorID, reason: "missing or invalid 'accuracy_m' (m, > 0, ≤ 2e7)")
         }
         elements.removeAll(keepingCapacity: true)
         if let e = evidenceField {
@@ -128,7 +128,11 @@ struct ReportRecordParser {
             if let i = elements.firstIndex(where: { $0.kind != .object }) { throw Failure.invalid(id: errorID, reason: "evidence[\(i)] is not an object") }
         }
         let id = (feature ? (last(properties, "id") ?? last(top, "id")) : last(top, "id")).map { Self.idText($0, s) }
-        let report = Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: number(last(fields, "t")),
+        // The report time shares the trace format's domain (`TraceDomain.time`): a report at
+        // t = 1e300 is an error record, not a fix 1,000 km off with a null radius.
+        let time = number(last(fields, "t"))
+        if let t = time, let m = TraceDomain.violation("'t'", t, TraceDomain.time, "s") { throw Failure.invalid(id: errorID, reason: m) }
+        let report = Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: time,
                             evidence: UnsafeBufferPointer(start: nil, count: 0))
         return try elements.withUnsafeBufferPointer { ev in
             var r = report

@@ -24,8 +24,18 @@ public final class ResultStore {
     public let queue: DatabaseQueue
 
     /// Opens or creates the database at `path` (":memory:" for an in-memory one).
+    /// How long a writer waits for another process's transaction on the same database before
+    /// giving up (SQLite busy timeout): concurrent replays into one `--db` queue, none is lost.
+    public static let busyTimeout: TimeInterval = 3600
+
+    /// The database file (":memory:" for an in-memory one).
+    public let path: String
+
     public init(path: String) throws {
-        queue = path == ":memory:" ? try DatabaseQueue() : try DatabaseQueue(path: path)
+        self.path = path
+        var config = Configuration()
+        config.busyMode = .timeout(Self.busyTimeout)
+        queue = path == ":memory:" ? try DatabaseQueue(configuration: config) : try DatabaseQueue(path: path, configuration: config)
         try queue.write { db in
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS runs (
@@ -94,7 +104,25 @@ public final class ResultStore {
     /// the run's grid point there, so a run and its point are stored together or not at all).
     public func record(_ info: RunInfo, then: ((Database, Int64) throws -> Void)? = nil,
                        _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
-        try queue.write { db in
+        // IMMEDIATE: the write lock is taken (or waited for, `busyTimeout`) before any work, so two
+        // processes recording into one database queue up instead of one failing with SQLITE_BUSY.
+        do {
+            return try queue.writeWithoutTransaction { db in
+                var out: (run: Int64, result: ReplayResult)!
+                try db.inTransaction(.immediate) {
+                    out = try recordRun(db, info, then, body)
+                    return .commit
+                }
+                return out
+            }
+        } catch let e as DatabaseError {
+            throw SystemError(e, file: path)
+        }
+    }
+
+    private func recordRun(_ db: Database, _ info: RunInfo, _ then: ((Database, Int64) throws -> Void)?,
+                           _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+        do {
             try db.execute(sql: """
                 INSERT INTO runs (started, pipeline, trace, trace_name, version, parameters) VALUES (?, ?, ?, ?, ?, ?)
                 """, arguments: [Self.iso8601(info.started), info.pipeline, info.trace, info.traceName, info.version, info.parameters])

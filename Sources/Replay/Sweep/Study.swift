@@ -35,6 +35,9 @@ public struct Study: Sendable {
         /// The input's name in the results (unique within a study).
         public var label: String
         public var kind: Kind
+        /// A cell database joined to the reference data (`replay --cell-db`): e.g. one built by
+        /// `posfuse celldb build` from training walks, for a held-out test walk.
+        public var cellDatabase: String?
         /// The seeds of its runs (nil for a recording: one run).
         public var seeds: [UInt64?] {
             switch kind {
@@ -251,7 +254,7 @@ public struct Study: Sendable {
             throw fail(item, at, "expected a mapping: {trace: PATH} or {scenario: FOLDER, seeds: N}")
         }
         var f: [String: (Node, Node)] = [:]
-        let known: Set<String> = ["trace", "scenario", "seeds", "first_seed", "duration_s", "label"]
+        let known: Set<String> = ["trace", "scenario", "seeds", "first_seed", "duration_s", "label", "cell_db"]
         for (k, v) in m {
             guard let name = k.string, known.contains(name) else {
                 throw fail(k, "\(at).\(k.string ?? "?")", "unknown key (known: \(known.sorted().joined(separator: ", ")))")
@@ -264,6 +267,12 @@ public struct Study: Sendable {
             return s
         }
         let label = try str("label")
+        var cellDB: String?
+        if let c = try str("cell_db") {
+            let u = path(c)
+            guard FileManager.default.fileExists(atPath: u.path) else { throw fail(f["cell_db"]!.1, "\(at).cell_db", "\(c): no such file") }
+            cellDB = u.path
+        }
         if let t = try str("trace") {
             if f["scenario"] != nil || f["seeds"] != nil || f["first_seed"] != nil || f["duration_s"] != nil {
                 throw fail(item, at, "a `trace` is replayed as it is: seeds, first_seed, duration_s belong to a `scenario`")
@@ -272,7 +281,7 @@ public struct Study: Sendable {
             do { loc = try TraceLocation.resolve(path(t).path) } catch {
                 throw fail(f["trace"]!.1, "\(at).trace", "\(t): not a trace file or scenario folder with trace.jsonl")
             }
-            return Input(label: label ?? loc.name, kind: .recording(loc))
+            return Input(label: label ?? loc.name, kind: .recording(loc), cellDatabase: cellDB)
         }
         guard let s = try str("scenario") else { throw fail(item, at, "needs `trace:` (a recording) or `scenario:` (a folder with scenario.yaml)") }
         let folder = path(s)
@@ -297,7 +306,8 @@ public struct Study: Sendable {
             duration = d
         }
         let name = folder.lastPathComponent
-        return Input(label: label ?? "\(name) (sim)", kind: .scenario(folder: folder, firstSeed: UInt64(first), seeds: seeds, duration: duration))
+        return Input(label: label ?? "\(name) (sim)", kind: .scenario(folder: folder, firstSeed: UInt64(first), seeds: seeds, duration: duration),
+                     cellDatabase: cellDB)
     }
 
     /// A grid entry: a non-empty list of values, or a range `{from, to, step}` / `{from, to, count}`.

@@ -92,6 +92,7 @@ public struct SweepPlan: Sendable {
         case let .scenario(folder, _, _, duration):
             inputText = "scenario " + folder.lastPathComponent + (duration.map { " duration \(SweepKeys.text(.number($0))) s" } ?? "")
         }
+        if let c = input.cellDatabase { inputText += " cell_db " + c }
         inputText = input.label + " = " + inputText
         return "{\"input\":\(SweepKeys.jsonString(inputText)),\"seed\":\(seed.map(String.init) ?? "null"),\"stages\":{\(opts)}}"
     }

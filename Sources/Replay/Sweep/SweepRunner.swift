@@ -103,7 +103,7 @@ public final class SweepRunner: @unchecked Sendable {
                 return try TraceLocation.resolve(dir.path)
             }
         }
-        let options = ReplayOptions(stages: plan.stages(point: r.point))
+        let options = ReplayOptions(stages: plan.stages(point: r.point), cellDatabase: input.cellDatabase)
         let replayer = Replayer(options: options)
         var estimates: [ScoredEstimate] = []
         replayer.onEstimate = { estimates.append($0) }

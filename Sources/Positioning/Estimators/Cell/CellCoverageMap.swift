@@ -134,7 +134,10 @@ public struct CellCoverageMap: Sendable, Equatable {
     public func fix(_ obs: CellObservation, useTA: Bool, minCount: Int = defaultMinCount, time: Double, source: Source,
                     subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
         guard let (a, _) = area(for: obs, useTA: useTA, minCount: max(minCount, 1)) else {
-            let n = areas[Key(cell: obs.cell, timingAdvance: nil)]?.count ?? 0
+            // A cell the map never saw is an unknown anchor; one seen too rarely lacks input.
+            guard let n = areas[Key(cell: obs.cell, timingAdvance: nil)]?.count else {
+                return .failure(.unknownAnchor("cell \(obs.cell) (not in the coverage map)"))
+            }
             return .failure(.missingInput("cell coverage: \(n) position(s) for \(obs.cell), need \(minCount)"))
         }
         return .success(Fix(time: time, position: a.mean, covariance: Self.predictiveCovariance(a, rat: obs.cell.rat),
