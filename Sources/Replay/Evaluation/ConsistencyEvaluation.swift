@@ -1,6 +1,7 @@
 import CGSL
 import Foundation
 import Positioning
+import Scoring
 
 /// Filter consistency over seeded Monte Carlo runs of a simulator scenario
 /// (`design/estimators.md` §7.6; `posfuse evaluate consistency`).

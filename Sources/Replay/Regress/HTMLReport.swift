@@ -1,6 +1,8 @@
 import Foundation
 import CGSL
 import Positioning
+import Scoring
+import TraceIO
 
 /// One trace of a report: the scored sources with their per-epoch samples, the ground-truth
 /// track and the floor plan (ENU m).

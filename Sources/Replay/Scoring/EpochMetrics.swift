@@ -1,5 +1,6 @@
 import Foundation
 import CGSL
+import TraceIO
 
 /// Summary metrics recomputed from per-epoch samples, with the definitions of
 /// `design/estimators.md` §8, so that a bootstrap replicate is scored exactly like a run.
