@@ -68,7 +68,7 @@ struct EvaluateRadio: ParsableCommand {
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Flag(help: "gsdc, gnsslogger: fail (exit 65, file:line: reason) on a sentence defect that leaves the data intact (wrong checksum, unknown talker id, missing hemisphere letter); by default such sentences are kept and counted per reason.") var strict = false
     @Option(name: .customLong("handset-family"), parsing: .singleValue, help: "gsdc: NAME=FAMILY, the model family of a phone name (repeatable; default rules: text after the first '_' and a trailing Modded/Modified/Mod/Custom/Rooted dropped, e.g. Pixel4XLModded -> Pixel4XL). Calibrations learned with --train apply per family; truth is matched by name, then family.") var handsetFamily: [String] = []
-    @Option(name: .customLong("min-located"), help: "lte-walks: fail (exit 1) when the coverage map locates less than this share (0-1) of the test epochs, for cell or cell-ta. The share located and the reasons for the rest are always printed (stderr; --json: coverage.located_cell, located_cell-ta).") var minLocated: Double?
+    @Option(name: .customLong("min-located"), help: "lte-walks: fail (exit 1) when the coverage map locates less than this share (0-1) of the test epochs, for cell or cell-ta; walks (ms-indoor, traces): when the share of epochs located, pooled over the test walks, is below it. The share located and the reasons for the rest are always printed (stderr; --json: coverage.located_cell, located_cell-ta).") var minLocated: Double?
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
     @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
@@ -76,13 +76,11 @@ struct EvaluateRadio: ParsableCommand {
     @Option(help: "Walks (ms-indoor, traces): walk (leave-one-walk-out), area (also drop training scans within --block-radius of the test walk), or both.") var split: String = "both"
     @Option(name: .customLong("block-radius"), help: "Area-blocked split: radius around the test walk's path, m.") var blockRadius: Double = RadioSplit.defaultRadius
     @Flag(name: .customLong("no-uncertainty"), help: "Walks: build the maps without the uncertainty model (radiomap build --no-uncertainty), for comparison.") var noUncertainty = false
-    @Option(name: .customLong("min-located"), help: "Walks: exit 1 when the share of epochs located (pooled over the test walks) is below this (0-1).") var minLocated: Double?
     @OptionGroup var wcl: WCLCommandOptions
 
     func validate() throws {
         if !["walk", "area", "both"].contains(split) { throw ValidationError("--split: expected walk, area or both") }
         if !(blockRadius > 0 && blockRadius.isFinite) { throw ValidationError("--block-radius must be > 0 m") }
-        if let m = minLocated, !(m >= 0 && m <= 1) { throw ValidationError("--min-located must be a share in [0, 1]") }
         let gnss = GNSSRecordingKind.detect(folder.map { [$0] } ?? test, dataset: dataset) != nil
         if folder == nil && test.isEmpty { throw ValidationError("give FOLDER, or --train and --test") }
         if folder == nil && train.isEmpty && !gnss { throw ValidationError("give FOLDER, or both --train and --test") }
@@ -284,16 +282,12 @@ extension EvaluateRadio {
             var o: [String: Any] = ["split": s.split.name, "description": s.split.description, "folds": s.folds.count,
                                     "checkpoints": s.checkpoints.map { $0.json() },
                                     "training_scans_kept": s.folds.reduce(0) { $0 + $1.keptScans },
-                                    "training_scans_blocked": s.folds.reduce(0) { $0 + $1.removedScans },
-                                    "epochs": s.located.epochs, "epochs_located": s.located.located]
+                                    "training_scans_blocked": s.folds.reduce(0) { $0 + $1.removedScans }].merging(s.located.jsonMembers) { a, _ in a }
             if case .area(let r) = s.split { o["block_radius_m"] = r }
             o["test_walks"] = s.folds.map { f -> [String: Any] in
-                var d: [String: Any] = ["walk": f.test, "training_scans_kept": f.keptScans, "training_scans_blocked": f.removedScans,
-                                        "epochs": f.result.located.epochs, "epochs_located": f.result.located.located]
-                if let sh = f.result.located.share { d["share_located"] = sh }
-                return d
+                ["walk": f.test, "training_scans_kept": f.keptScans, "training_scans_blocked": f.removedScans]
+                    .merging(f.result.located.jsonMembers) { a, _ in a }
             }
-            if let sh = s.located.share { o["share_located"] = sh }
             var est: [String: Any] = [:]
             for src in sources { let e = s.estimateSummary(src); if !e.isEmpty { est[src.rawValue] = e } }
             o["per_estimate"] = est
@@ -313,7 +307,7 @@ extension EvaluateRadio {
                 return String(format: "%@ n=%d mean %.2f m", src.rawValue, e.count, e.mean_m ?? 0) + i
             }
             if !per.isEmpty { lines.append("  per estimate (truth interpolated within \(Int(ev.scoring.maxTruthGap)) s): " + per.joined(separator: "; ")) }
-            lines.append("  " + s.located.text)
+            lines.append("  " + s.located.summary)
             splitsJSON.append(o)
         }
         out["splits"] = splitsJSON
@@ -326,9 +320,9 @@ extension EvaluateRadio {
         for s in summaries {
             let sh = s.located.share ?? 0
             if let m = minLocated, sh < m {
-                printError("error: \(s.split.name): \(s.located.text), below --min-located \(m)"); failed = true
-            } else if sh < LocatedShare.warningShare {
-                printError("warning: \(s.split.name): \(s.located.text)")
+                printError("error: \(s.split.name): \(s.located.summary), below --min-located \(m)"); failed = true
+            } else if sh < LocatedShare.warnBelow {
+                printError("warning: \(s.split.name): \(s.located.summary)")
             }
         }
         if failed { throw ExitCode(ExitStatus.regression) }

@@ -118,10 +118,10 @@ struct ReplayCommand: ParsableCommand {
             for r in results {
                 let s = r.located.share
                 if let m = minLocated, (s ?? 0) < m {
-                    printError("error: \(r.location.name): \(r.located.text), below --min-located \(m)")
+                    printError("error: \(r.location.name): \(r.located.summary), below --min-located \(m)")
                     failed = true
-                } else if (s ?? 0) < LocatedShare.warningShare {
-                    printError("warning: \(r.location.name): \(r.located.text)")
+                } else if (s ?? 0) < LocatedShare.warnBelow {
+                    printError("warning: \(r.location.name): \(r.located.summary)")
                 }
             }
             if failed { throw ExitCode(ExitStatus.regression) }

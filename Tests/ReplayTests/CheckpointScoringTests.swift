@@ -69,7 +69,7 @@ import Foundation
         l.add([Self.fix(3, 0, 0, .ekf)])
         l.add([])
         #expect(l.epochs == 2 && l.located == 1 && l.share == 0.5)
-        #expect(LocatedShare().share == nil && LocatedShare().text.contains("no epoch"))
+        #expect(LocatedShare().share == nil && LocatedShare().summary.contains("no epoch"))
     }
 
     /// The radio map keeps the fingerprint survey; merged into another frame, positions move by

@@ -88,54 +88,6 @@ public enum RadioWalkLoader {
 /// training walks (`CellSiteBuilder`), against the phone's own GNSS (the walks' `gt`); and of
 /// the same two from a coverage map of the training walks (`CellCoverageMap`: where phones
 /// were when they reported the cell and TA) instead of the tower positions.
-/// How many epochs a source located, and why the others were not (`EstimationFailure.code`):
-/// the share-located report of a run (stderr and `--json`), with `--min-located` failing a run
-/// that locates too little. A run that locates almost nothing must say so, not print a
-/// one-sample median.
-public struct LocatedShare: Codable, Sendable, Equatable {
-    public var epochs = 0
-    public var located = 0
-    /// Epochs not located, per failure code.
-    public var notLocated: [String: Int] = [:]
-    public init() {}
-
-    public var share: Double? { epochs > 0 ? Double(located) / Double(epochs) : nil }
-
-    public mutating func record<T>(_ r: Result<T, EstimationFailure>) {
-        epochs += 1
-        switch r {
-        case .success: located += 1
-        case .failure(let f): notLocated[f.code, default: 0] += 1
-        }
-    }
-    public mutating func merge(_ o: LocatedShare) {
-        epochs += o.epochs; located += o.located
-        for (k, v) in o.notLocated { notLocated[k, default: 0] += v }
-    }
-    /// `located 1568 of 1734 (90.4 %); not located: unknown_anchor 120, missing_input 46`.
-    public var summary: String {
-        var s = "located \(located) of \(epochs)" + (share.map { String(format: " (%.1f %%)", 100 * $0) } ?? "")
-        if !notLocated.isEmpty {
-            s += "; not located: " + notLocated.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        }
-        return s
-    }
-    /// Below this share a run "locates almost nothing" and says so even without `--min-located`.
-    public static let warnBelow = 0.5
-
-    enum CodingKeys: String, CodingKey { case epochs, located, share, notLocated = "not_located" }
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(epochs, forKey: .epochs); try c.encode(located, forKey: .located)
-        try c.encodeIfPresent(share, forKey: .share); try c.encode(notLocated, forKey: .notLocated)
-    }
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        epochs = try c.decode(Int.self, forKey: .epochs); located = try c.decode(Int.self, forKey: .located)
-        notLocated = try c.decode([String: Int].self, forKey: .notLocated)
-    }
-}
-
 public struct CellEvaluation: Sendable {
     public var builder: CellSiteBuilder
     /// Calibrate β on the training walks against the estimated sites (β̂ = median(d/Δ − TA)).

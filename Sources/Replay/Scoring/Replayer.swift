@@ -30,50 +30,6 @@ public struct ReplayOptions: Sendable {
     }
 }
 
-/// How many of a run's epochs got a position: the "share located" of `posfuse replay` (stderr
-/// warning, `--json`, `--min-located`) and `evaluate radio`.
-///
-/// An *epoch* is an input event that at least one positioning estimator answered, with a fix or
-/// with a typed failure (fusion filters and the smoother do not count: they follow their
-/// inputs); it is *located* when at least one estimator answered it with a fix. Events no
-/// estimator looks at (IMU samples, ground truth) are not epochs.
-public struct LocatedShare: Sendable, Equatable {
-    public var epochs: Int
-    public var located: Int
-    public init(epochs: Int = 0, located: Int = 0) { self.epochs = epochs; self.located = located }
-
-    /// located / epochs; nil when there was no epoch.
-    public var share: Double? { epochs > 0 ? Double(located) / Double(epochs) : nil }
-
-    /// Counts one event's pipeline results.
-    public mutating func add(_ results: [StageResult]) {
-        var answered = false, fixed = false
-        for r in results {
-            switch r {
-            case .fix(let f) where !f.source.isFusion: answered = true; fixed = true
-            case .failure(let s, _, _, _) where !s.isFusion: answered = true
-            default: continue
-            }
-        }
-        if answered { epochs += 1 }
-        if fixed { located += 1 }
-    }
-
-    public static func + (a: LocatedShare, b: LocatedShare) -> LocatedShare {
-        LocatedShare(epochs: a.epochs + b.epochs, located: a.located + b.located)
-    }
-
-    /// Runs below this share are reported on stderr even without `--min-located`.
-    public static let warningShare = 0.5
-
-    /// "located 12 of 345 epochs (3.5 %)" / "no epoch to locate".
-    public var text: String {
-        guard let s = share else { return "no epoch to locate (no estimator answered any event)" }
-        return "located \(located) of \(epochs) epochs (" + String(format: "%.1f", 100 * s) + " %)"
-    }
-}
-
-
 /// The outcome of replaying one trace.
 public struct ReplayResult: Sendable {
     public var location: TraceLocation

@@ -57,8 +57,7 @@ public enum ScoreReport {
 
     /// The trace's checkpoint scores (only when its truth is checkpoints) and its share located.
     static func locatedJSON(_ r: ReplayResult) -> [String: Any] {
-        var o: [String: Any] = ["epochs": r.located.epochs, "epochs_located": r.located.located]
-        if let s = r.located.share { o["share_located"] = s }
+        var o = r.located.jsonMembers
         if !r.scores.checkpoints.isEmpty { o["checkpoints"] = r.scores.checkpoints.map { $0.json() } }
         return o
     }
