@@ -78,6 +78,13 @@ public final class CamLocStage: PipelineStage {
 
     public var sources: [Source] { [.camloc] }
 
+    /// Appends a sample; beyond 20,000 samples drops those older than the horizon.
+    @inline(__always)
+    private static func buffer<T>(_ a: inout [(Double, T)], _ sample: (Double, T), _ horizon: Double) {
+        a.append(sample)
+        if a.count > 20_000 { a.removeAll { $0.0 < sample.0 - horizon } }
+    }
+
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         let dev = event.device
         for r in upstream {
@@ -87,18 +94,12 @@ public final class CamLocStage: PipelineStage {
             }
         }
         switch event.payload {
-        case .imu(let s) where s.kind == .accelerometer:
-            acc[dev, default: []].append((event.time, s.vector))
-            if acc[dev]!.count > 20_000 { acc[dev]!.removeAll { $0.0 < event.time - horizon } }
-        case .imu(let s) where s.kind == .gyroscope:
-            gyro[dev, default: []].append((event.time, s.vector))
-            if gyro[dev]!.count > 20_000 { gyro[dev]!.removeAll { $0.0 < event.time - horizon } }
-        case .imu(let s) where s.kind == .magnetometer:
-            mag[dev, default: []].append((event.time, s.vector))
-            if mag[dev]!.count > 20_000 { mag[dev]!.removeAll { $0.0 < event.time - horizon } }
+        // One dictionary access per sample (the buffer is modified in place).
+        case .imu(let s) where s.kind == .accelerometer: Self.buffer(&acc[dev, default: []], (event.time, s.vector), horizon)
+        case .imu(let s) where s.kind == .gyroscope: Self.buffer(&gyro[dev, default: []], (event.time, s.vector), horizon)
+        case .imu(let s) where s.kind == .magnetometer: Self.buffer(&mag[dev, default: []], (event.time, s.vector), horizon)
         case .imu(let s) where s.kind == .rotationVector:
-            att[dev, default: []].append((event.time, SIMD4(s.x, s.y, s.z, s.w)))
-            if att[dev]!.count > 20_000 { att[dev]!.removeAll { $0.0 < event.time - horizon } }
+            Self.buffer(&att[dev, default: []], (event.time, SIMD4(s.x, s.y, s.z, s.w)), horizon)
         case .step(let s):
             steps[dev, default: []].append((event.time, s.length))
             steps[dev]!.removeAll { $0.0 < event.time - horizon }
