@@ -1,6 +1,9 @@
 import Foundation
 import Positioning
 import Yams
+import Regress
+import Simulation
+import TraceIO
 
 /// A study file (`posfuse sweep STUDY.yaml`, format in `docs/sweep.md`): the inputs to replay,
 /// a base pipeline, a grid of pipeline options and the metrics to summarise.
@@ -456,33 +459,17 @@ public enum SweepKeys {
     public static func json(_ v: ConfigValue) -> String {
         switch v {
         case .number(let x): return x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x)
-        case .string(let s): return jsonString(s)
+        case .string(let s): return jsonEscaped(s)
         case .bool(let b): return b ? "true" : "false"
         case .list(let l): return "[" + l.map(json).joined(separator: ",") + "]"
-        case .map(let m): return "{" + m.keys.sorted().map { jsonString($0) + ":" + json(m[$0]!) }.joined(separator: ",") + "}"
+        case .map(let m): return "{" + m.keys.sorted().map { jsonEscaped($0) + ":" + json(m[$0]!) }.joined(separator: ",") + "}"
         }
-    }
-
-    public static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
     }
 
     /// YAML text of a value (flow style; strings quoted when needed).
     static func yaml(_ v: ConfigValue) -> String {
         switch v {
-        case .string(let s): return s.range(of: "^[A-Za-z_][A-Za-z0-9_.:-]*$", options: .regularExpression) != nil && !["true", "false", "null", "yes", "no", "on", "off", "~"].contains(s.lowercased()) ? s : jsonString(s)
+        case .string(let s): return s.range(of: "^[A-Za-z_][A-Za-z0-9_.:-]*$", options: .regularExpression) != nil && !["true", "false", "null", "yes", "no", "on", "off", "~"].contains(s.lowercased()) ? s : jsonEscaped(s)
         case .list(let l): return "[" + l.map(yaml).joined(separator: ", ") + "]"
         case .map(let m): return "{" + m.keys.sorted().map { "\($0): \(yaml(m[$0]!))" }.joined(separator: ", ") + "}"
         default: return json(v)

@@ -1,5 +1,8 @@
 import Foundation
 import Positioning
+import Scoring
+import Simulation
+import TraceIO
 
 /// Executes the runs of a sweep plan on `jobs` worker threads and stores each finished run
 /// in the results database (one transaction per run).
@@ -125,7 +128,7 @@ public final class SweepRunner: @unchecked Sendable {
             "\"max_truth_gap_s\":\(options.scoring.maxTruthGap)",
             "\"fix_validity_s\":\(options.scoring.fixValidity)",
             "\"reorder_window_s\":\(options.reorderWindow)",
-            "\"study\":\(SweepKeys.jsonString(study))",
+            "\"study\":\(jsonEscaped(study))",
             "\"point\":\(point)",
         ]
         if let seed { fields.append("\"seed\":\(seed)") }
