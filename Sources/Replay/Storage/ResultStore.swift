@@ -20,7 +20,7 @@ import TraceIO
 /// ```
 /// A run is written in **one transaction** (`record`): a replay that throws or is killed
 /// midway leaves no row of that run. Estimates are inserted with a cached prepared
-/// statement (Codable record inserts are about 5× slower, `design/toolchain.md`).
+/// statement (Codable record inserts are about 5× slower, `docs/engineering.md`).
 public final class ResultStore {
     public let queue: DatabaseQueue
 
