@@ -51,17 +51,13 @@ struct Refine: ParsableCommand {
         try withExitCodes {
             let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
             let refiner = try ReportRefiner(referenceURL: reference.map { URL(fileURLWithPath: $0) }, stages: stages, cellDatabase: cellDB)
-            let out: FileHandle
-            if let o = output {
-                guard FileManager.default.createFile(atPath: o, contents: nil) else { throw ValidationError("cannot write \(o)") }
-                out = try FileHandle(forWritingTo: URL(fileURLWithPath: o))
-            } else {
-                out = FileHandle.standardOutput
-            }
+            // -o: written beside the target and renamed when complete (a run killed midway leaves
+            // the old file or none, never half a file); write errors exit 74 (OutputFile).
+            let out = try output.map { try OutputFile(path: $0) } ?? OutputFile.standardOutput()
             // One output buffer, reused: each Feature is appended to it, written out every 64 KiB.
             var buffer: [UInt8] = []
             buffer.reserveCapacity(1 << 17)
-            func flush() { if !buffer.isEmpty { out.write(Data(buffer)); buffer.removeAll(keepingCapacity: true) } }
+            func flush() { if !buffer.isEmpty { out.write(buffer); buffer.removeAll(keepingCapacity: true) } }
             let bar = Progress(label: "reports", enabled: !noProgress)
             var n = 0, refined = 0, errors = 0
             if !lines { buffer.append(contentsOf: "{\"type\":\"FeatureCollection\",\"features\":[\n".utf8) }
@@ -92,13 +88,14 @@ struct Refine: ParsableCommand {
                 }
             } catch let stop as StrictStop {
                 flush()
+                try out.commit()   // the records before the bad one, as documented
                 bar.finish()
                 FileHandle.standardError.write(Data("error: \(stop.description)\n".utf8))
                 throw ExitCode(65)
             }
             if !lines { buffer.append(contentsOf: "\n]}\n".utf8) }
             flush()
-            if output != nil { try out.close() }
+            try out.commit()
             bar.finish()
             FileHandle.standardError.write(Data("\(n) reports in, \(n) records out: \(refined) refined, \(n - refined - errors) kept as reported (no usable evidence), \(errors) errors\n".utf8))
         }

@@ -12,6 +12,13 @@ struct Sweep: ParsableCommand {
         `posfuse sweep merge` combines shard databases; `posfuse sweep diff` checks that two \
         databases hold the same runs. Study format, summary statistics and the Slurm set-up: \
         docs/sweep.md.
+
+        Examples:
+          posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite
+          posfuse sweep study.yaml --db s.sqlite --html s.html --csv s.csv
+          posfuse sweep study.yaml --db s.sqlite --slurm --submit
+          posfuse sweep merge --db s.sqlite s.slurm/shard-*.sqlite
+          posfuse sweep diff local.sqlite cluster.sqlite
         """.reflowed,
         subcommands: [SweepRun.self, SweepMerge.self, SweepDiff.self],
         defaultSubcommand: SweepRun.self
@@ -44,7 +51,7 @@ struct SweepRun: ParsableCommand {
         Examples:
           posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite
           posfuse sweep study.yaml --db s.sqlite --jobs 1 --json
-          posfuse sweep study.yaml --db s.sqlite --no-run --html sweep.html --csv sweep.csv
+          posfuse sweep study.yaml --db s.sqlite --no-run --html s.html --csv s.csv
           posfuse sweep study.yaml --db s.sqlite --slurm --shards 8 --submit
           posfuse sweep merge --db s.sqlite shard-1.sqlite shard-2.sqlite
 
@@ -96,7 +103,8 @@ struct SweepRun: ParsableCommand {
         let study: Study
         do { study = try Study.load(path: self.study) } catch let e as StudyError {
             printError("error: \(e.description)")
-            throw ExitCode(e.isIO ? ExitStatus.usage : ExitStatus.dataError)
+            // A missing file is a usage error, an unreadable one an I/O error, a bad one bad data.
+            throw ExitCode(!e.isIO ? ExitStatus.dataError : FileManager.default.fileExists(atPath: self.study) ? 74 : ExitStatus.usage)
         }
         let plan = SweepPlan(study: study)
         if slurm { return try writeSlurm(plan) }
@@ -125,6 +133,9 @@ struct SweepRun: ParsableCommand {
             }
         }
         let summary = try SweepSummary.compute(plan: plan, store: store, resamples: resamples)
+        for source in study.sources where !summary.cells.contains(where: { $0.source == source }) {
+            printError("warning: no stored run scored source \(source) (is its stage enabled in `stages:`?)")
+        }
         if json {
             var o = summary.json()
             o["db"] = databasePath
@@ -144,8 +155,8 @@ struct SweepRun: ParsableCommand {
     }
 
     func writeAtomically(_ text: String, to path: String) throws {
-        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
-            throw ResultsDataError(file: path, reason: "cannot write: \(error.localizedDescription)")
+        do { try OutputFile.write(Data(text.utf8), to: URL(fileURLWithPath: path)) } catch {
+            throw ResultsDataError(file: path, reason: "cannot write: \(error)")
         }
     }
 
@@ -246,7 +257,7 @@ struct SweepMerge: ParsableCommand {
             }
         }
         if json {
-            print("{\"copied\": \(copied), \"duplicates\": \(duplicates), \"shards\": \(shards.count), \"db\": \(SweepKeys.jsonString(db))}")
+            print("{\"copied\": \(copied), \"duplicates\": \(duplicates), \"shards\": \(shards.count), \"db\": \(jsonEscaped(db))}")
         } else {
             print("merged \(shards.count) shard database\(shards.count == 1 ? "" : "s") into \(db): \(copied) run\(copied == 1 ? "" : "s") copied, \(duplicates) already there")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Positioning
 @testable import Replay
+@testable import Sweep
 import Testing
 
 /// `posfuse sweep`'s library: study parsing with line-accurate errors, the grid and its
@@ -113,6 +114,19 @@ import Testing
         let baseline = Self.error("inputs: [{trace: Traces/open-street}]\ngrid:\n  wcl: {k: [4, 8]}\nbaseline: {wcl: {k: 6}}\n")
         #expect(baseline?.line == 4)
         #expect(baseline?.key == "baseline.wcl.k")
+    }
+
+    @Test func cellDatabaseInputs() throws {
+        let missing = Self.error("inputs:\n  - trace: Traces/urban-canyon\n    cell_db: /nonexistent/train.sqlite\ngrid:\n  wcl: {k: [4]}\n")
+        #expect(missing?.line == 3)
+        #expect(missing?.key == "inputs[0].cell_db")
+        let db = Self.tmp("train.sqlite")
+        try Data().write(to: URL(fileURLWithPath: db))
+        let with = SweepPlan(study: try Self.parse("inputs:\n  - trace: Traces/urban-canyon\n    cell_db: \(db)\ngrid:\n  wcl: {k: [4]}\n"))
+        let without = SweepPlan(study: try Self.parse("inputs:\n  - trace: Traces/urban-canyon\ngrid:\n  wcl: {k: [4]}\n"))
+        #expect(with.study.inputs[0].cellDatabase == db)
+        #expect(with.runs[0].key != without.runs[0].key)
+        #expect(with.runs[0].key.contains(db))
     }
 
     /// The probe that finds unknown option names accepts every option docs/pipeline.yaml

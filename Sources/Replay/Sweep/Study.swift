@@ -1,6 +1,9 @@
 import Foundation
 import Positioning
 import Yams
+import Regress
+import Simulation
+import TraceIO
 
 /// A study file (`posfuse sweep STUDY.yaml`, format in `docs/sweep.md`): the inputs to replay,
 /// a base pipeline, a grid of pipeline options and the metrics to summarise.
@@ -35,6 +38,9 @@ public struct Study: Sendable {
         /// The input's name in the results (unique within a study).
         public var label: String
         public var kind: Kind
+        /// A cell database joined to the reference data (`replay --cell-db`): e.g. one built by
+        /// `posfuse celldb build` from training walks, for a held-out test walk.
+        public var cellDatabase: String?
         /// The seeds of its runs (nil for a recording: one run).
         public var seeds: [UInt64?] {
             switch kind {
@@ -70,8 +76,8 @@ public struct Study: Sendable {
     /// Reads and parses a study file. Throws `StudyError`.
     public static func load(path: String) throws -> Study {
         let text: String
-        do { text = try String(contentsOf: URL(fileURLWithPath: path), encoding: .utf8) } catch {
-            throw StudyError(file: path, line: 0, key: nil, reason: "cannot read: \(error.localizedDescription)", isIO: true)
+        do { text = try InputFile.text(URL(fileURLWithPath: path)) } catch let e as TraceDataError {
+            throw StudyError(file: path, line: e.line, key: nil, reason: e.reason, isIO: e.code == "io")
         }
         return try parse(yaml: text, file: path, directory: URL(fileURLWithPath: path).deletingLastPathComponent())
     }
@@ -251,7 +257,7 @@ public struct Study: Sendable {
             throw fail(item, at, "expected a mapping: {trace: PATH} or {scenario: FOLDER, seeds: N}")
         }
         var f: [String: (Node, Node)] = [:]
-        let known: Set<String> = ["trace", "scenario", "seeds", "first_seed", "duration_s", "label"]
+        let known: Set<String> = ["trace", "scenario", "seeds", "first_seed", "duration_s", "label", "cell_db"]
         for (k, v) in m {
             guard let name = k.string, known.contains(name) else {
                 throw fail(k, "\(at).\(k.string ?? "?")", "unknown key (known: \(known.sorted().joined(separator: ", ")))")
@@ -264,6 +270,12 @@ public struct Study: Sendable {
             return s
         }
         let label = try str("label")
+        var cellDB: String?
+        if let c = try str("cell_db") {
+            let u = path(c)
+            guard FileManager.default.fileExists(atPath: u.path) else { throw fail(f["cell_db"]!.1, "\(at).cell_db", "\(c): no such file") }
+            cellDB = u.path
+        }
         if let t = try str("trace") {
             if f["scenario"] != nil || f["seeds"] != nil || f["first_seed"] != nil || f["duration_s"] != nil {
                 throw fail(item, at, "a `trace` is replayed as it is: seeds, first_seed, duration_s belong to a `scenario`")
@@ -272,7 +284,7 @@ public struct Study: Sendable {
             do { loc = try TraceLocation.resolve(path(t).path) } catch {
                 throw fail(f["trace"]!.1, "\(at).trace", "\(t): not a trace file or scenario folder with trace.jsonl")
             }
-            return Input(label: label ?? loc.name, kind: .recording(loc))
+            return Input(label: label ?? loc.name, kind: .recording(loc), cellDatabase: cellDB)
         }
         guard let s = try str("scenario") else { throw fail(item, at, "needs `trace:` (a recording) or `scenario:` (a folder with scenario.yaml)") }
         let folder = path(s)
@@ -297,7 +309,8 @@ public struct Study: Sendable {
             duration = d
         }
         let name = folder.lastPathComponent
-        return Input(label: label ?? "\(name) (sim)", kind: .scenario(folder: folder, firstSeed: UInt64(first), seeds: seeds, duration: duration))
+        return Input(label: label ?? "\(name) (sim)", kind: .scenario(folder: folder, firstSeed: UInt64(first), seeds: seeds, duration: duration),
+                     cellDatabase: cellDB)
     }
 
     /// A grid entry: a non-empty list of values, or a range `{from, to, step}` / `{from, to, count}`.
@@ -446,33 +459,17 @@ public enum SweepKeys {
     public static func json(_ v: ConfigValue) -> String {
         switch v {
         case .number(let x): return x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x)
-        case .string(let s): return jsonString(s)
+        case .string(let s): return jsonEscaped(s)
         case .bool(let b): return b ? "true" : "false"
         case .list(let l): return "[" + l.map(json).joined(separator: ",") + "]"
-        case .map(let m): return "{" + m.keys.sorted().map { jsonString($0) + ":" + json(m[$0]!) }.joined(separator: ",") + "}"
+        case .map(let m): return "{" + m.keys.sorted().map { jsonEscaped($0) + ":" + json(m[$0]!) }.joined(separator: ",") + "}"
         }
-    }
-
-    public static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
     }
 
     /// YAML text of a value (flow style; strings quoted when needed).
     static func yaml(_ v: ConfigValue) -> String {
         switch v {
-        case .string(let s): return s.range(of: "^[A-Za-z_][A-Za-z0-9_.:-]*$", options: .regularExpression) != nil && !["true", "false", "null", "yes", "no", "on", "off", "~"].contains(s.lowercased()) ? s : jsonString(s)
+        case .string(let s): return s.range(of: "^[A-Za-z_][A-Za-z0-9_.:-]*$", options: .regularExpression) != nil && !["true", "false", "null", "yes", "no", "on", "off", "~"].contains(s.lowercased()) ? s : jsonEscaped(s)
         case .list(let l): return "[" + l.map(yaml).joined(separator: ", ") + "]"
         case .map(let m): return "{" + m.keys.sorted().map { "\($0): \(yaml(m[$0]!))" }.joined(separator: ", ") + "}"
         default: return json(v)

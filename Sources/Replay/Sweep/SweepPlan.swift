@@ -1,4 +1,5 @@
 import Foundation
+import TraceIO
 import Positioning
 
 /// The runs of a study: every grid point × input × seed, in a canonical order that does not
@@ -66,7 +67,7 @@ public struct SweepPlan: Sendable {
     /// The point as canonical JSON {"stage.key": value, …} (stored in `sweep_runs.point`).
     public func pointJSON(_ point: Int) -> String {
         let pairs = zip(study.parameters, points[point].values).map { (p, v) in (p.name, v) }.sorted { $0.0 < $1.0 }
-        return "{" + pairs.map { SweepKeys.jsonString($0.0) + ":" + SweepKeys.json($0.1) }.joined(separator: ",") + "}"
+        return "{" + pairs.map { jsonEscaped($0.0) + ":" + SweepKeys.json($0.1) }.joined(separator: ",") + "}"
     }
 
     /// A short label of the point: "weight_law=power exponent=0.3".
@@ -84,7 +85,7 @@ public struct SweepPlan: Sendable {
 
     static func key(input: Study.Input, seed: UInt64?, stages: [String: StageOptions]) -> String {
         let opts = stages.keys.sorted().map { s in
-            SweepKeys.jsonString(s) + ":" + SweepKeys.json(.map(stages[s]!.values))
+            jsonEscaped(s) + ":" + SweepKeys.json(.map(stages[s]!.values))
         }.joined(separator: ",")
         var inputText: String
         switch input.kind {
@@ -92,8 +93,9 @@ public struct SweepPlan: Sendable {
         case let .scenario(folder, _, _, duration):
             inputText = "scenario " + folder.lastPathComponent + (duration.map { " duration \(SweepKeys.text(.number($0))) s" } ?? "")
         }
+        if let c = input.cellDatabase { inputText += " cell_db " + c }
         inputText = input.label + " = " + inputText
-        return "{\"input\":\(SweepKeys.jsonString(inputText)),\"seed\":\(seed.map(String.init) ?? "null"),\"stages\":{\(opts)}}"
+        return "{\"input\":\(jsonEscaped(inputText)),\"seed\":\(seed.map(String.init) ?? "null"),\"stages\":{\(opts)}}"
     }
 
     /// The pipeline configuration text of a point (stored in `runs.pipeline`; `posfuse replay

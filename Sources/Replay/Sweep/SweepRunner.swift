@@ -1,5 +1,8 @@
 import Foundation
 import Positioning
+import Scoring
+import Simulation
+import TraceIO
 
 /// Executes the runs of a sweep plan on `jobs` worker threads and stores each finished run
 /// in the results database (one transaction per run).
@@ -45,6 +48,7 @@ public final class SweepRunner: @unchecked Sendable {
         var report = Report()
         report.alreadyStored = runs.count - todo.count
         if todo.isEmpty { return report }
+        Self.removeStaleWorkFolders()
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
 
@@ -73,6 +77,17 @@ public final class SweepRunner: @unchecked Sendable {
         return report
     }
 
+    /// Removes the simulated-trace folders of studies that were killed (their process is gone).
+    static func removeStaleWorkFolders() {
+        let tmp = FileManager.default.temporaryDirectory
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmp.path) else { return }
+        for n in names where n.hasPrefix("posfuse-sweep-") {
+            let parts = n.split(separator: "-")
+            guard parts.count >= 4, let pid = Int32(parts[2]), pid > 0 else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { try? FileManager.default.removeItem(at: tmp.appendingPathComponent(n)) }
+        }
+    }
+
     func traceKey(_ r: SweepPlan.Run) -> String { "\(r.input)-\(r.seed.map(String.init) ?? "rec")" }
 
     private func execute(_ r: SweepPlan.Run, traces: TraceCache) throws {
@@ -91,7 +106,7 @@ public final class SweepRunner: @unchecked Sendable {
                 return try TraceLocation.resolve(dir.path)
             }
         }
-        let options = ReplayOptions(stages: plan.stages(point: r.point))
+        let options = ReplayOptions(stages: plan.stages(point: r.point), cellDatabase: input.cellDatabase)
         let replayer = Replayer(options: options)
         var estimates: [ScoredEstimate] = []
         replayer.onEstimate = { estimates.append($0) }
@@ -113,7 +128,7 @@ public final class SweepRunner: @unchecked Sendable {
             "\"max_truth_gap_s\":\(options.scoring.maxTruthGap)",
             "\"fix_validity_s\":\(options.scoring.fixValidity)",
             "\"reorder_window_s\":\(options.reorderWindow)",
-            "\"study\":\(SweepKeys.jsonString(study))",
+            "\"study\":\(jsonEscaped(study))",
             "\"point\":\(point)",
         ]
         if let seed { fields.append("\"seed\":\(seed)") }

@@ -1,6 +1,9 @@
 import Foundation
 import GRDB
 import Positioning
+import Scoring
+import Storage
+import TraceIO
 
 /// A sweep's results database: the `replay --db` schema (`ResultStore`: runs, estimates,
 /// scores) plus one table that ties each run to its place in the study:
@@ -32,6 +35,17 @@ public final class SweepStore {
                     input TEXT NOT NULL, seed INTEGER);
                 """)
         }
+    }
+
+    /// The number of sweep runs stored in the database at `path`, read through a read-only
+    /// connection that waits up to 5 s for a writer (for watching a study from outside while
+    /// it runs); nil when the file is not a sweep database (yet).
+    public static func storedCount(path: String) -> Int? {
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(5)
+        guard let q = try? DatabaseQueue(path: path, configuration: config) else { return nil }
+        return try? q.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sweep_runs") }
     }
 
     /// Keys of the runs stored, with their run ids.

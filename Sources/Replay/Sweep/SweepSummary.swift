@@ -1,6 +1,8 @@
 import CGSL
 import Foundation
 import Positioning
+import Regress
+import TraceIO
 
 /// The summary of a study's stored runs (`docs/sweep.md`, "Summary"):
 ///
@@ -163,7 +165,7 @@ public struct SweepSummary: Sendable {
     }
 
     /// Student's t interval of the mean (nil for fewer than 2 values).
-    static func tInterval(_ x: [Double], confidence: Double) -> (Double, Double)? {
+    public static func tInterval(_ x: [Double], confidence: Double) -> (Double, Double)? {
         let n = x.count
         guard n >= 2 else { return nil }
         let m = x.reduce(0, +) / Double(n)

@@ -78,11 +78,11 @@ public final class CamLocStage: PipelineStage {
 
     public var sources: [Source] { [.camloc] }
 
-    /// Appends a sample; beyond 20,000 samples drops those older than the horizon.
+    /// Appends a sample and prunes (`prune`, limit 20,000) with one dictionary access per sample.
     @inline(__always)
     private static func buffer<T>(_ a: inout [(Double, T)], _ sample: (Double, T), _ horizon: Double) {
         a.append(sample)
-        if a.count > 20_000 { a.removeAll { $0.0 < sample.0 - horizon } }
+        prune(&a, limit: 20_000) { $0.0 < sample.0 - horizon }
     }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
@@ -90,7 +90,7 @@ public final class CamLocStage: PipelineStage {
         for r in upstream {
             if case .fix(let f) = r, userSources.contains(f.source), !f.subject.hasPrefix("object:") {
                 userFixes[f.subject, default: []].append(f)
-                userFixes[f.subject]!.removeAll { $0.time < f.time - horizon }
+                Self.prune(&userFixes[f.subject]!, limit: 256) { $0.time < f.time - horizon }
             }
         }
         switch event.payload {
@@ -102,7 +102,7 @@ public final class CamLocStage: PipelineStage {
             Self.buffer(&att[dev, default: []], (event.time, SIMD4(s.x, s.y, s.z, s.w)), horizon)
         case .step(let s):
             steps[dev, default: []].append((event.time, s.length))
-            steps[dev]!.removeAll { $0.0 < event.time - horizon }
+            Self.prune(&steps[dev]!, limit: 256) { $0.0 < event.time - horizon }
         case .photo(let p):
             let key = dev + "|" + (p.pair ?? p.object)
             pending[key, default: []].append((p.exposureTime ?? event.time, p))
@@ -113,6 +113,17 @@ public final class CamLocStage: PipelineStage {
         default: break
         }
         return []
+    }
+
+    /// Drops entries older than the horizon once a buffer exceeds `limit`, then keeps at most
+    /// the `limit / 2` newest. Amortised O(1) per append, and memory stays bounded when many
+    /// entries share one time (a trace whose events all carry one `t` was quadratic: every
+    /// append rescanned every buffered entry). Consumers select entries by time, so entries
+    /// older than the horizon that are still buffered change no result.
+    private static func prune<T>(_ a: inout [T], limit: Int, older: (T) -> Bool) {
+        guard a.count > limit else { return }
+        a.removeAll(where: older)
+        if a.count > limit / 2 { a.removeFirst(a.count - limit / 2) }
     }
 
     /// Camera optical-axis azimuth (true, rad) from the attitude at t: R·(0, 0, −1).

@@ -1,0 +1,221 @@
+import Foundation
+import Positioning
+import Storage
+import TraceIO
+
+/// OpenCellID cell export CSV:
+/// `radio,mcc,net,area,cell,unit,lon,lat,range,samples,changeable,created,updated,averageSignal`.
+///
+/// `radio` GSM/UMTS/LTE/NR → `rat` (CDMA dropped and counted); `net` → `mnc`; `area` →
+/// LAC/TAC; `cell` → CI/ECI/NCI; `unit` → PCI (LTE/NR) or PSC (UMTS) (not kept for GSM);
+/// `lon`, `lat` (deg) with h = 0; `range` (m) and `samples` kept; `changeable` = 0 means an
+/// operator-supplied exact position (`provenance` "antenna"), 1 a measurement centroid
+/// ("centroid"); `updated` kept (Unix s); `created` and `averageSignal` dropped.
+public enum OpenCellIDTowerImporter {
+    public static func parse(_ buf: ByteBuffer, file: String, options: ImportOptions) throws -> (towers: [CellTower], report: ImportReport) {
+        var ctx = ImportContext(options: options, file: file)
+        ctx.report.files = 1
+        var cols: [String: Int] = [:]
+        var fields: [Range<Int>] = []
+        var towers: [CellTower] = []
+        try buf.forEachLine { line, n in
+            ctx.line = n; ctx.report.lines += 1
+            if buf.trimmed(line).isEmpty { return }
+            buf.split(line, separator: UInt8(ascii: ","), into: &fields)
+            if cols.isEmpty {
+                cols = columnIndex(fields.map { buf.string(buf.trimmed($0)) })
+                for c in ["radio", "mcc", "net", "area", "cell", "lon", "lat"] where cols[c] == nil {
+                    cols = [:]; try ctx.malformed("header lacks column \(c)"); return
+                }
+                return
+            }
+            func i(_ k: String) -> Int? { cols[k].flatMap { $0 < fields.count ? buf.int(fields[$0]) : nil } }
+            func d(_ k: String) -> Double? { cols[k].flatMap { $0 < fields.count ? buf.double(fields[$0]) : nil } }
+            let radio = cols["radio"].map { buf.string(buf.trimmed(fields[$0])) } ?? ""
+            guard let rat = OpenCellIDMeasurementsImporter.rat(forAct: radio) else {
+                if radio.isEmpty { try ctx.malformed("empty radio") } else { ctx.drop("radio \(radio) (no RAT in trace format)") }
+                return
+            }
+            guard let mcc = i("mcc"), let mnc = i("net"), let area = i("area"), let cid = i("cell"),
+                  let lat = d("lat"), let lon = d("lon"), abs(lat) <= 90, abs(lon) <= 180 else {
+                try ctx.malformed("bad mcc/net/area/cell/lat/lon"); return
+            }
+            let unit = i("unit")
+            towers.append(CellTower(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid),
+                                    position: Geodetic(latitude: lat, longitude: lon, height: 0), range: d("range"),
+                                    samples: i("samples"), pci: rat == .gsm ? nil : unit,
+                                    provenance: i("changeable") == 0 ? "antenna" : "centroid", updated: i("updated")))
+            ctx.report.events["tower", default: 0] += 1
+        }
+        return (towers, ctx.report)
+    }
+}
+
+/// An access point position estimated from WiGLE observations.
+public struct APEstimate: Sendable, Equatable {
+    public var bssid: String
+    public var ssid: String
+    public var position: Geodetic
+    public var observations: Int
+}
+
+/// WiGLE CSV: the WigleWifi app export (`WigleWifi-1.x` pre-header line, then
+/// `MAC,SSID,AuthMode,FirstSeen,Channel,[Frequency,]RSSI,CurrentLatitude,CurrentLongitude,AltitudeMeters,AccuracyMeters,…,Type`)
+/// or a web export with `netid`/`trilat`/`trilong`.
+///
+/// App exports hold one row per observation (phone position + RSSI); an AP's position is
+/// the RSSI-weighted centroid of its observations, weight 10^(RSSI/20) (field amplitude),
+/// height the mean altitude. Web exports already hold one estimated position per AP.
+/// Only `Type` WIFI (or no Type) rows are used; Bluetooth/cellular rows are dropped and counted.
+/// BSSIDs are lower-cased.
+public enum WiGLEImporter {
+    public static func parse(_ text: String, file: String, options: ImportOptions) throws -> (aps: [APEstimate], report: ImportReport) {
+        var ctx = ImportContext(options: options, file: file)
+        ctx.report.files = 1
+        var cols: [String: Int] = [:]
+        struct Acc { var ssid = ""; var w = 0.0; var lat = 0.0; var lon = 0.0; var hSum = 0.0; var hN = 0; var n = 0; var order = 0 }
+        var acc: [String: Acc] = [:]
+        var n = 0
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            n += 1; ctx.line = n; ctx.report.lines += 1
+            let line = String(raw)
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            if n == 1 && line.hasPrefix("WigleWifi") { continue }
+            let f = splitCSVLine(line)
+            if cols.isEmpty {
+                cols = columnIndex(f)
+                guard cols["MAC"] != nil || cols["netid"] != nil,
+                      (cols["CurrentLatitude"] != nil && cols["CurrentLongitude"] != nil) || (cols["trilat"] != nil && cols["trilong"] != nil) else {
+                    cols = [:]; try ctx.malformed("header needs MAC/netid and CurrentLatitude,CurrentLongitude or trilat,trilong"); continue
+                }
+                continue
+            }
+            func s(_ k: String) -> String? { cols[k].flatMap { $0 < f.count ? f[$0].trimmingCharacters(in: .whitespaces) : nil } }
+            func d(_ k: String) -> Double? { s(k).flatMap { Double($0) } }
+            if let type = s("Type") ?? s("type"), !type.isEmpty, type.uppercased() != "WIFI" {
+                ctx.drop("\(type) row (not WiFi)"); continue
+            }
+            guard let mac = (s("MAC") ?? s("netid"))?.lowercased(), mac.count == 17,
+                  let lat = d("CurrentLatitude") ?? d("trilat"), let lon = d("CurrentLongitude") ?? d("trilong"),
+                  abs(lat) <= 90, abs(lon) <= 180 else { try ctx.malformed("row needs a MAC and a position"); continue }
+            if lat == 0 && lon == 0 { ctx.drop("row at 0,0 (no position)"); continue }
+            var w = 1.0
+            if let r = s("RSSI"), !r.isEmpty {
+                guard let v = Double(r), TraceDomain.power.contains(v) else {
+                    try ctx.malformed("RSSI '\(r)' is not a power in [-300, 100] dBm"); continue
+                }
+                w = pow(10, v / 20)
+            }
+            var a = acc[mac] ?? Acc(order: acc.count)
+            a.ssid = s("SSID") ?? s("ssid") ?? a.ssid
+            a.w += w; a.lat += w * lat; a.lon += w * lon; a.n += 1
+            if let h = d("AltitudeMeters"), TraceDomain.height.contains(h) { a.hSum += h; a.hN += 1 }
+            acc[mac] = a
+        }
+        let aps = acc.sorted { $0.value.order < $1.value.order }.map { k, a in
+            APEstimate(bssid: k, ssid: a.ssid, position: Geodetic(latitude: a.lat / a.w, longitude: a.lon / a.w,
+                                                                  height: a.hN > 0 ? a.hSum / Double(a.hN) : 0), observations: a.n)
+        }
+        ctx.report.events["ap", default: 0] += aps.count
+        return (aps, ctx.report)
+    }
+}
+
+/// UJIIndoorLoc fingerprints (`WAP001…WAP520` RSS dBm, 100 = not heard; `LONGITUDE`,
+/// `LATITUDE` in EPSG:3857 Web-Mercator metres; `FLOOR`, `BUILDINGID`, `SPACEID`,
+/// `RELATIVEPOSITION`, `USERID`, `PHONEID`, `TIMESTAMP` Unix s) into a trace of survey points.
+///
+/// Each row → one `wifi` scan (APs with RSS ≠ 100; BSSID = the column name lower-cased,
+/// e.g. `wap001`, since the data set publishes no MACs; freq 0 = unknown) and one `gt`
+/// `checkpoint` at the same time with the position converted by the inverse spherical
+/// Web-Mercator formulas (R = 6 378 137 m):
+/// λ = x / R, φ = 2·atan(exp(y / R)) − π/2 (degrees out), h = 0, `floor` = FLOOR.
+/// `device` = `phone<PHONEID>`; rows of one phone sharing a time stamp are spread by 1 ms
+/// steps in file order so that every truth sample has its own time. BUILDINGID, SPACEID,
+/// RELATIVEPOSITION and USERID are not kept. Default origin: the first row's position.
+public enum UJIIndoorLocImporter {
+    public static let earthRadius = 6_378_137.0
+
+    /// Inverse spherical Web-Mercator (EPSG:3857 → WGS84 degrees).
+    public static func geodetic(x: Double, y: Double) -> Geodetic {
+        Geodetic(latitude: (2 * atan(exp(y / earthRadius)) - .pi / 2) * 180 / .pi,
+                 longitude: x / earthRadius * 180 / .pi, height: 0)
+    }
+
+    public static func parse(_ buf: ByteBuffer, file: String, options: ImportOptions) throws
+        -> (events: [TraceEvent], report: ImportReport, first: Geodetic?) {
+        var ctx = ImportContext(options: options, file: file)
+        ctx.report.files = 1
+        var fields: [Range<Int>] = []
+        var wapCols: [(Int, String)] = []
+        var cols: [String: Int] = [:]
+        var events: [TraceEvent] = []
+        var first: Geodetic? = nil
+        var lastTime: [String: (Int, Int)] = [:]   // device → (timestamp, duplicates so far)
+        try buf.forEachLine { line, n in
+            ctx.line = n; ctx.report.lines += 1
+            if buf.trimmed(line).isEmpty { return }
+            buf.split(line, separator: UInt8(ascii: ","), into: &fields)
+            if cols.isEmpty {
+                let names = fields.map { buf.string(buf.trimmed($0)).replacingOccurrences(of: "\"", with: "") }
+                if let d = duplicateColumn(names) { try ctx.malformed("header repeats column \(d)"); return }
+                cols = columnIndex(names)
+                wapCols = names.enumerated().filter { $0.element.hasPrefix("WAP") }.map { ($0.offset, $0.element.lowercased()) }
+                for c in ["LONGITUDE", "LATITUDE", "FLOOR", "PHONEID", "TIMESTAMP"] where cols[c] == nil {
+                    cols = [:]; try ctx.malformed("header lacks column \(c)"); return
+                }
+                return
+            }
+            guard fields.count == cols.count, wapCols.allSatisfy({ $0.0 < fields.count }), cols.values.allSatisfy({ $0 < fields.count }) else {
+                try ctx.malformed("expected \(cols.count) columns, found \(fields.count)"); return
+            }
+            guard let x = buf.double(fields[cols["LONGITUDE"]!]), let y = buf.double(fields[cols["LATITUDE"]!]),
+                  let floor = buf.int(fields[cols["FLOOR"]!]), let phone = buf.int(fields[cols["PHONEID"]!]),
+                  let ts = buf.int(fields[cols["TIMESTAMP"]!]) else { try ctx.malformed("bad LONGITUDE/LATITUDE/FLOOR/PHONEID/TIMESTAMP"); return }
+            var aps: [WiFiObservation] = []
+            for (i, name) in wapCols {
+                guard let v = buf.int(fields[i]) else { try ctx.malformed("\(name) is not an integer"); return }
+                if v == 100 { continue }
+                aps.append(WiFiObservation(bssid: name, ssid: "", frequency: 0, rss: Double(v)))
+            }
+            let device = "phone\(phone)"
+            var dup = 0
+            if let (t0, k) = lastTime[device], t0 == ts { dup = k + 1 }
+            lastTime[device] = (ts, dup)
+            let t = Double(ts) + Double(dup) * 0.001
+            let g = geodetic(x: x, y: y)
+            if first == nil { first = g }
+            if aps.isEmpty { ctx.drop("fingerprint with no AP heard (scan not written)") } else {
+                events.append(TraceEvent(time: t, device: device, payload: .wifi(WiFiScan(accessPoints: aps))))
+            }
+            events.append(TraceEvent(time: t, device: device, payload: .groundTruth(GroundTruth(position: .geodetic(g), floor: floor, kind: .checkpoint))))
+        }
+        return (events, ctx.report, first)
+    }
+
+    public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
+        try importEachFile(urls, options: options, originNote: "first survey point") { u in
+            let r = try parse(ByteBuffer(url: u), file: u.path, options: options)
+            return (r.events, r.report, r.first, [:])
+        }
+    }
+}
+
+/// Writes (or updates) a `reference.json`: replaces its `aps` or `cells` array and keeps
+/// every other member. Positions are written as `lat`, `lon`, `h` (deg, deg, m).
+public enum ReferenceJSONWriter {
+    public static func update(url: URL, aps: [APEstimate]? = nil, towers: [CellTower]? = nil, coverage: [CellCoverageRecord]? = nil) throws {
+        var root: [String: Any] = [:]
+        if let d = try? Data(contentsOf: url), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] { root = o }
+        if let aps {
+            root["aps"] = aps.map { a -> [String: Any] in
+                ["bssid": a.bssid, "lat": a.position.latitude, "lon": a.position.longitude, "h": a.position.height]
+            }
+        }
+        if let towers { root["cells"] = CellTower.referenceJSON(towers) }
+        if let coverage { root["cell_coverage"] = CellCoverageRecord.referenceJSON(coverage) }
+        let data = try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys])
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+    }
+}

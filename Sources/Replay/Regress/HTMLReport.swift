@@ -1,0 +1,383 @@
+import Foundation
+import CGSL
+import Positioning
+import Scoring
+import TraceIO
+
+/// One trace of a report: the scored sources with their per-epoch samples, the ground-truth
+/// track and the floor plan (ENU m).
+public struct ReportTrace: Sendable {
+    public var name: String
+    public var sources: [SourceResult]
+    /// Ground-truth track in time order: (time s, ENU position m).
+    public var truth: [(time: Double, position: SIMD2<Double>)]
+    /// Ground-truth tracks of further subjects (other phones of a multi-phone trace), by device id.
+    public var otherTruth: [String: [(time: Double, position: SIMD2<Double>)]]
+    /// Floor-plan walls, ENU m (empty when the trace has no floor plan).
+    public var walls: [Wall]
+    public var skipped: Int
+    public init(name: String, sources: [SourceResult], truth: [(time: Double, position: SIMD2<Double>)] = [],
+                walls: [Wall] = [], skipped: Int = 0, otherTruth: [String: [(time: Double, position: SIMD2<Double>)]] = [:]) {
+        self.name = name; self.sources = sources; self.truth = truth; self.walls = walls; self.skipped = skipped
+        self.otherTruth = otherTruth
+    }
+}
+
+/// `posfuse report`: one self-contained, offline HTML file with inline SVG plots and CSS.
+///
+/// No scripts, fonts, images or links to anything outside the file: it opens without a
+/// network and prints (print CSS: A4, one trace section per page break, no shadows).
+/// Per trace it shows
+/// 1. the metric table (`posfuse replay` scores; ANEES outside its χ² bounds flagged);
+/// 2. the empirical error CDF per source, F(e_(k)) = k/N (log x axis when sources differ
+///    by more than 30× in median error);
+/// 3. the trajectory of every source against ground truth, over the floor plan when the
+///    trace has one, else on local East/North axes; equal scale on both axes, a scale bar;
+/// 4. per source, the horizontal error over time with the reported 95 % radius as a band
+///    from 0 to r95 (a consistent estimator keeps the error inside the band 95 % of the time);
+/// 5. per source, NEES ε_k = e_kᵀP_k⁻¹e_k over time (log axis) with the two-sided 95 %
+///    χ²₂ band [0.0506, 7.38] of a single epoch, the ideal mean 2, and the moving average
+///    over W = min(20, N) epochs with its χ²_{2W}/W bounds (dashed). Real errors are
+///    autocorrelated, so the moving-average bounds are optimistic (`docs/models.md` §7.6).
+/// Series longer than 1500 points are thinned by a constant stride for drawing only.
+public struct HTMLReport: Sendable {
+    public var title: String
+    public var traces: [ReportTrace]
+    public var generator: String
+    /// Further sections (finished HTML, e.g. `SweepReport.section`), after the traces.
+    public var sections: [String]
+
+    public init(title: String, traces: [ReportTrace], generator: String = "posfuse", sections: [String] = []) {
+        self.title = title; self.traces = traces; self.generator = generator; self.sections = sections
+    }
+
+    /// Okabe–Ito based colours per source (colour-blind safe), fixed so reports compare.
+    static func color(_ source: String) -> String {
+        switch source {
+        case "gnss": return "#0072B2"
+        case "cell": return "#E69F00"
+        case "cell-ta": return "#D55E00"
+        case "wcl": return "#009E73"
+        case "rss": return "#004D40"
+        case "hapel": return "#CC79A7"
+        case "fingerprint": return "#8E0152"
+        case "tdoa": return "#56B4E9"
+        case "peer": return "#B8A000"
+        case "camloc": return "#7F7F7F"
+        case "ekf": return "#7B3294"
+        case "ukf": return "#1B7837"
+        case "pf": return "#C51B7D"
+        case "smoother": return "#2166AC"
+        default:
+            let palette = ["#8C510A", "#01665E", "#762A83", "#B35806"]
+            return palette[Int(source.unicodeScalars.reduce(0) { $0 &+ $1.value } % UInt32(palette.count))]
+        }
+    }
+
+    static func chi2Quantile(_ p: Double, dof: Double) -> Double {
+        GSL.disableAbort()
+        return gsl_cdf_chisq_Pinv(p, dof)
+    }
+
+    static func thin<T>(_ a: [T], max: Int = 1500) -> [T] {
+        guard a.count > max else { return a }
+        let stride = Int((Double(a.count) / Double(max)).rounded(.up))
+        var out: [T] = []
+        out.reserveCapacity(max + 1)
+        var i = 0
+        while i < a.count { out.append(a[i]); i += stride }
+        if let l = a.last, (a.count - 1) % stride != 0 { out.append(l) }
+        return out
+    }
+
+    public func render() -> String {
+        var h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        h += "<title>\(htmlEscape(title))</title>\n<style>\n\(Self.css)\n</style>\n</head>\n<body>\n"
+        h += "<header><h1>\(htmlEscape(title))</h1>"
+        h += "<p class=\"meta\">\(traces.count) trace\(traces.count == 1 ? "" : "s") · generated by \(htmlEscape(generator)) · "
+        h += "errors are horizontal (m); r95 = radius of the reported 95 % circle; NEES = eᵀP⁻¹e (ideal mean 2)</p></header>\n"
+        if traces.count > 1 {
+            h += "<nav><ul>" + traces.enumerated().map { "<li><a href=\"#trace-\($0.offset)\">\(htmlEscape($0.element.name))</a></li>" }.joined() + "</ul></nav>\n"
+        }
+        for (i, t) in traces.enumerated() { h += section(t, index: i) }
+        for s in sections { h += s }
+        h += "</body>\n</html>\n"
+        return h
+    }
+
+    func section(_ t: ReportTrace, index i: Int) -> String {
+        var h = "<section class=\"trace\" id=\"trace-\(i)\">\n<h2>\(htmlEscape(t.name))</h2>\n"
+        let epochs = t.sources.reduce(0) { $0 + ($1.epochs?.count ?? 0) }
+        let truthPoints = t.truth.count + t.otherTruth.values.reduce(0) { $0 + $1.count }
+        h += "<p class=\"meta\">\(t.sources.count) source\(t.sources.count == 1 ? "" : "s") · \(epochs) scored epochs · \(truthPoints) ground-truth points"
+        h += t.walls.isEmpty ? " · no floor plan" : " · floor plan with \(t.walls.count) wall segments"
+        if t.skipped > 0 { h += " · \(t.skipped) lines skipped" }
+        h += "</p>\n"
+        h += metricTable(t)
+        h += "<div class=\"row\">\n<figure><figcaption>Error CDF</figcaption>\(cdfPlot(t, index: i))</figure>\n"
+        h += "<figure><figcaption>Trajectory vs ground truth\(t.walls.isEmpty ? " (local axes)" : " over the floor plan")</figcaption>\(trajectoryPlot(t, index: i))</figure>\n</div>\n"
+        let withEpochs = t.sources.filter { !($0.epochs ?? []).isEmpty }
+        if !withEpochs.isEmpty {
+            h += "<h3>Error over time, with the reported 95 % radius</h3>\n<div class=\"row small\">\n"
+            for s in withEpochs { h += "<figure><figcaption>\(htmlEscape(s.source))</figcaption>\(errorPlot(s, trace: i))</figure>\n" }
+            h += "</div>\n"
+            let withNEES = withEpochs.filter { $0.epochs!.contains { $0.nees != nil } }
+            if !withNEES.isEmpty {
+                h += "<h3>NEES over time, with χ² bounds</h3>\n<div class=\"row small\">\n"
+                for s in withNEES { h += "<figure><figcaption>\(htmlEscape(s.source))</figcaption>\(neesPlot(s, trace: i))</figure>\n" }
+                h += "</div>\n"
+            }
+        } else {
+            h += "<p class=\"note\">This run has no per-epoch errors; only the metric table is shown.</p>\n"
+        }
+        h += "</section>\n"
+        return h
+    }
+
+    // MARK: Table
+
+    func metricTable(_ t: ReportTrace) -> String {
+        let cols: [(String, String)] = [("count", "epochs"), ("availability", "avail."), ("mean_m", "mean m"),
+                                        ("median_m", "median m"), ("p75_m", "P75 m"), ("p95_m", "P95 m"),
+                                        ("rmse_m", "RMSE m"), ("max_m", "max m"), ("inside95", "inside95"), ("anees", "ANEES")]
+        var h = "<table class=\"metrics\"><thead><tr><th>source</th>"
+        h += cols.map { "<th>\($0.1)</th>" }.joined() + "</tr></thead><tbody>\n"
+        for s in t.sources {
+            h += "<tr><td><span class=\"swatch\" style=\"background:\(Self.color(s.source))\"></span>\(htmlEscape(s.source))</td>"
+            for (k, _) in cols {
+                var cls = ""
+                if let v = s.metrics[k] {
+                    if k == "inside95", v < 0.9 { cls = " class=\"warn\" title=\"fewer than 90 % of errors inside the reported 95 % radius\"" }
+                    if k == "anees", let n = s.metrics["count"], n >= 1 {
+                        let lo = Self.chi2Quantile(0.025, dof: 2 * n) / n, hi = Self.chi2Quantile(0.975, dof: 2 * n) / n
+                        if v < lo || v > hi { cls = " class=\"warn\" title=\"outside the 95 % χ² bounds [\(fmt4(lo)), \(fmt4(hi))] for independent epochs\"" }
+                    }
+                    h += "<td\(cls)>\(fmt4(v))</td>"
+                } else {
+                    h += "<td class=\"na\">–</td>"
+                }
+            }
+            h += "</tr>\n"
+        }
+        h += "</tbody></table>\n"
+        return h
+    }
+
+    // MARK: CDF
+
+    func cdfPlot(_ t: ReportTrace, index i: Int) -> String {
+        let series = t.sources.compactMap { s -> (String, [Double])? in
+            guard let e = s.epochs, !e.isEmpty else { return nil }
+            return (s.source, e.map(\.error).sorted())
+        }
+        guard !series.isEmpty else { return placeholder("no per-epoch errors") }
+        let medians = series.map { max(EpochMetrics.quantile(sorted: $0.1, 0.5), 1e-3) }
+        let p99 = series.map { EpochMetrics.quantile(sorted: $0.1, 0.99) }.max() ?? 1
+        let useLog = (medians.max()! / medians.min()!) > 30
+        var xAxis = SVGPlot.Axis(min: 0, max: max(p99 * 1.05, 1e-3), label: "horizontal error (m)")
+        if useLog {
+            let lo = series.map { max(EpochMetrics.quantile(sorted: $0.1, 0.01), 1e-2) }.min()!
+            xAxis = SVGPlot.Axis(min: pow(10, log10(lo).rounded(.down)), max: pow(10, log10(max(p99, lo * 10)).rounded(.up)), log: true, label: "horizontal error (m, log)")
+        }
+        var p = SVGPlot(id: "t\(i)-cdf", title: "Error CDF per source", x: xAxis, y: .init(min: 0, max: 1, label: "fraction of epochs ≤ error"))
+        p.hline(0.5, color: "#999999")
+        p.hline(0.95, color: "#999999")
+        for (name, s) in series {
+            let n = Double(s.count)
+            var pts: [(Double, Double)] = [(useLog ? xAxis.min : 0, 0)]
+            for (k, e) in Self.thin(Array(s.enumerated())) {
+                pts.append((e, Double(k) / n)); pts.append((e, Double(k + 1) / n))
+            }
+            pts.append((max(s.last!, xAxis.max * 2), 1))
+            p.line(pts, color: Self.color(name), width: 1.8, label: name)
+        }
+        return p.render()
+    }
+
+    // MARK: Trajectory
+
+    func trajectoryPlot(_ t: ReportTrace, index i: Int) -> String {
+        var xs: [Double] = [], ys: [Double] = []
+        for w in t.walls { xs += [w.a.x, w.b.x]; ys += [w.a.y, w.b.y] }
+        for (_, p) in t.truth + t.otherTruth.values.flatMap({ $0 }) { xs.append(p.x); ys.append(p.y) }
+        let truthFromEpochs = t.truth.isEmpty
+        if truthFromEpochs {
+            for s in t.sources { for e in s.epochs ?? [] { if let g = e.truth { xs.append(g.x); ys.append(g.y) } } }
+        }
+        if xs.isEmpty {
+            for s in t.sources { for e in s.epochs ?? [] { if let g = e.estimate { xs.append(g.x); ys.append(g.y) } } }
+        }
+        guard let x0 = xs.min(), let x1 = xs.max(), let y0 = ys.min(), let y1 = ys.max() else {
+            return placeholder("no positions to draw")
+        }
+        // Equal scale: expand the narrower extent around its centre to the plot's aspect.
+        let width = 560.0
+        let margin = max(x1 - x0, y1 - y0, 2) * 0.08
+        var ax0 = x0 - margin, ax1 = x1 + margin, ay0 = y0 - margin, ay1 = y1 + margin
+        let plotW = width - 56 - 16
+        let aspect = (ay1 - ay0) / (ax1 - ax0)
+        let plotH = min(max(plotW * aspect, 240), 520)
+        let height = plotH + 14 + 44
+        let scale = min(plotW / (ax1 - ax0), plotH / (ay1 - ay0))
+        let cx = (ax0 + ax1) / 2, cy = (ay0 + ay1) / 2
+        ax0 = cx - plotW / scale / 2; ax1 = cx + plotW / scale / 2
+        ay0 = cy - plotH / scale / 2; ay1 = cy + plotH / scale / 2
+        let hasPlan = !t.walls.isEmpty
+        var p = SVGPlot(id: "t\(i)-traj", title: "Trajectory vs ground truth", x: .init(min: ax0, max: ax1, label: hasPlan ? "" : "East (m)"),
+                        y: .init(min: ay0, max: ay1, label: hasPlan ? "" : "North (m)"), width: width, height: height)
+        if hasPlan {
+            var d = ""
+            for w in t.walls {
+                d += "M\(SVGPlot.r(p.px(w.a.x))) \(SVGPlot.r(p.py(w.a.y)))L\(SVGPlot.r(p.px(w.b.x))) \(SVGPlot.r(p.py(w.b.y)))"
+            }
+            p.raw("<path class=\"walls\" d=\"\(d)\"/>")
+        }
+        var outside = 0
+        for s in t.sources {
+            let est = (s.epochs ?? []).compactMap(\.estimate)
+            outside += est.filter { $0.x < ax0 || $0.x > ax1 || $0.y < ay0 || $0.y > ay1 }.count
+            let pts = Self.thin(est).map { ($0.x, $0.y) }
+            if !pts.isEmpty {
+                // Join consecutive estimates only for sources that track the walk (median error
+                // below 5 % of the view); coarse sources (cell) are drawn as points.
+                let med = s.metrics["median_m"] ?? .infinity
+                if t.otherTruth.isEmpty, med < 0.05 * max(ax1 - ax0, ay1 - ay0) { p.line(pts, color: Self.color(s.source), width: 0.8, cls: "track") }
+                p.points(pts, color: Self.color(s.source), label: s.source)
+            }
+        }
+        var truth = t.truth.map { ($0.position.x, $0.position.y) }
+        if truthFromEpochs {
+            let best = t.sources.max { ($0.epochs?.count ?? 0) < ($1.epochs?.count ?? 0) }
+            truth = (best?.epochs ?? []).compactMap { e in e.truth.map { ($0.x, $0.y) } }
+        }
+        for k in t.otherTruth.keys.sorted() {
+            p.line(Self.thin(t.otherTruth[k]!.map { ($0.position.x, $0.position.y) }), color: "#555555", width: 1.4, cls: "truth")
+        }
+        p.line(Self.thin(truth), color: "#000000", width: 2,
+               label: t.otherTruth.isEmpty ? "ground truth" : "ground truth (\(t.otherTruth.count + 1) phones)", cls: "truth")
+        // Scale bar, bottom left.
+        let len = SVGPlot.niceStep((ax1 - ax0) / 6)
+        let bx = p.left + 12, by = p.top + p.plotH - 12
+        let bw = len * scale
+        p.raw("<g class=\"scalebar\"><path d=\"M\(SVGPlot.r(bx)) \(SVGPlot.r(by - 4))V\(SVGPlot.r(by))H\(SVGPlot.r(bx + bw))V\(SVGPlot.r(by - 4))\"/>"
+              + "<text x=\"\(SVGPlot.r(bx + bw / 2))\" y=\"\(SVGPlot.r(by - 7))\" text-anchor=\"middle\">\(SVGPlot.tick(len)) m</text></g>")
+        if hasPlan {
+            let nx = p.left + p.plotW - 20, ny = p.top + p.plotH - 14
+            p.raw("<g class=\"north\"><path d=\"M\(SVGPlot.r(nx)) \(SVGPlot.r(ny - 22))l5 12h-10z\"/><text x=\"\(SVGPlot.r(nx))\" y=\"\(SVGPlot.r(ny + 4))\" text-anchor=\"middle\">N</text></g>")
+        }
+        if outside > 0 {
+            p.raw("<text class=\"note\" x=\"\(SVGPlot.r(p.left + p.plotW - 6))\" y=\"\(SVGPlot.r(p.top + p.plotH - 6))\" text-anchor=\"end\">\(outside) estimates outside the view</text>")
+        }
+        return p.render(xTicks: !hasPlan, yTicks: !hasPlan)
+    }
+
+    // MARK: Error over time
+
+    func errorPlot(_ s: SourceResult, trace i: Int) -> String {
+        let e = s.epochs ?? []
+        let t0 = e.first!.time, t1 = max(e.last!.time, t0 + 1)
+        let errs = e.map(\.error).sorted()
+        let radii = e.compactMap(\.radius95).sorted()
+        var ymax = EpochMetrics.quantile(sorted: errs, 0.99)
+        if !radii.isEmpty { ymax = max(ymax, EpochMetrics.quantile(sorted: radii, 0.99)) }
+        ymax = max(ymax * 1.1, 0.1)
+        let outside = e.filter { $0.radius95 != nil && $0.error > $0.radius95! }.count
+        var p = SVGPlot(id: "t\(i)-err-\(s.source)", title: "Error over time: \(s.source)", x: .init(min: t0, max: t1, label: "time (s)"),
+                        y: .init(min: 0, max: ymax, label: "error (m)"), width: 420, height: 220)
+        let c = Self.color(s.source)
+        if !radii.isEmpty {
+            // Break the band where an epoch has no radius.
+            var run: [(x: Double, lo: Double, hi: Double)] = []
+            var first = true
+            for x in Self.thin(e) {
+                if let r = x.radius95 { run.append((x.time, 0, r)) } else {
+                    p.band(run, color: c, opacity: 0.18, label: first ? "reported r95" : nil); first = false; run = []
+                }
+            }
+            p.band(run, color: c, opacity: 0.18, label: first ? "reported r95" : nil)
+        }
+        p.line(Self.thin(e).map { ($0.time, $0.error) }, color: c, width: 1.2, label: "error")
+        if !radii.isEmpty {
+            let n = e.filter { $0.radius95 != nil }.count
+            p.raw("<text class=\"note\" x=\"\(SVGPlot.r(p.left + p.plotW - 6))\" y=\"\(SVGPlot.r(p.top + p.plotH - 5))\" text-anchor=\"end\">\(outside) of \(n) outside r95 (\(String(format: "%.1f", 100 * Double(outside) / Double(max(n, 1)))) %)</text>")
+        }
+        return p.render()
+    }
+
+    // MARK: NEES
+
+    func neesPlot(_ s: SourceResult, trace i: Int) -> String {
+        let e = (s.epochs ?? []).filter { $0.nees != nil }
+        let t0 = e.first!.time, t1 = max(e.last!.time, t0 + 1)
+        let v = e.map { $0.nees! }
+        let lo1 = Self.chi2Quantile(0.025, dof: 2), hi1 = Self.chi2Quantile(0.975, dof: 2)
+        let sorted = v.sorted()
+        let ymax = pow(10, log10(max(EpochMetrics.quantile(sorted: sorted, 0.99), 100)).rounded(.up))
+        let ymin = pow(10, log10(min(max(EpochMetrics.quantile(sorted: sorted, 0.01), 1e-3), 0.01)).rounded(.down))
+        var p = SVGPlot(id: "t\(i)-nees-\(s.source)", title: "NEES over time: \(s.source)", x: .init(min: t0, max: t1, label: "time (s)"),
+                        y: .init(min: ymin, max: ymax, log: true, label: "NEES (log)"), width: 420, height: 220)
+        p.band([(t0, lo1, hi1), (t1, lo1, hi1)], color: "#2CA02C", opacity: 0.13, label: "χ²₂ 95 %")
+        p.hline(2, color: "#2CA02C", dashed: false)
+        let c = Self.color(s.source)
+        p.points(Self.thin(e).map { ($0.time, max($0.nees!, ymin)) }, color: c, radius: 1.3, label: "NEES")
+        let w = min(20, v.count)
+        if w >= 2 {
+            var acc = 0.0, ma: [(Double, Double)] = []
+            for k in 0..<v.count {
+                acc += v[k]
+                if k >= w { acc -= v[k - w] }
+                if k >= w - 1 { ma.append((e[k].time, max(acc / Double(w), ymin))) }
+            }
+            let lo = Self.chi2Quantile(0.025, dof: Double(2 * w)) / Double(w), hi = Self.chi2Quantile(0.975, dof: Double(2 * w)) / Double(w)
+            p.hline(lo, color: "#555555", label: "\(w)-epoch mean bounds")
+            p.hline(hi, color: "#555555")
+            p.line(Self.thin(ma), color: "#222222", width: 1.4, label: "\(w)-epoch mean")
+        }
+        return p.render()
+    }
+
+    func placeholder(_ text: String) -> String {
+        "<svg class=\"plot empty\" viewBox=\"0 0 560 120\"><text x=\"280\" y=\"64\" text-anchor=\"middle\">\(htmlEscape(text))</text></svg>"
+    }
+
+    static let css = """
+    :root { --fg: #1b1b1b; --muted: #5f6368; --line: #d0d4d9; }
+    * { box-sizing: border-box; }
+    body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: var(--fg);
+           margin: 0 auto; max-width: 1180px; padding: 16px 20px 40px; background: #fff; }
+    h1 { font-size: 22px; margin: 4px 0; } h2 { font-size: 18px; margin: 0 0 2px; border-bottom: 2px solid var(--fg); }
+    h3 { font-size: 14px; margin: 14px 0 4px; color: var(--muted); font-weight: 600; }
+    .meta, .note { color: var(--muted); font-size: 12px; margin: 2px 0 10px; }
+    nav ul { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 13px; }
+    section.trace { margin: 22px 0 34px; }
+    table.metrics { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 13px; margin: 6px 0 12px; }
+    table.metrics th, table.metrics td { padding: 3px 9px; border-bottom: 1px solid var(--line); text-align: right; }
+    table.metrics th:first-child, table.metrics td:first-child { text-align: left; }
+    table.metrics thead th { border-bottom: 2px solid var(--fg); font-weight: 600; }
+    td.warn { color: #B00020; font-weight: 600; } td.na { color: #aaa; }
+    .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+    .row { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; }
+    figure { margin: 0; flex: 1 1 540px; max-width: 560px; }
+    .row.small figure { flex: 1 1 360px; max-width: 380px; }
+    figcaption { font-size: 12px; font-weight: 600; color: var(--muted); margin-bottom: 2px; }
+    svg.plot { width: 100%; height: auto; display: block; font-size: 11px; font-family: inherit; }
+    svg .frame { fill: #fff; stroke: #888; stroke-width: 1; }
+    svg .grid { stroke: #eceef1; stroke-width: 1; }
+    svg .tick { fill: #555; font-size: 10px; } svg .axis { fill: #333; font-size: 11px; }
+    svg .legend text { fill: #222; font-size: 10.5px; } svg .legend-bg { fill: #fff; fill-opacity: 0.85; }
+    svg .walls { stroke: #9aa0a6; stroke-width: 1.6; fill: none; stroke-linecap: round; }
+    svg .scalebar path { stroke: #000; stroke-width: 1.5; fill: none; } svg .scalebar text, svg .north text { font-size: 10.5px; fill: #000; }
+    svg .north path { fill: #000; }
+    svg .note { fill: #5f6368; font-size: 10px; }
+    svg.empty text { fill: #999; font-size: 13px; }
+    @media print {
+      @page { size: A4; margin: 12mm; }
+      body { max-width: none; padding: 0; font-size: 10pt; }
+      nav { display: none; }
+      section.trace { break-before: page; } section.trace:first-of-type { break-before: auto; }
+      figure, table.metrics { break-inside: avoid; }
+      .row { gap: 8px; }
+    }
+    """
+}

@@ -1,0 +1,376 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// JSON value kinds the scanner distinguishes.
+enum JKind: UInt8 { case number, string, bool, null, object, array }
+
+/// One `"key": value` member of a scanned JSON object. Offsets are byte offsets from
+/// the start of the line (so error columns are `offset + 1`).
+public struct JField {
+    var keyStart: Int
+    var keyLength: Int
+    var kind: JKind
+    /// The number (kind `.number`), 1/0 (kind `.bool`).
+    var number: Double
+    /// String content without quotes (kind `.string`), or the whole `{…}` / `[…]` text.
+    package var start: Int
+    package var end: Int
+    /// The string contains backslash escapes (decode with `JSONLineScanner.string`).
+    var escaped: Bool
+}
+
+/// A purpose-built scanner for one JSON Lines line (RFC 8259 grammar), working on raw
+/// bytes without allocating for anything but the output field list.
+///
+/// Outline:
+/// 1. `object(at:into:)` scans `{ "key": value, … }` and records each member's key range
+///    and value: numbers are converted immediately, strings are recorded as byte ranges
+///    (decoded only when an event needs them), nested objects and arrays are validated
+///    and recorded as ranges (scanned again on demand, e.g. the `aps` of a WiFi scan).
+/// 2. Numbers: the JSON grammar is checked byte by byte while accumulating up to 19
+///    significant decimal digits. Clinger's fast path (mantissa ≤ 2⁵³ and decimal
+///    exponent within ±22: one correctly rounded multiplication or division by an exact
+///    power of ten) gives the correctly rounded double; every other number falls back to
+///    C `strtod`, which is correctly rounded in glibc and Darwin libc. The caller keeps a
+///    NUL byte after the line, so `strtod` never reads past the buffer.
+/// 3. Errors name the first offending byte and its 1-based column.
+///
+/// `p[count]` must be readable (the reader keeps a terminator byte after each line).
+public struct JSONLineScanner {
+    package let p: UnsafePointer<UInt8>
+    package let count: Int
+    /// Deepest nesting accepted (a guard for the recursive descent): 64 for trace lines, more for
+    /// report records (which carry whatever an app nests in keys posfuse ignores).
+    var maxDepth = 64
+
+    // MARK: objects
+
+    /// Scans the object starting at `i` (which must be `{` after optional whitespace)
+    /// into `fields` (appended). Returns the offset just after the closing `}`.
+    func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
+        var i = skipWS(start)
+        guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
+        i = skipWS(i + 1)
+        if i < count, p[i] == UInt8(ascii: "}") { return i + 1 }
+        while true {
+            guard i < count, p[i] == UInt8(ascii: "\"") else { throw unexpected(i, expecting: "a key string") }
+            let (ks, ke, kesc) = try stringRange(at: i)
+            i = skipWS(ke + 1)
+            guard i < count, p[i] == UInt8(ascii: ":") else { throw unexpected(i, expecting: "':'") }
+            i = skipWS(i + 1)
+            var f = JField(keyStart: ks, keyLength: ke - ks, kind: .null, number: 0, start: 0, end: 0, escaped: kesc)
+            i = try value(at: i, into: &f, depth: 1)
+            fields.append(f)
+            i = skipWS(i)
+            guard i < count else { throw unexpected(i, expecting: "',' or '}'") }
+            if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }
+            if p[i] == UInt8(ascii: "}") { return i + 1 }
+            throw unexpected(i, expecting: "',' or '}'")
+        }
+    }
+
+    /// Scans a whole line as one object: nothing but whitespace may follow it.
+    func line(into fields: inout [JField]) throws(LineIssue) {
+        let e = try object(at: 0, into: &fields)
+        let j = skipWS(e)
+        if j < count { throw unexpected(j, expecting: "end of line") }
+    }
+
+    /// Whether the whole text is one JSON value of any kind, with only whitespace around it.
+    func isSingleValue() -> Bool {
+        var f = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
+        guard let e = try? value(at: skipWS(0), into: &f, depth: 1) else { return false }
+        return skipWS(e) == count
+    }
+
+    /// Element ranges of the array `[…]` spanning `start..<end` (as recorded in a field).
+    func arrayElements(start: Int, end: Int, into out: inout [JField]) throws(LineIssue) {
+        var i = skipWS(start + 1)
+        if i < end, p[i] == UInt8(ascii: "]") { return }
+        while true {
+            var f = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
+            i = try value(at: i, into: &f, depth: 1)
+            out.append(f)
+            i = skipWS(i)
+            guard i < end else { throw unexpected(i, expecting: "',' or ']'") }
+            if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }
+            if p[i] == UInt8(ascii: "]") { return }
+            throw unexpected(i, expecting: "',' or ']'")
+        }
+    }
+
+    // MARK: values
+
+    /// Scans one value at `i` into `f`; returns the offset after it.
+    private func value(at i: Int, into f: inout JField, depth: Int) throws(LineIssue) -> Int {
+        guard i < count else { throw unexpected(i, expecting: "a value") }
+        switch p[i] {
+        case UInt8(ascii: "\""):
+            let (s, e, esc) = try stringRange(at: i)
+            f.kind = .string; f.start = s; f.end = e; f.escaped = esc
+            return e + 1
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let (v, e) = try number(at: i)
+            f.kind = .number; f.number = v; f.start = i; f.end = e
+            return e
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let e = try skipContainer(at: i, depth: depth)
+            f.kind = p[i] == UInt8(ascii: "{") ? .object : .array; f.start = i; f.end = e
+            return e
+        case UInt8(ascii: "t"):
+            try literal("true", at: i); f.kind = .bool; f.number = 1; return i + 4
+        case UInt8(ascii: "f"):
+            try literal("false", at: i); f.kind = .bool; f.number = 0; return i + 5
+        case UInt8(ascii: "n"):
+            try literal("null", at: i); f.kind = .null; return i + 4
+        default:
+            throw unexpected(i, expecting: "a value")
+        }
+    }
+
+    /// Validates a nested object or array; returns the offset after its closing bracket.
+    private func skipContainer(at start: Int, depth: Int) throws(LineIssue) -> Int {
+        guard depth <= maxDepth else { throw .json("nesting deeper than \(maxDepth) at column \(start + 1)") }
+        let isObject = p[start] == UInt8(ascii: "{")
+        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        var i = skipWS(start + 1)
+        if i < count, p[i] == close { return i + 1 }
+        var scratch = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
+        while true {
+            if isObject {
+                guard i < count, p[i] == UInt8(ascii: "\"") else { throw unexpected(i, expecting: "a key string") }
+                let (_, ke, _) = try stringRange(at: i)
+                i = skipWS(ke + 1)
+                guard i < count, p[i] == UInt8(ascii: ":") else { throw unexpected(i, expecting: "':'") }
+                i = skipWS(i + 1)
+            }
+            if i < count, p[i] == UInt8(ascii: "{") || p[i] == UInt8(ascii: "[") {
+                i = try skipContainer(at: i, depth: depth + 1)
+            } else {
+                i = try value(at: i, into: &scratch, depth: depth + 1)
+            }
+            i = skipWS(i)
+            guard i < count else { throw unexpected(i, expecting: isObject ? "',' or '}'" : "',' or ']'") }
+            if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }
+            if p[i] == close { return i + 1 }
+            throw unexpected(i, expecting: isObject ? "',' or '}'" : "',' or ']'")
+        }
+    }
+
+    private func literal(_ word: StaticString, at i: Int) throws(LineIssue) {
+        let n = word.utf8CodeUnitCount
+        let w = word.utf8Start
+        for k in 0..<n where i + k >= count || p[i + k] != w[k] {
+            throw unexpected(i + k, expecting: "'\(word)'")
+        }
+    }
+
+    // MARK: strings
+
+    /// Validates the string whose opening quote is at `q`: returns the content range
+    /// (closing quote at `end`) and whether it contains escapes.
+    @inline(__always)
+    private func stringRange(at q: Int) throws(LineIssue) -> (Int, Int, Bool) {
+        var i = q + 1
+        var escaped = false
+        while i < count {
+            let c = p[i]
+            if c == UInt8(ascii: "\"") { return (q + 1, i, escaped) }
+            if c == UInt8(ascii: "\\") {
+                escaped = true
+                guard i + 1 < count else { break }
+                switch p[i + 1] {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                     UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    i += 2
+                case UInt8(ascii: "u"):
+                    for k in 2...5 where i + k >= count || hexValue(p[i + k]) < 0 {
+                        throw .json("invalid \\u escape at column \(i + 1)")
+                    }
+                    i += 6
+                default:
+                    throw .json("invalid escape '\\\(Self.describe(p[i + 1]))' at column \(i + 1)")
+                }
+                continue
+            }
+            if c < 0x20 { throw .json("control character \(Self.describe(c)) in string at column \(i + 1)") }
+            i += 1
+        }
+        throw .json("unterminated string starting at column \(q + 1)")
+    }
+
+    /// Decodes the string content `start..<end` (escapes resolved when `escaped`).
+    func string(start: Int, end: Int, escaped: Bool) throws(LineIssue) -> String {
+        if !escaped { return String(decoding: UnsafeBufferPointer(start: p + start, count: end - start), as: UTF8.self) }
+        var out: [UInt8] = []
+        out.reserveCapacity(end - start)
+        var i = start
+        while i < end {
+            let c = p[i]
+            if c != UInt8(ascii: "\\") { out.append(c); i += 1; continue }
+            let e = p[i + 1]
+            i += 2
+            switch e {
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = hex4(i)
+                i += 4
+                if (0xD800..<0xDC00).contains(scalar) {
+                    // High surrogate: a low surrogate escape must follow (RFC 8259 §7).
+                    guard i + 1 < end, p[i] == UInt8(ascii: "\\"), p[i + 1] == UInt8(ascii: "u") else {
+                        throw .json("unpaired surrogate \\u\(String(scalar, radix: 16)) at column \(i - 5)")
+                    }
+                    let low = hex4(i + 2)
+                    guard (0xDC00..<0xE000).contains(low) else {
+                        throw .json("unpaired surrogate \\u\(String(scalar, radix: 16)) at column \(i - 5)")
+                    }
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    i += 6
+                } else if (0xDC00..<0xE000).contains(scalar) {
+                    throw .json("unpaired surrogate \\u\(String(scalar, radix: 16)) at column \(i - 5)")
+                }
+                guard let u = Unicode.Scalar(scalar) else { throw .json("invalid \\u escape at column \(i - 5)") }
+                out.append(contentsOf: UTF8.encode(u)!)
+            default: out.append(e)  // " \ /
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always) private func hexValue(_ c: UInt8) -> Int {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(c) - 48
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(c) - 87
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return Int(c) - 55
+        default: return -1
+        }
+    }
+
+    private func hex4(_ i: Int) -> UInt32 {
+        var v: UInt32 = 0
+        for k in 0..<4 { v = v << 4 | UInt32(max(0, hexValue(p[i + k]))) }
+        return v
+    }
+
+    // MARK: numbers
+
+    /// Exact powers of ten representable in a Double (10²² is the largest).
+    private static let pow10: [Double] = (0...22).map { k in (0..<k).reduce(1.0) { acc, _ in acc * 10 } }
+    #if arch(x86_64) && !os(Windows)
+    /// Exact powers of ten in Float80 (5²⁷ < 2⁶⁴, so 10⁰ … 10²⁷ are exact).
+    private static let pow10x: [Float80] = (0...27).map { k in (0..<k).reduce(Float80(1)) { acc, _ in acc * 10 } }
+    #endif
+
+    /// Scans a JSON number at `start`; returns its correctly rounded value and end offset.
+    @inline(__always)
+    private func number(at start: Int) throws(LineIssue) -> (Double, Int) {
+        var i = start
+        let negative = p[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        var mantissa: UInt64 = 0
+        var digits = 0          // significant digits accumulated (leading zeros excluded)
+        var dropped = false     // more than 19 significant digits
+        var exp10 = 0
+        guard i < count, p[i] &- 48 < 10 else { throw unexpected(i, expecting: "a digit") }
+        if p[i] == UInt8(ascii: "0") {
+            i += 1
+        } else {
+            while i < count, p[i] &- 48 < 10 {
+                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(p[i] &- 48); digits += 1 } else { exp10 += 1; dropped = true }
+                i += 1
+            }
+        }
+        if i < count, p[i] == UInt8(ascii: ".") {
+            i += 1
+            guard i < count, p[i] &- 48 < 10 else { throw unexpected(i, expecting: "a digit after '.'") }
+            while i < count, p[i] &- 48 < 10 {
+                let d = p[i] &- 48
+                if digits == 0 && d == 0 {
+                    exp10 -= 1
+                } else if digits < 19 {
+                    mantissa = mantissa &* 10 &+ UInt64(d); digits += 1; exp10 -= 1
+                } else {
+                    dropped = true
+                }
+                i += 1
+            }
+        }
+        if i < count, p[i] | 0x20 == UInt8(ascii: "e") {
+            i += 1
+            var eneg = false
+            if i < count, p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-") { eneg = p[i] == UInt8(ascii: "-"); i += 1 }
+            guard i < count, p[i] &- 48 < 10 else { throw unexpected(i, expecting: "a digit in the exponent") }
+            var e = 0
+            while i < count, p[i] &- 48 < 10 {
+                if e < 100_000 { e = e * 10 + Int(p[i] &- 48) }
+                i += 1
+            }
+            exp10 += eneg ? -e : e
+        }
+        // A number must be followed by a delimiter; checking it here also guarantees
+        // that strtod below consumes exactly the bytes scanned.
+        if i < count {
+            switch p[i] {
+            case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n"):
+                break
+            default: throw unexpected(i, expecting: "',' or the end of the number")
+            }
+        }
+        if !dropped && mantissa <= 1 << 53 && exp10 >= -22 && exp10 <= 22 {
+            var v = Double(mantissa)
+            v = exp10 < 0 ? v / Self.pow10[-exp10] : v * Self.pow10[exp10]
+            return (negative ? -v : v, i)
+        }
+        if mantissa == 0 && !dropped { return (negative ? -0.0 : 0.0, i) }
+        #if arch(x86_64) && !os(Windows)
+        // Up to 19 digits with |exponent| ≤ 27: one x87 operation with exact operands
+        // (w < 2⁶⁴ and 10^|e| = 2^|e|·5^|e| with 5²⁷ < 2⁶⁴ are exact in Float80) is correctly
+        // rounded to 64 bits; rounding that to 53 bits is correct unless the 64-bit result
+        // lies within one unit of a halfway point between doubles (then strtod decides).
+        if !dropped && exp10 >= -27 && exp10 <= 27 {
+            let w = Float80(mantissa)
+            let r = exp10 < 0 ? w / Self.pow10x[-exp10] : w * Self.pow10x[exp10]
+            let low = r.significandBitPattern & 0x7FF
+            if low != 0x400 && low != 0x3FF && low != 0x401 {
+                let v = Double(r)
+                return (negative ? -v : v, i)
+            }
+        }
+        #endif
+        let v = strtod(UnsafeRawPointer(p + start).assumingMemoryBound(to: CChar.self), nil)
+        guard v.isFinite else {
+            throw .value("number out of range at column \(start + 1)")
+        }
+        return (v, i)
+    }
+
+    // MARK: helpers
+
+    @inline(__always) func skipWS(_ start: Int) -> Int {
+        var i = start
+        while i < count {
+            let c = p[i]
+            // JSON whitespace (RFC 8259 §2); a trace line never holds a newline, a pretty-printed feature may.
+            if c != UInt8(ascii: " ") && c != UInt8(ascii: "\t") && c != UInt8(ascii: "\r") && c != UInt8(ascii: "\n") { break }
+            i += 1
+        }
+        return i
+    }
+
+    private func unexpected(_ i: Int, expecting: String) -> LineIssue {
+        if i >= count { return .json("unexpected end of line at column \(i + 1), expected \(expecting)") }
+        return .json("unexpected \(Self.describe(p[i])) at column \(i + 1), expected \(expecting)")
+    }
+
+    static func describe(_ c: UInt8) -> String {
+        if c >= 0x20 && c < 0x7F { return "'\(Character(Unicode.Scalar(c)))'" }
+        return "byte 0x" + (c < 16 ? "0" : "") + String(c, radix: 16, uppercase: true)
+    }
+}
