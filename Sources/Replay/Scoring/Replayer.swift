@@ -68,23 +68,44 @@ public final class Replayer {
         let header = reader.header
         var reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
         if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
+        let size = (try? FileManager.default.attributesOfItem(atPath: location.trace.path)[.size] as? NSNumber)?.int64Value
+        let (scores, sources) = try replay(header: header, reference: reference, next: { try reader.next() },
+                                           progress: { [progress] in progress?(reader.bytesRead, size) })
+        progress?(reader.bytesRead, size ?? reader.bytesRead)
+        return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats,
+                            pipelineSources: sources)
+    }
+
+    /// Replays events already in memory (in non-decreasing time) with the given reference data
+    /// through the same pipeline and scorer as `run(_:)`: evaluations that build their reference
+    /// data from training recordings (`UJIIndoorLocEvaluation`) use it. The cell database option is
+    /// not applied (the caller's reference data are used as given).
+    public func run(events: [TraceEvent], header: TraceHeader, reference: ReferenceData) throws -> (scores: TraceScores, sources: [Source]) {
+        var i = 0
+        return try replay(header: header, reference: reference, next: {
+            guard i < events.count else { return nil }
+            i += 1
+            return events[i - 1]
+        }, progress: { [progress] in progress?(Int64(i), Int64(events.count)) })
+    }
+
+    /// The one loop: each event to the scorer (truth), then through the pipeline, its results to
+    /// the scorer; `Pipeline.finish` at the end.
+    private func replay(header: TraceHeader, reference: ReferenceData, next: () throws -> TraceEvent?,
+                        progress: () -> Void) throws -> (TraceScores, [Source]) {
         let pipeline = try StageRegistry.pipeline(options: options.stages)
         let context = PipelineContext(header: header, reference: reference)
         let scorer = Scorer(frame: header.frame, options: options.scoring)
         scorer.onEstimate = onEstimate
-        let size = (try? FileManager.default.attributesOfItem(atPath: location.trace.path)[.size] as? NSNumber)?.int64Value
         var n = 0
-        while let event = try reader.next() {
+        while let event = try next() {
             try scorer.add(event: event)
             try scorer.add(pipeline.process(event, context: context))
             n += 1
-            if n % Self.progressInterval == 0 { progress?(reader.bytesRead, size) }
+            if n % Self.progressInterval == 0 { progress() }
         }
         try scorer.add(pipeline.finish(context: context))
-        let scores = try scorer.finish()
-        progress?(reader.bytesRead, size ?? reader.bytesRead)
-        return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats,
-                            pipelineSources: pipeline.sources)
+        return (try scorer.finish(), pipeline.sources)
     }
 }
 
