@@ -197,7 +197,7 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
 
     /// Indices of the `count` smallest `d[i]` among `candidates` (all points when nil), nearest
     /// first; ties keep map order.
-    static func nearest(_ d: [Double], count: Int, where keep: ((Int) -> Bool)? = nil) -> [Int] {
+    public static func nearest(_ d: [Double], count: Int, where keep: ((Int) -> Bool)? = nil) -> [Int] {
         guard count > 0 else { return [] }
         var best: [Int] = []
         best.reserveCapacity(count + 1)
@@ -212,6 +212,9 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
         return best
     }
 
+    /// How many nearest points `locate` sorts first.
+    public static func prefixLength(k: Int, classK: Int) -> Int { Swift.max(64, 4 * Swift.max(k, classK)) }
+
     @inline(__always) func weight(_ d: Double) -> Double {
         weightExponent == 0 ? 1 : 1 / pow(d + 1e-9, weightExponent)
     }
@@ -222,20 +225,23 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     }
 
     /// Steps 2–4 from the distances to every point (+∞ = left out).
-    public func locate(_ d: [Double], known: Int, heard: Int, map: FingerprintMap) -> Match {
+    /// `order`: the indices of the nearest points, nearest first (`nearest(d, count:)`), when the
+    /// caller has them (the fit reuses one per scan); a class step that needs more points than
+    /// this prefix holds scans every point again.
+    public func locate(_ d: [Double], known: Int, heard: Int, map: FingerprintMap, order given: [Int]? = nil) -> Match {
         let buildings = map.buildings, floors = map.floors
         var building: Int? = nil, floor: Int? = nil
-        // The nearest points in order; a class step that needs more than this prefix holds
-        // scans every point again.
-        let order = Self.nearest(d, count: Swift.max(64, 4 * Swift.max(k, classK)))
+        let order = given ?? Self.nearest(d, count: Self.prefixLength(k: k, classK: classK))
+        let finite = d.reduce(0) { $0 + ($1.isFinite ? 1 : 0) }
         func first(_ count: Int, _ keep: @escaping (Int) -> Bool) -> [Int] {
             var out: [Int] = []
             for i in order where keep(i) { out.append(i); if out.count == count { return out } }
-            return order.count < Swift.max(64, 4 * Swift.max(k, classK)) ? out : Self.nearest(d, count: count, where: keep)
+            return order.count >= finite ? out : Self.nearest(d, count: count, where: keep)
         }
         let sel: [Int]
         if classify {
             let near = Array(order.prefix(Swift.max(classK, 1)))
+            precondition(order.count >= Swift.min(Swift.max(classK, k), finite), "order shorter than k")
             building = vote(near.map { buildings[$0] }, near.map { weight(d[$0]) })
             let b = building
             let inBuilding = first(Swift.max(classK, 1)) { buildings[$0] == b }

@@ -42,6 +42,7 @@ public enum KNNFingerprintFit {
                              base: KNNFingerprintEstimator = KNNFingerprintEstimator()) -> [Candidate] {
         precondition(pointGroups.count == map.points.count, "one group per map point")
         var out: [Candidate] = []
+        let prefix = KNNFingerprintEstimator.prefixLength(k: grid.ks.max() ?? 1, classK: grid.classKs.max() ?? 1)
         for rep in grid.representations {
             for dist in grid.distances {
                 var e = base
@@ -57,8 +58,9 @@ public enum KNNFingerprintFit {
                     for i in r.d.indices { if pointGroups[i] == s.group { r.d[i] = .infinity } else { any = true } }
                     guard any else { continue }
                     n += 1
+                    let order = KNNFingerprintEstimator.nearest(r.d, count: prefix)
                     for (c, cfg) in configs.enumerated() {
-                        let m = cfg.locate(r.d, known: r.known, heard: r.heard, map: map)
+                        let m = cfg.locate(r.d, known: r.known, heard: r.heard, map: map, order: order)
                         let v = m.position - s.truth
                         err[c] += (v * v).sum().squareRoot()
                         if m.building == s.building && m.floor == s.floor { hit[c] += 1 }
