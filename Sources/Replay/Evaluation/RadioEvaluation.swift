@@ -503,7 +503,7 @@ public enum UJIIndoorLocReader {
     }
 
     public static func read(_ url: URL) throws -> [Row] {
-        let text = try String(contentsOf: url, encoding: .utf8)
+        let text = try InputFile.text(url)
         var lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" })
         guard !lines.isEmpty else { throw ImportDataError(file: url.path, line: 1, reason: "empty file") }
         let header = lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
