@@ -503,6 +503,9 @@ public enum UJIIndoorLocReader {
         public var user = 0
         public var phone = 0
         public var timestamp = 0
+        public init(position: SIMD2<Double>, floor: Int, building: Int, heard: [(String, Double)]) {
+            self.position = position; self.floor = floor; self.building = building; self.heard = heard
+        }
     }
 
     public static func read(_ url: URL) throws -> [Row] {

@@ -1,5 +1,8 @@
 import Foundation
 import Positioning
+import TraceIO
+import Scoring
+import Interop
 
 /// How UJIIndoorLoc rows are split into training (the map, the fitted hyper-parameters) and test
 /// rows (docs/radio.md, "UJIIndoorLoc splits"). The data set's own validation file was recorded
