@@ -73,6 +73,7 @@ struct EvaluateRadio: ParsableCommand {
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Flag(help: "gsdc, gnsslogger: fail (exit 65, file:line: reason) on a sentence defect that leaves the data intact (wrong checksum, unknown talker id, missing hemisphere letter); by default such sentences are kept and counted per reason.") var strict = false
     @Option(name: .customLong("handset-family"), parsing: .singleValue, help: "gsdc: NAME=FAMILY, the model family of a phone name (repeatable; default rules: text after the first '_' and a trailing Modded/Modified/Mod/Custom/Rooted dropped, e.g. Pixel4XLModded -> Pixel4XL). Calibrations learned with --train apply per family; truth is matched by name, then family.") var handsetFamily: [String] = []
+    @Option(name: .customLong("min-located"), help: "lte-walks: fail (exit 1) when the coverage map locates less than this share (0-1) of the test epochs, for cell or cell-ta. The share located and the reasons for the rest are always printed (stderr; --json: coverage.located_cell, located_cell-ta).") var minLocated: Double?
     @Option(help: "UJIIndoorLoc (one file): device = leave one USERID/PHONEID group out (default), day = leave one day out, random = seeded random rows (leaky; comparison only).") var split: String = UJISplit.device.rawValue
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc --split random: fraction of rows in the map.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc random split and of the fitting sample.") var seed: UInt64 = 1
@@ -91,6 +92,7 @@ struct EvaluateRadio: ParsableCommand {
         if let t = truthPoint, parseGeodetic(t) == nil { throw ValidationError("--truth-point must be 'lat,lon[,h]'") }
         if HAPELEstimator.Variant(rawValue: variant) == nil { throw ValidationError("--variant: expected v1 or v2") }
         if !(trainFraction > 0 && trainFraction < 1) { throw ValidationError("--train-fraction must be in (0, 1)") }
+        if let m = minLocated, !(m >= 0 && m <= 1) { throw ValidationError("--min-located must be a share in [0, 1]") }
         if UJISplit(rawValue: split) == nil { throw ValidationError("--split: expected device, day or random") }
     }
 
@@ -106,6 +108,7 @@ struct EvaluateRadio: ParsableCommand {
         let w = try wcl.estimator()
         var out: [String: Any] = [:]
         var text: [String] = []
+        var belowMinimum: [String] = []
         if let f = folder, FileManager.default.fileExists(atPath: (f as NSString).appendingPathComponent("trace.jsonl")) {
             try runScenario(f)
             return
@@ -153,6 +156,18 @@ struct EvaluateRadio: ParsableCommand {
                 text.append(String(format: "coverage map: cell-ta median %.1f m  P95 %.1f m  inside95 %.3f  (n=%d, %.0f%% from a TA area)",
                                    c.cellTA.median_m ?? .nan, c.cellTA.p95_m ?? .nan, c.cellTAInside95 ?? .nan, c.cellTA.count,
                                    100 * (c.taAreaShare ?? .nan)))
+                text.append(String(format: "coverage map: ANEES cell %.2f  cell-ta %.2f", c.cellANEES ?? .nan, c.cellTAANEES ?? .nan))
+                for (name, l) in [("cell", c.locatedCell), ("cell-ta", c.locatedCellTA)] {
+                    let line = "coverage map: \(name) \(l.summary)"
+                    text.append(line)
+                    printError(line)
+                    if let sh = l.share, sh < LocatedShare.warnBelow {
+                        printError("coverage map: \(name) located almost nothing (\(String(format: "%.1f", 100 * sh)) %): the training walks do not cover the test walks' cells; the figures above describe \(l.located) epoch(s)")
+                    }
+                    if let min = minLocated, (l.share ?? 0) < min {
+                        belowMinimum.append(String(format: "%@ located %.3f < --min-located %.3f", name, l.share ?? 0, min))
+                    }
+                }
             case .msIndoor, .traces:
                 var ev = WLANEvaluation(wcl: w, hapelVariant: hv)
                 if let pipeline, let o = try loadPipelineStages(pipeline)["ekf"] {
@@ -213,6 +228,10 @@ struct EvaluateRadio: ParsableCommand {
         } else {
             print(text.joined(separator: "\n"))
         }
+        if !belowMinimum.isEmpty {
+            printError("evaluate radio: " + belowMinimum.joined(separator: "; "))
+            throw ExitCode(ExitStatus.regression)
+        }
     }
 }
 
@@ -266,7 +285,7 @@ extension EvaluateRadio {
             "fingerprint_to_plain_knn_mean": ratio,
             "fitted": r.fitted.map { ["representation": $0.representation.rawValue, "distance": $0.distance.rawValue,
                                       "k": $0.k, "class_k": $0.classK, "weight_exponent": $0.weightExponent] as [String: Any] },
-            "wcl": try jsonObject(ErrorSummary(wclErrors)),
+            "wcl": try jsonObject(ErrorSummary(wclErrors)), "wcl_units": "EPSG:3857 m (the AP-map evaluation works in the data set's coordinates)",
             "wcl_floor_hit_rate": wclErrors.isEmpty ? 0 : wclFloor.reduce(0, +) / Double(wclErrors.count),
         ] as [String: Any]
         text.append("split: \(splitName), \(folds.count) fold(s), \(rows.count) rows; errors in ground m (EPSG:3857 m ≈ 1.30×)")
@@ -278,7 +297,7 @@ extension EvaluateRadio {
         }
         text.append(String(format: "fingerprint / plain kNN mean: %.3f", ratio))
         let ws = ErrorSummary(wclErrors)
-        text.append(String(format: "wcl (AP map) mean %.2f m median %.2f m P95 %.2f m (n=%d)", ws.mean_m ?? .nan, ws.median_m ?? .nan, ws.p95_m ?? .nan, ws.count))
+        text.append(String(format: "wcl (AP map, EPSG:3857 m) mean %.2f m median %.2f m P95 %.2f m (n=%d)", ws.mean_m ?? .nan, ws.median_m ?? .nan, ws.p95_m ?? .nan, ws.count))
     }
 
     /// The handset families of `--handset-family` overrides.

@@ -111,6 +111,39 @@ enum GSDCFixture {
         #expect(try CLI.run(["evaluate", "radio", "--test", dir.path, "--handset-family", "nonsense"]).status == 64)
     }
 
+    /// One path from reader to scorer (issue 19/21 item 5): `evaluate radio` on a drive gives
+    /// exactly the figures of `posfuse import nmea … --truth …` followed by `posfuse replay`
+    /// with the smoother on.
+    @Test func evaluateRadioEqualsReplay() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-gsdc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try GSDCFixture.write(to: dir)
+        let ev = try CLI.run(["evaluate", "radio", "--test", dir.path, "--json"])
+        #expect(ev.status == 0, "\(ev.stderr)")
+        let recs = try #require((try JSONSerialization.jsonObject(with: Data(ev.stdout.utf8)) as? [String: Any])?["recordings"] as? [[String: Any]])
+        let b = try #require(recs.first { ($0["name"] as? String)?.hasSuffix("PhoneB_chipset") == true })
+        let trace = dir.appendingPathComponent("b.jsonl"), yaml = dir.appendingPathComponent("s.yaml")
+        let imp = try CLI.run(["import", "nmea", dir.appendingPathComponent("PhoneB_chipset.nmea").path,
+                               "--truth", dir.appendingPathComponent("SPAN_PhoneB_1Hz.nmea").path, "-o", trace.path])
+        #expect(imp.status == 0, "\(imp.stderr)")
+        try "stages:\n  smoother: {enabled: true}\n".write(to: yaml, atomically: true, encoding: .utf8)
+        let rp = try CLI.run(["replay", trace.path, "--pipeline", yaml.path, "--json"])
+        #expect(rp.status == 0, "\(rp.stderr)")
+        let rj = try #require(try JSONSerialization.jsonObject(with: Data(rp.stdout.utf8)) as? [String: Any])
+        let scores = try #require(((rj["traces"] as? [[String: Any]])?.first)?["scores"] as? [[String: Any]])
+        for src in ["gnss", "ekf", "smoother"] {
+            let r = try #require(scores.first { $0["source"] as? String == src })
+            let e = try #require((b["sources"] as? [String: Any])?[src] as? [String: Any])
+            let errs = try #require(e["errors"] as? [String: Any])
+            #expect(errs["count"] as? Int == r["count"] as? Int, "\(src)")
+            for (mine, theirs) in [("mean_m", "mean_m"), ("median_m", "median_m"), ("p95_m", "p95_m")] {
+                #expect(errs[mine] as? Double == r[theirs] as? Double, "\(src) \(mine)")
+            }
+            #expect(e["inside95"] as? Double == r["inside95"] as? Double && e["anees"] as? Double == r["anees"] as? Double, "\(src)")
+        }
+    }
+
     @Test func handsetFamilies() {
         let f = HandsetFamilies()
         #expect(f.family(of: "Pixel4XLModded") == "Pixel4XL")
@@ -121,5 +154,51 @@ enum GSDCFixture {
         #expect(f.family(of: "Mod") == "Mod")   // nothing left: the name stays
         #expect(HandsetFamilies(overrides: ["Pixel4XLModded": "Pixel4XLm"]).family(of: "Pixel4XLModded") == "Pixel4XLm")
         if case .success = HandsetFamilies.parse(["a"]) { Issue.record("NAME=FAMILY expected") }
+    }
+}
+
+/// Cell coverage in another district (issue 21 item 3): a map learned on walks that served
+/// cells A and B, tested on a walk whose reports are of cell C (never seen) but for a few of B:
+/// the run reports the share located and the reasons (unknown_anchor), warns, and with
+/// `--min-located` exits 1.
+@Suite struct CellLocatedShareCLITests {
+    static func walk(_ cells: [Int], start: Int, lat0: Double) -> String {
+        var lines = ["mcc,mnc,lac,cellid,lat,lon,signal,measured_at,rating,speed,direction,act,ta,psc,tac,pci,sid,nid,bid"]
+        for (k, c) in cells.enumerated() {
+            let lat = lat0 + Double(k) * 2e-5, lon = -75.70 + Double(k) * 3e-5
+            lines.append("302,720,29100,\(c),\(lat),\(lon),-90,\(1_600_000_000_000 + (start + k) * 5000),5.0,1.0,0,LTE,\(2 + k % 3),,29100,269,,,")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    @Test func unknownCellsAreCountedAndMinLocatedFails() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-cells-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var train: [String] = []
+        for i in 0..<3 {
+            let u = dir.appendingPathComponent("OpenCellID_train\(i).csv")
+            try Self.walk(Array(repeating: 9_751_830, count: 20) + Array(repeating: 9_751_831, count: 20), start: i * 100, lat0: 45.41 + Double(i) * 1e-4)
+                .write(to: u, atomically: true, encoding: .utf8)
+            train.append(u.path)
+        }
+        let test = dir.appendingPathComponent("OpenCellID_test.csv")
+        try Self.walk(Array(repeating: 9_751_831, count: 4) + Array(repeating: 9_999_999, count: 36), start: 1000, lat0: 45.4105)
+            .write(to: test, atomically: true, encoding: .utf8)
+        let args = ["evaluate", "radio", "--train"] + train + ["--test", test.path, "--dataset", "lte-walks"]
+        let r = try CLI.run(args + ["--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let cov = try #require((o["cell"] as? [String: Any])?["coverage"] as? [String: Any])
+        let located = try #require(cov["located_cell"] as? [String: Any])
+        #expect(located["epochs"] as? Int == 40 && located["located"] as? Int == 4, "\(located)")
+        #expect((located["not_located"] as? [String: Int]) == ["unknown_anchor": 36])
+        #expect(abs((located["share"] as? Double ?? 0) - 0.1) < 1e-12)
+        #expect(r.stderr.contains("cell located 4 of 40 (10.0 %); not located: unknown_anchor 36"), "\(r.stderr)")
+        #expect(r.stderr.contains("located almost nothing"))
+        let strict = try CLI.run(args + ["--min-located", "0.5"])
+        #expect(strict.status == 1 && strict.stderr.contains("cell located 0.100 < --min-located 0.500"), "\(strict.status) \(strict.stderr)")
+        #expect(try CLI.run(args + ["--min-located", "0.05"]).status == 0)
+        #expect(try CLI.run(args + ["--min-located", "2"]).status == 64)
     }
 }

@@ -216,8 +216,8 @@ public enum UJIIndoorLocEvaluation {
                 }
             }
         }
-        let (scores, _) = try replayer.run(events: events, header: header, reference: reference)
-        out.located = scores.score(Source.fingerprint.rawValue)?.fixes ?? 0
+        let result = try replayer.run(header: header, events: events, reference: reference, name: "ujiindoorloc")
+        out.located = result.scores.score(Source.fingerprint.rawValue)?.fixes ?? 0
         return out
     }
 

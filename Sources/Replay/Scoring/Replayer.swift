@@ -78,22 +78,9 @@ public final class Replayer {
                             pipelineSources: sources)
     }
 
-    /// Replays events already in memory (in non-decreasing time) with the given reference data
-    /// through the same pipeline and scorer as `run(_:)`: evaluations that build their reference
-    /// data from training recordings (`UJIIndoorLocEvaluation`) use it. The cell database option is
-    /// not applied (the caller's reference data are used as given).
-    public func run(events: [TraceEvent], header: TraceHeader, reference: ReferenceData) throws -> (scores: TraceScores, sources: [Source]) {
-        var i = 0
-        return try replay(header: header, reference: reference, next: {
-            guard i < events.count else { return nil }
-            i += 1
-            return events[i - 1]
-        }, progress: { [progress] in progress?(Int64(i), Int64(events.count)) })
-    }
-
     /// The one loop: each event to the scorer (truth), then through the pipeline, its results to
     /// the scorer; `Pipeline.finish` at the end.
-    private func replay(header: TraceHeader, reference: ReferenceData, next: () throws -> TraceEvent?,
+    fileprivate func replay(header: TraceHeader, reference: ReferenceData, next: () throws -> TraceEvent?,
                         progress: () -> Void) throws -> (TraceScores, [Source]) {
         let pipeline = try StageRegistry.pipeline(options: options.stages)
         let context = PipelineContext(header: header, reference: reference)
@@ -112,6 +99,29 @@ public final class Replayer {
 }
 
 extension Replayer {
+    /// Replays events already in memory (an imported recording: `RecordedWalk.header`,
+    /// `.events`) through the same pipeline → scorer loop as `run(_:)`, without a reader:
+    /// events are taken in time order (stable for equal times); `reference` plays the part of
+    /// the trace's reference.json (the cell database of `options` joins it as in `run`).
+    /// The result's `location` names `name` (no file); `stats` counts the events by type.
+    public func run(header: TraceHeader, events: [TraceEvent], reference: ReferenceData = .empty, name: String) throws -> ReplayResult {
+        var reference = reference
+        if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
+        var stats = TraceReaderStats()
+        let ordered = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        var i = 0
+        let (scores, sources) = try replay(header: header, reference: reference, next: {
+            guard i < ordered.count else { return nil }
+            let event = ordered[i]
+            i += 1
+            stats.events += 1; stats.eventsByType[event.typeName, default: 0] += 1
+            return event
+        }, progress: { [progress] in progress?(Int64(i), Int64(ordered.count)) })
+        let url = URL(fileURLWithPath: name)
+        return ReplayResult(location: TraceLocation(trace: url, reference: nil, name: name), header: header, scores: scores,
+                            stats: stats, pipelineSources: sources)
+    }
+
     /// Scores estimates made elsewhere (`posfuse score --estimates`) against the ground
     /// truth of a trace: the trace is read (for its `gt` events only) with the same reader
     /// and options, the estimates are scored exactly as a replay's would be.
