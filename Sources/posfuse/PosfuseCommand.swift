@@ -29,6 +29,7 @@ enum Subcommands {
         Regress.self,
         Report.self,
         Refine.self,
+        ServeCommand.self,
     ]
 }
 

@@ -55,7 +55,7 @@ public final class ReportRefiner {
     private func tile(_ lat: Double, _ lon: Double) throws -> (frame: LocalFrame, reference: ReferenceData) {
         let key = SIMD2(Int((lat / Self.tileDegrees).rounded()), Int((lon / Self.tileDegrees).rounded()))
         if let t = tiles[key] { return t }
-        let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
+        let frame = Self.frame(latitude: lat, longitude: lon)
         var ref = ReferenceData.empty
         if let u = referenceURL, let j = referenceJSON { ref = try ReferenceLoader.load(json: j, url: u, frame: frame) }
         try cellDatabase?.merge(into: &ref, frame: frame)
@@ -99,8 +99,11 @@ public final class ReportRefiner {
         case raw(RawEvidence)
     }
 
-    static func number(_ v: Any?) -> Double? {
-        guard let v, !(v is Bool), String(describing: type(of: v)) != "__NSCFBoolean" else { return nil }
+    /// A JSON number as Double; nil for anything else, booleans included. (On Linux,
+    /// JSONSerialization's NSNumber 0 and 1 answer `is Bool` too: only a real Bool or a
+    /// `__NSCFBoolean` is a boolean.)
+    public static func number(_ v: Any?) -> Double? {
+        guard let v, !(type(of: v) == Bool.self), String(describing: type(of: v)) != "__NSCFBoolean" else { return nil }
         if let d = v as? Double { return d }
         if let i = v as? Int { return Double(i) }
         return (v as? NSNumber)?.doubleValue
@@ -157,9 +160,74 @@ public final class ReportRefiner {
 
     func refine(_ r: Report, location: String) throws -> Outcome {
         let t = try tile(r.latitude, r.longitude)
-        let header = TraceHeader(origin: t.frame.origin)
-        let context = PipelineContext(header: header, reference: t.reference)
-        let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
+        let (events, rejected) = Self.decode(r.evidence)
+        return try refine(r, events: events, rejected: rejected, frame: t.frame, reference: t.reference)
+    }
+
+    /// A report parsed and its evidence decoded, before any reference data is looked up: what a
+    /// caller with its own reference store (`posfuse serve`) needs to fetch first.
+    public struct Prepared {
+        let report: Report
+        let events: [TraceEvent]
+        let rejected: [[String: Any]]
+        public var latitude: Double { report.latitude }
+        public var longitude: Double { report.longitude }
+        public var id: String? { report.id }
+        /// The cells and (normalised) BSSIDs the evidence names.
+        public var cells: Set<CellID> {
+            Set(events.compactMap { if case .cell(let o) = $0.payload { return o.cell } else { return nil } })
+        }
+        public var bssids: Set<String> {
+            Set(events.flatMap { e -> [String] in
+                if case .wifi(let s) = e.payload { return s.accessPoints.map { MACAddress.normalize($0.bssid) } } else { return [] }
+            })
+        }
+    }
+
+    /// Parses one record (a plain report object or a GeoJSON Feature) and decodes its evidence.
+    public static func prepare(_ object: Any) throws -> Prepared {
+        let r = try parse(object)
+        let (events, rejected) = decode(r.evidence)
+        return Prepared(report: r, events: events, rejected: rejected)
+    }
+
+    /// The local ENU frame a report at (`latitude`, `longitude`) is refined in (its tile's).
+    public static func frame(latitude: Double, longitude: Double) -> LocalFrame {
+        let key = SIMD2(Int((latitude / tileDegrees).rounded()), Int((longitude / tileDegrees).rounded()))
+        return LocalFrame(origin: Geodetic(latitude: Double(key.x) * tileDegrees, longitude: Double(key.y) * tileDegrees))
+    }
+
+    /// Refines a prepared report with `extra` reference data, expressed in
+    /// `frame(latitude:longitude:)` of the report, joined to the tile's own (`--reference`,
+    /// `--cell-db`; entries the tile already has are kept). Never throws: a failure is an error Feature.
+    public func refine(_ p: Prepared, location: String, adding extra: ReferenceData) -> Outcome {
+        do {
+            let t = try tile(p.latitude, p.longitude)
+            var ref = t.reference
+            ref.accessPoints.merge(extra.accessPoints) { own, _ in own }
+            ref.cells.merge(extra.cells) { own, _ in own }
+            if let c = extra.cellCoverage, !c.isEmpty {
+                ref.cellCoverage = CellCoverageMap(areas: (ref.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
+            }
+            return try refine(p.report, events: p.events, rejected: p.rejected, frame: t.frame, reference: ref)
+        } catch {
+            return Self.errorFeature(id: p.id, reason: "\(location): \(error)")
+        }
+    }
+
+    /// What the fusion of one report's evidence gives: the filter's last estimate (nil when no
+    /// evidence initialised it), the sources it used, the evidence it did not use and why, and
+    /// CamLoc's estimate of a photographed object.
+    public struct Fused {
+        public var best: Fix?
+        public var used: [String]
+        public var rejected: [[String: Any]]
+        public var object: Fix?
+    }
+
+    /// The stage options of a one-report fusion: the reported accuracy at face value (GNSS
+    /// inflation α = 1 unless configured), the ekf only (ukf, pf and smoother off unless configured).
+    public static func reportOptions(_ stages: [String: StageOptions]) -> [String: StageOptions] {
         var options = stages
         // One report is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is
         // taken at face value (α = 1) unless the configuration says otherwise.
@@ -171,18 +239,19 @@ public final class ReportRefiner {
             options["ekf"] = e
         }
         for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
-        let pipeline = try StageRegistry.pipeline(options: options)
+        return options
+    }
+
+    /// Runs `events` (any order) through the estimator stages and the ekf of `stages`
+    /// (`reportOptions`): the one fusion path of `refine` and of `serve`'s geolocate.
+    public static func fuse(_ input: [TraceEvent], rejected: [[String: Any]] = [], context: PipelineContext,
+                            stages: [String: StageOptions]) throws -> Fused {
+        let pipeline = try StageRegistry.pipeline(options: reportOptions(stages))
         guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
             throw InputError(reason: "the ekf stage is disabled: refine needs it")
         }
-
-        var (events, rejected) = Self.decode(r.evidence)
-        let reportTime = r.time ?? events.map(\.time).max() ?? 0
-        // The reported position, as the phone's GNSS fix at the report time.
-        events.append(TraceEvent(time: reportTime, payload: .gnss(GNSSFix(latitude: r.latitude, longitude: r.longitude,
-                                                                           accuracy: r.accuracy))))
-        events = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-
+        var rejected = rejected
+        let events = input.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
         let evidenceTypes = Set(events.map(\.typeName))
         var lastFused: Fix?
         var objectFix: Fix?
@@ -220,9 +289,24 @@ public final class ReportRefiner {
         for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil && !contained.contains(s.rawValue) {
             rejected.append(["input": s.rawValue, "reason": "not fused (not an ekf input)"])
         }
+        return Fused(best: lastFused, used: used, rejected: rejected, object: objectFix)
+    }
 
-        let best = lastFused ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
-                                    source: .gnss)
+    func refine(_ r: Report, events decoded: [TraceEvent], rejected decodeRejected: [[String: Any]], frame: LocalFrame,
+                reference: ReferenceData) throws -> Outcome {
+        let header = TraceHeader(origin: frame.origin)
+        let context = PipelineContext(header: header, reference: reference)
+        let reported = frame.en(latitude: r.latitude, longitude: r.longitude)
+        var events = decoded
+        let reportTime = r.time ?? events.map(\.time).max() ?? 0
+        // The reported position, as the phone's GNSS fix at the report time.
+        events.append(TraceEvent(time: reportTime, payload: .gnss(GNSSFix(latitude: r.latitude, longitude: r.longitude,
+                                                                           accuracy: r.accuracy))))
+        let fused = try Self.fuse(events, rejected: decodeRejected, context: context, stages: stages)
+        let used = fused.used, rejected = fused.rejected
+
+        let best = fused.best ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
+                                     source: .gnss)
         let g = header.frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
         var props: [String: Any] = [
             "status": used.count > 1 ? "refined" : "reported",
@@ -234,7 +318,7 @@ public final class ReportRefiner {
         ]
         props.merge(Self.uncertainty(best.covariance)) { $1 }
         if let id = r.id { props["id"] = id }
-        if let o = objectFix {
+        if let o = fused.object {
             let og = header.frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
             var obj: [String: Any] = ["lat": og.latitude, "lon": og.longitude, "subject": o.subject,
                                       "note": "CamLoc: the photographed object's position (what the report is about)"]
@@ -285,7 +369,7 @@ public final class ReportRefiner {
     static let ownInput: [Source: String] = [.peer: "peer_range", .camloc: "photo", .tdoa: "acoustic"]
 
     /// 95 % ellipse (semi-axes m, orientation deg clockwise from north) and 95 % radius (m).
-    static func uncertainty(_ c: Covariance2) -> [String: Any] {
+    public static func uncertainty(_ c: Covariance2) -> [String: Any] {
         let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
         let ax = c.principalAxes
         var deg = Angle.degrees(ax.azimuth).truncatingRemainder(dividingBy: 180)

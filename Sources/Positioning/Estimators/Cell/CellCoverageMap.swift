@@ -102,3 +102,25 @@ public struct CellCoverageMap: Sendable, Equatable {
         return .success(Fix(time: time, position: a.mean, covariance: c, source: source, subject: subject, usedCount: a.count))
     }
 }
+
+extension CellCoverageMap.Area {
+    /// The statistics of the union of the positions behind `self` and `other` (both in one
+    /// frame): n = n_a + n_b, x̄ = x̄_a + δ n_b/n with δ = x̄_b − x̄_a, and the scatter
+    /// M = M_a + M_b + δδᵀ n_a n_b/n with M = S·(n − 1) — the pairwise form of Welford's update
+    /// (Chan, Golub & LeVeque, "Updating formulae and a pairwise algorithm for computing sample
+    /// variances", 1979). Merging the areas of two sets of positions gives the area of all of
+    /// them, so a coverage map can learn batch by batch (`posfuse serve`'s geosubmit) and equal
+    /// the map `Builder` makes of everything at once.
+    public func merged(with other: Self) -> Self {
+        guard count > 0 else { return other }
+        guard other.count > 0 else { return self }
+        let na = Double(count), nb = Double(other.count), n = na + nb
+        let d = other.mean - mean
+        let w = na * nb / n
+        let me = covariance.ee * (na - 1) + other.covariance.ee * (nb - 1) + d.x * d.x * w
+        let mc = covariance.en * (na - 1) + other.covariance.en * (nb - 1) + d.x * d.y * w
+        let mn = covariance.nn * (na - 1) + other.covariance.nn * (nb - 1) + d.y * d.y * w
+        let k = 1 / (n - 1)
+        return .init(mean: mean + d * (nb / n), covariance: Covariance2(ee: me * k, en: mc * k, nn: mn * k), count: count + other.count)
+    }
+}
