@@ -56,6 +56,11 @@ let package = Package(
             "Positioning", "Replay",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Benchmarks/posfuse-bench"),
+        // Fuzz targets (not shipped): one binary, one target per parser (`posfuse-fuzz --list`).
+        // scripts/fuzz/run-all.sh builds it with libFuzzer (-sanitize=fuzzer) in .build-fuzz; a
+        // plain build replays corpus files through the targets' oracles (docs/fuzzing.md).
+        .executableTarget(name: "posfuse-fuzz", dependencies: ["Positioning", "Replay"],
+                          path: "Tests/Fuzz/posfuse-fuzz"),
         .testTarget(name: "PositioningTests", dependencies: ["Positioning", "CGSL"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "Positioning"],
                     resources: []),

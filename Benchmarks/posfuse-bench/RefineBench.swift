@@ -13,16 +13,19 @@ struct RefineOne: ParsableCommand {
     func run() throws {
         let refiner = try ReportRefiner(referenceURL: URL(fileURLWithPath: reference))
         var n = 0, bytes = 0
+        var out: [UInt8] = []
+        out.reserveCapacity(1 << 17)
         let t0 = Measure.now()
         try ReportStream(url: URL(fileURLWithPath: path)).forEach { record in
-            let outcome: ReportRefiner.Outcome
             switch record {
-            case .object(let o, let line): outcome = refiner.refine(o, location: "\(path):\(line)")
-            case .malformed(let reason, let line): outcome = ReportRefiner.errorFeature(id: nil, reason: "\(path):\(line): \(reason)")
+            case .bytes(let b, let line): _ = refiner.refine(b, file: path, line: line, into: &out)
+            case .malformed(let reason, let line): ReportRefiner.writeError(id: nil, reason: "\(path):\(line): \(reason)", into: &out)
             }
-            bytes += JSONText.string(outcome.feature).utf8.count
+            out.append(0x0A)
+            if out.count > 1 << 16 { bytes += out.count; out.removeAll(keepingCapacity: true) }
             n += 1
         }
+        bytes += out.count
         let dt = Measure.now() - t0
         guard bytes > 0 else { throw BenchError("no output") }
         let r = RunResult(impl: "swift refine", events: n, seconds: dt, peak_rss_mib: Measure.peakRSSMiB())

@@ -3,8 +3,8 @@ import Foundation
 import Positioning
 import Replay
 
-/// posfuse exit codes, the contract documented in `docs/cli.md`:
-/// 0 success, 1 accuracy regression, 64 usage error, 65 bad data.
+/// posfuse exit codes, the contract documented in `docs/cli.md` (sysexits.h numbering):
+/// 0 success, 1 accuracy regression, 64 usage error, 65 bad data, 74 I/O error.
 enum ExitStatus {
     static let success: Int32 = 0
     static let regression: Int32 = 1
@@ -12,6 +12,9 @@ enum ExitStatus {
     static let usage: Int32 = 64
     /// Data errors: a malformed trace line (strict mode), header or side file.
     static let dataError: Int32 = 65
+    /// I/O errors: a read or write that failed (disk full, device error, a lost database lock),
+    /// an input that exists but cannot be read.
+    static let ioError: Int32 = 74
 }
 
 /// Writes one line to standard error.
@@ -33,12 +36,36 @@ func withExitCodes<T>(_ body: () throws -> T) throws -> T {
     } catch let e as TraceDataError {
         printError(e.description)
         throw ExitCode(exitStatus(for: e))
+    } catch let e as ScenarioError {
+        printError(e.description)
+        throw ExitCode(ExitStatus.dataError)
+    } catch let e as ResultsDataError {
+        printError(e.description)
+        throw ExitCode(ExitStatus.dataError)
+    } catch let e as ConfigurationError {
+        printError(e.description)
+        throw ExitCode(ExitStatus.dataError)
+    } catch let e as ExitCode {
+        throw e
+    } catch let e as CleanExit {
+        throw e
+    } catch let e as ValidationError {
+        throw e
+    } catch let e as SystemError {
+        printError(e.description)
+        throw ExitCode(e.status)
+    } catch {
+        let e = SystemError(error)
+        printError(e.description)
+        throw ExitCode(e.status)
     }
 }
 
-/// The exit status for a data error (see `withExitCodes`).
+/// The exit status for a data error (see `withExitCodes`): an input that does not exist is a
+/// usage error (64), any other I/O failure 74, everything else bad data (65).
 func exitStatus(for e: TraceDataError) -> Int32 {
-    e.code == "io" && e.line == 0 ? ExitStatus.usage : ExitStatus.dataError
+    guard e.code == "io" else { return ExitStatus.dataError }
+    return e.line == 0 && !FileManager.default.fileExists(atPath: e.file) ? ExitStatus.usage : ExitStatus.ioError
 }
 
 /// Whether `path` is a scenario folder (holds a scenario.yaml).
@@ -58,9 +85,8 @@ func loadPipelineStages(_ path: String) throws -> [String: StageOptions] { try l
 
 /// The `--pipeline` file's text (stored with a replay's results) and its stage options.
 func loadPipelineFile(_ path: String) throws -> (text: String, stages: [String: StageOptions]) {
-    guard let text = try? String(contentsOf: URL(fileURLWithPath: path), encoding: .utf8) else {
-        throw ValidationError("cannot read --pipeline file \(path)")
-    }
+    guard FileManager.default.fileExists(atPath: path) else { throw ValidationError("no such --pipeline file \(path)") }
+    let text = try withExitCodes { try InputFile.text(URL(fileURLWithPath: path)) }
     do {
         let stages = try PipelineConfigLoader.parse(yaml: text, file: path)
         _ = try StageRegistry.pipeline(options: stages)

@@ -81,7 +81,7 @@ struct Import: ParsableCommand {
                 if !truth.isEmpty {
                     var to = options; to.asTruth = true
                     if to.origin == nil { to.origin = t.header.origin }
-                    t = mergeTruth(t, try importTrace(format: fmt, urls: try expandInputs(truth, extensions: fmt.extensions), options: to))
+                    t = try mergeTruth(t, try importTrace(format: fmt, urls: try expandInputs(truth, extensions: fmt.extensions), options: to))
                 }
                 var r = t.report
                 let side = try writeImportedTrace(t, to: URL(fileURLWithPath: output))

@@ -7,7 +7,7 @@ struct Posfuse: ParsableCommand {
         abstract: "Refine smartphone positions by sensor fusion and measure their accuracy against ground truth.",
         discussion: """
         Positions are WGS84 latitude/longitude (degrees) at the edges and local ENU metres inside.
-        Exit codes: 0 success, 1 accuracy regression, 64 usage error, 65 bad data.
+        Exit codes: 0 success, 1 accuracy regression, 64 usage error, 65 bad data, 74 I/O error.
         """.reflowed,
         version: "0.1.0",
         subcommands: Subcommands.all
@@ -22,6 +22,7 @@ enum Subcommands {
         Import.self,
         Validate.self,
         ReplayCommand.self,
+        Sweep.self,
         ScoreCommand.self,
         Export.self,
         Compare.self,

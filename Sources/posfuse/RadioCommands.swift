@@ -43,8 +43,10 @@ struct EvaluateRadio: ParsableCommand {
         Given a scenario folder (trace.jsonl + reference.json, e.g. Traces/rural-cell): the radio stages run
         with the trace's own reference data (no learning); errors per source and the TA radial error std.
         GNSS recordings (--test or FOLDER alone; --train optional): gsdc (a GSDC 2020 drive folder,
-        *_chipset.nmea phones against SPAN_*_1Hz.nmea): gnss, ekf and smoother P50/P95, inside95, ANEES
-        per phone; gnsslogger (GnssLogger logs of a static phone, --truth-point LAT,LON[,H]): the same,
+        each <phone>_chipset.nmea against its own truth: SPAN_<phone>_1Hz.nmea, else SPAN_<phone>_10Hz.nmea, else the
+        same for a phone of its model family, else the folder's only SPAN track; sentence defects that leave the data
+        intact, e.g. wrong $GPRMC checksums, are counted per reason and fatal only with --strict): gnss, ekf and
+        smoother P50/P95, inside95, ANEES per phone; gnsslogger (GnssLogger logs of a static phone, --truth-point LAT,LON[,H]): the same,
         and whether the last fused fix converged within the phone's reported 95% radius. With --train,
         each handset's reported accuracy is calibrated on its training recordings (all handsets pooled
         for one the training set lacks; posfuse calibrate gnss) before the test recordings are scored.
@@ -64,6 +66,8 @@ struct EvaluateRadio: ParsableCommand {
     @Option(name: .customLong("truth-point"), help: "gnsslogger: the static phone's surveyed position 'lat,lon[,h]' (WGS84 degrees, m).") var truthPoint: String?
     @Option(help: "gsdc, gnsslogger: pipeline configuration (YAML, docs/pipeline.yaml) the phone's fixes are replayed through, e.g. a handset's inflation.gnss; ms-indoor: its ekf section sets the PDR + WiFi filter (inputs stay [wcl]), its fingerprint section the fingerprint estimator (also for ujiindoorloc).") var pipeline: String?
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
+    @Flag(help: "gsdc, gnsslogger: fail (exit 65, file:line: reason) on a sentence defect that leaves the data intact (wrong checksum, unknown talker id, missing hemisphere letter); by default such sentences are kept and counted per reason.") var strict = false
+    @Option(name: .customLong("handset-family"), parsing: .singleValue, help: "gsdc: NAME=FAMILY, the model family of a phone name (repeatable; default rules: text after the first '_' and a trailing Modded/Modified/Mod/Custom/Rooted dropped, e.g. Pixel4XLModded -> Pixel4XL). Calibrations learned with --train apply per family; truth is matched by name, then family.") var handsetFamily: [String] = []
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
     @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
@@ -232,17 +236,31 @@ struct EvaluateRadio: ParsableCommand {
 }
 
 extension EvaluateRadio {
-    /// GSDC drive folders or GnssLogger logs as recordings (static: GnssLogger, scored for convergence).
-    func loadGNSSRecordings(_ kind: GNSSRecordingKind, _ paths: [String]) throws -> [(walk: RecordedWalk, isStatic: Bool)] {
+    /// The handset families of `--handset-family` overrides.
+    func handsetFamilies() throws -> HandsetFamilies {
+        switch HandsetFamilies.parse(handsetFamily) {
+        case .success(let f): return f
+        case .failure(let e): throw ValidationError(e.description)
+        }
+    }
+
+    /// GSDC drive folders or GnssLogger logs as recordings (static: GnssLogger, scored for
+    /// convergence; GSDC: with the matched truth file and the import's tolerated defects).
+    func loadGNSSRecordings(_ kind: GNSSRecordingKind, _ paths: [String])
+        throws -> [(walk: RecordedWalk, isStatic: Bool, drive: GNSSFusionEvaluation.DrivePhone?)] {
         for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
         switch kind {
         case .gsdc:
-            return try paths.flatMap { try GNSSFusionEvaluation.loadGSDC(URL(fileURLWithPath: $0)) }.map { ($0, false) }
+            let families = try handsetFamilies()
+            return try paths.flatMap { try GNSSFusionEvaluation.loadGSDCDrive(URL(fileURLWithPath: $0), strict: strict, families: families) }
+                .map { ($0.walk, false, $0) }
         case .gnssLogger:
             guard let tp = truthPoint, let truth = parseGeodetic(tp) else {
                 throw ValidationError("gnsslogger: give the static phone's surveyed point with --truth-point lat,lon[,h]")
             }
-            return try expandInputs(paths, extensions: ["txt"]).map { (try GNSSFusionEvaluation.loadStatic($0, truth: truth), true) }
+            return try expandInputs(paths, extensions: ["txt"]).map {
+                (try GNSSFusionEvaluation.loadStatic($0, truth: truth, strict: strict), true, nil)
+            }
         }
     }
 
@@ -253,15 +271,24 @@ extension EvaluateRadio {
         let confidence = try stages["gnss"]?.double("accuracy_confidence", default: 0.68) ?? 0.68
         do {
             // Training recordings (optional): each handset's reported accuracy calibrated on them.
+            let families = try handsetFamilies()
             let calibrations = train.isEmpty ? nil
-                : GNSSFusionEvaluation.fitCalibrations(try loadGNSSRecordings(kind, train).map(\.walk), accuracyConfidence: confidence)
-            for (walk, isStatic) in try loadGNSSRecordings(kind, paths) {
-                guard let cal = calibrations?.calibration(for: walk) else {
-                    recordings.append(try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic, stages: stages)); continue
-                }
-                var r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic,
+                : GNSSFusionEvaluation.fitCalibrations(try loadGNSSRecordings(kind, train).map(\.walk), accuracyConfidence: confidence,
+                                                       families: families)
+            for (walk, isStatic, drive) in try loadGNSSRecordings(kind, paths) {
+                var r: GNSSFusionEvaluation.Recording
+                if let cal = calibrations?.calibration(for: walk) {
+                    r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic,
                                                           stages: GNSSFusionEvaluation.stages(stages, calibratedBy: cal.calibration))
-                r.calibratedOn = cal.fittedOn
+                    r.calibratedOn = cal.fittedOn
+                } else {
+                    r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic, stages: stages)
+                }
+                r.family = GNSSFusionEvaluation.handset(of: walk, families: families)
+                if let d = drive {
+                    r.truthFile = d.truthFile; r.truthMatch = d.truthMatch
+                    r.tolerated = ["phone": d.phoneReport.tolerated, "truth": d.truthReport.tolerated]
+                }
                 recordings.append(r)
             }
         } catch let e as ImportDataError {
@@ -281,6 +308,12 @@ extension EvaluateRadio {
             if let a = r.reportedAccuracy_m { head += String(format: "  (reported accuracy median %.2f m, 95%% radius %.2f m)", a, a * GNSSFusionEvaluation.accuracyTo95) }
             if let c = r.calibratedOn { head += "  [accuracy calibrated on \(c)]" }
             lines.append(head)
+            if let f = r.family { lines.append("  handset family \(f)" + (r.truthFile.map { ", truth \($0) (matched by \(r.truthMatch ?? "?"))" } ?? "")) }
+            for (file, counts) in (r.tolerated ?? [:]).sorted(by: { $0.key < $1.key }) {
+                for (reason, n) in counts.sorted(by: { $0.key < $1.key }) {
+                    lines.append("  \(file) file: tolerated \(reason): \(n) (data intact; --strict makes this fatal)")
+                }
+            }
             lines.append("  source       n     P50_m    P95_m   mean_m  inside95   anees  final_m  final_r95_m")
             for s in GNSSFusionEvaluation.sources {
                 guard let x = r.sources[s.rawValue] else { continue }

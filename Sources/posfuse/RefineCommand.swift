@@ -51,54 +51,51 @@ struct Refine: ParsableCommand {
         try withExitCodes {
             let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
             let refiner = try ReportRefiner(referenceURL: reference.map { URL(fileURLWithPath: $0) }, stages: stages, cellDatabase: cellDB)
-            let out: FileHandle
-            if let o = output {
-                guard FileManager.default.createFile(atPath: o, contents: nil) else { throw ValidationError("cannot write \(o)") }
-                out = try FileHandle(forWritingTo: URL(fileURLWithPath: o))
-            } else {
-                out = FileHandle.standardOutput
-            }
-            var buffer = Data()
-            func write(_ s: String) {
-                buffer.append(contentsOf: s.utf8)
-                if buffer.count > 1 << 16 { out.write(buffer); buffer.removeAll(keepingCapacity: true) }
-            }
+            // -o: written beside the target and renamed when complete (a run killed midway leaves
+            // the old file or none, never half a file); write errors exit 74 (OutputFile).
+            let out = try output.map { try OutputFile(path: $0) } ?? OutputFile.standardOutput()
+            // One output buffer, reused: each Feature is appended to it, written out every 64 KiB.
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(1 << 17)
+            func flush() { if !buffer.isEmpty { out.write(buffer); buffer.removeAll(keepingCapacity: true) } }
             let bar = Progress(label: "reports", enabled: !noProgress)
             var n = 0, refined = 0, errors = 0
-            if !lines { write("{\"type\":\"FeatureCollection\",\"features\":[\n") }
+            if !lines { buffer.append(contentsOf: "{\"type\":\"FeatureCollection\",\"features\":[\n".utf8) }
             let file = input == "-" ? "stdin" : input
             let streaming = input == "-"
             do {
                 try ReportStream(url: streaming ? nil : URL(fileURLWithPath: input)).forEach { record in
+                    let mark = buffer.count
+                    if !lines && n > 0 { buffer.append(contentsOf: ",\n".utf8) }
                     let outcome: ReportRefiner.Outcome
                     switch record {
-                    case .object(let o, let line): outcome = refiner.refine(o, location: "\(file):\(line)")
-                    case .malformed(let reason, let line): outcome = ReportRefiner.errorFeature(id: nil, reason: "\(file):\(line): \(reason)")
+                    case .bytes(let bytes, let line): outcome = refiner.refine(bytes, file: file, line: line, into: &buffer)
+                    case .malformed(let reason, let line): outcome = ReportRefiner.writeError(id: nil, reason: "\(file):\(line): \(reason)", into: &buffer)
                     }
-                    if !outcome.ok {
+                    if outcome.status == .error {
                         errors += 1
-                        if strict {
-                            throw StrictStop(description: (outcome.feature["properties"] as? [String: Any])?["error"] as? String ?? "malformed report")
+                        if strict {                            // the records before it, not this one
+                            buffer.removeSubrange(mark...)
+                            throw StrictStop(description: outcome.error ?? "malformed report")
                         }
-                    } else if (outcome.feature["properties"] as? [String: Any])?["status"] as? String == "refined" {
+                    } else if outcome.status == .refined {
                         refined += 1
                     }
-                    if !lines && n > 0 { write(",\n") }
-                    write(JSONText.string(outcome.feature))
-                    if lines { write("\n") }
-                    if streaming { out.write(buffer); buffer.removeAll(keepingCapacity: true) }   // one record out per record in, now
+                    if lines { buffer.append(0x0A) }
+                    if streaming || buffer.count > 1 << 16 { flush() }   // stdin: one record out per record in, now
                     n += 1
                     if n % 1000 == 0 { bar.update(completed: Int64(n)) }
                 }
             } catch let stop as StrictStop {
-                out.write(buffer)
+                flush()
+                try out.commit()   // the records before the bad one, as documented
                 bar.finish()
                 FileHandle.standardError.write(Data("error: \(stop.description)\n".utf8))
                 throw ExitCode(65)
             }
-            if !lines { write("\n]}\n") }
-            out.write(buffer)
-            if output != nil { try out.close() }
+            if !lines { buffer.append(contentsOf: "\n]}\n".utf8) }
+            flush()
+            try out.commit()
             bar.finish()
             FileHandle.standardError.write(Data("\(n) reports in, \(n) records out: \(refined) refined, \(n - refined - errors) kept as reported (no usable evidence), \(errors) errors\n".utf8))
         }

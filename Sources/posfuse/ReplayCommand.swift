@@ -122,7 +122,7 @@ final class ReplayJob {
                                 cellDatabase: cellDatabase)
         if let db {
             do { store = try ResultStore(path: db) } catch {
-                throw ValidationError("cannot open results database \(db): \(error)")
+                throw SystemError(error, file: db)   // exit 74 (I/O) or 65 (not a database)
             }
         } else {
             store = nil

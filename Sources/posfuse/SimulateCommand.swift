@@ -52,17 +52,18 @@ struct Simulate: ParsableCommand {
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), isDir.boolValue {
             url = url.appendingPathComponent("scenario.yaml")
         }
-        let sc: Scenario
-        do { sc = try Scenario.load(url: url) } catch let e as ScenarioError {
-            FileHandle.standardError.write(Data("error: \(e)\n".utf8))
-            throw ExitCode(65)
+        guard FileManager.default.fileExists(atPath: url.path) else { throw ValidationError("no such scenario file \(url.path)") }
+        // Scenario errors (file:line: key: reason) and bad data exit 65, I/O errors 74.
+        let (sc, s, out, ref) = try withExitCodes { () throws -> (Scenario, SimulationSummary, URL, URL?) in
+            let sc = try Scenario.load(url: url)
+            let out = URL(fileURLWithPath: output)
+            try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let ref: URL? = noReference ? nil
+                : reference.map { URL(fileURLWithPath: $0) } ?? out.deletingLastPathComponent().appendingPathComponent("reference.json")
+            let s = try Simulator.run(scenario: sc, options: SimulationOptions(seed: seed, duration: duration, imuRate: imuRate),
+                                      trace: out, reference: ref)
+            return (sc, s, out, ref)
         }
-        let out = URL(fileURLWithPath: output)
-        try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let ref: URL? = noReference ? nil
-            : reference.map { URL(fileURLWithPath: $0) } ?? out.deletingLastPathComponent().appendingPathComponent("reference.json")
-        let s = try Simulator.run(scenario: sc, options: SimulationOptions(seed: seed, duration: duration, imuRate: imuRate),
-                                  trace: out, reference: ref)
         if !quiet {
             let types = s.byType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             print("\(sc.name): \(s.events) events over \(String(format: "%.1f", s.duration)) s (seed \(s.seed)) → \(out.path)")

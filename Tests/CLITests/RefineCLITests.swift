@@ -127,9 +127,9 @@ import Testing
         let r = try CLI.run(["refine", f.path, "--no-progress", "--pipeline", bad.path])
         #expect(r.status == 65 && r.stderr.contains("bad.yaml") && r.stderr.contains("gnss_bias_fraction"), "\(r.status) \(r.stderr)")
     }
-    /// JSON Lines records decode their evidence straight from the line's bytes, a FeatureCollection
-    /// document through Foundation objects: the same reports give the same output either way
-    /// (coordinates, radius, sources used, rejections), and evidence errors name their index.
+    /// The same reports as JSON Lines records and as features of a FeatureCollection document (read
+    /// feature by feature) give the same output either way (coordinates, radius, sources used,
+    /// rejections), and evidence errors name their index.
     @Test func rawAndParsedEvidenceAgree() throws {
         let input = Self.dir.appendingPathComponent("sample-reports.jsonl")
         guard FileManager.default.fileExists(atPath: input.path) else { return }

@@ -6,10 +6,12 @@ import Positioning
 @Suite struct NMEAImportTests {
     @Test func epochsDatesAccuracyAndChecksums() throws {
         let r = try NMEAImporter.parse(ImportFixtures.nmea, file: "n.nmea", options: ImportOptions())
-        #expect(r.report.dropped["malformed (NMEA checksum mismatch)"] == 1)
+        // The wrong checksum leaves the sentence's data intact: kept and counted (fatal with --strict).
+        #expect(r.report.tolerated == ["NMEA checksum mismatch in $GNGGA": 1])
         #expect(r.report.dropped["GSV sentence (not converted)"] == 1)
         #expect(r.report.dropped["epoch without fix (RMC status V / GGA quality 0)"] == 1)
-        #expect(r.events.count == 2)
+        #expect(r.events.count == 3)
+        #expect(r.report.summary().contains("tolerated NMEA checksum mismatch in $GNGGA: 1"))
         // 1994-03-23 23:59:59.50 UTC, then 00:00:00.50 on the 24th (date carried over midnight).
         let day = Double(UTCTime.daysFromCivil(1994, 3, 23) * 86400)
         #expect(r.events[0].time == day + 86399.5)
@@ -21,6 +23,37 @@ import Positioning
         #expect(abs(b.accuracy - (1.5 * 1.5 + 2.0 * 2.0).squareRoot()) < 1e-12)   // from GST
         #expect(b.verticalAccuracy == 3.0)
         #expect(throws: TraceDataError.self) { _ = try NMEAImporter.parse(ImportFixtures.nmea, file: "n.nmea", options: ImportOptions(strict: true)) }
+    }
+
+    /// Sentence-level defects that leave the data intact, each counted under its own reason;
+    /// every one is fatal with --strict and names the line.
+    @Test func lenientDefectsAreCountedPerReason() throws {
+        let text = """
+        $XXGGA,120000.00,4807.038,N,01131.000,W,1,08,0.9,545.4,M,46.9,M,,
+        $GPRMC,120000.00,A,4807.038,N,01131.000,W,022.4,084.4,230394,003.1,W*00
+        $GPGGA,120001.00,4807.039,,01131.001,,1,08,1.0,545.5,M,46.9,M,,
+        $GPRMC,120001.00,A,4807.039,,01131.001,,022.4,084.4,230394,003.1,W
+        """
+        let r = try NMEAImporter.parse(text, file: "d.nmea", options: ImportOptions())
+        #expect(r.report.tolerated == ["unknown NMEA talker id 'XX'": 1, "NMEA checksum mismatch in $GPRMC": 1,
+                                       "missing hemisphere letter in GGA": 1, "missing hemisphere letter in RMC": 1])
+        #expect(r.events.count == 2)
+        guard case .gnss(let b) = r.events[1].payload else { Issue.record("gnss"); return }
+        // Hemispheres of the earlier sentences: N, W.
+        #expect(abs(b.latitude - (48 + 7.039 / 60)) < 1e-12 && abs(b.longitude + (11 + 31.001 / 60)) < 1e-12)
+        do {
+            _ = try NMEAImporter.parse(text, file: "d.nmea", options: ImportOptions(strict: true))
+            Issue.record("strict must fail")
+        } catch let e as TraceDataError {
+            #expect(e.description.contains("d.nmea:1") && e.description.contains("talker"))
+        }
+        // No letter anywhere in the file: the origin's hemispheres (the phone's, for a truth track).
+        let bare = "$GPGGA,120001.00,3725.417,,12205.649,,1,08,1.0,5.5,M,0,M,,\n$GPRMC,120001.00,A,3725.417,,12205.649,,0,0,140520,,,A"
+        #expect(throws: TraceDataError.self) { _ = try NMEAImporter.parse(bare, file: "b", options: ImportOptions(strict: true)) }
+        #expect(try NMEAImporter.parse(bare, file: "b", options: ImportOptions()).events.isEmpty)   // no sign known: malformed
+        let withOrigin = try NMEAImporter.parse(bare, file: "b", options: ImportOptions(origin: Geodetic(latitude: 37.4, longitude: -122.1, height: 0)))
+        guard case .gnss(let c) = withOrigin.events.first?.payload else { Issue.record("gnss"); return }
+        #expect(c.latitude > 37 && c.longitude < -122)
     }
 
     @Test func asTruthWritesGroundTruth() throws {

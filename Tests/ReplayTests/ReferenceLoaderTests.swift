@@ -56,7 +56,7 @@ import Positioning
         #expect(m.points[0] == FingerprintMap.Point(position: SIMD2(0, 2), floor: 1, rss: ["02:00:00:00:00:0a": -55.5, "02:00:00:00:00:0b": -70], scans: 5))
         #expect(abs(m.points[1].position.x) < 1e-6 && m.points[1].floor == nil && m.bssids == ["02:00:00:00:00:0a", "02:00:00:00:00:0b"])
         for (bad, reason) in [(#"{"fingerprints": {"threshold_dbm": -90, "points": [{"e": 0, "n": 0, "rss": {"a": "x"}}]}}"#,
-                               "fingerprints.points[0]: rss['a'] must be a number (dBm)"),
+                               "fingerprints.points[0]: rss['a'] must be a number in [-300, 100] dBm"),
                               (#"{"fingerprints": {"threshold_dbm": -90, "points": [{"e": 0, "count": 0}]}}"#,
                                "fingerprints.points[0]: missing object 'rss' (bssid → dBm)"),
                               (#"{"fingerprints": {"points": []}}"#, "fingerprints: missing key 'threshold_dbm'")] {
@@ -89,7 +89,7 @@ import Positioning
             #expect(abs(b.mean.x - a.mean.x) < 1e-6 && abs(b.mean.y - a.mean.y) < 1e-6 && b.covariance == a.covariance && b.count == a.count)
         }
         let id = #""rat": "lte", "mcc": 1, "mnc": 1, "area": 1, "cid": 1, "e": 0, "n": 0"#
-        for (bad, reason) in [(#"{"cell_coverage": [{\#(id), "cov_m2": [1, 2], "count": 3}]}"#, "cell_coverage[0]: cov_m2 must be [ee, en, nn] in m²"),
+        for (bad, reason) in [(#"{"cell_coverage": [{\#(id), "cov_m2": [1, 2], "count": 3}]}"#, "cell_coverage[0]: cov_m2 must be [ee, en, nn] in m², each within ±1e14"),
                               (#"{"cell_coverage": [{\#(id), "cov_m2": [1, 5, 1], "count": 3}]}"#,
                                "cell_coverage[0]: cov_m2 is not a covariance (needs ee ≥ 0, nn ≥ 0, ee·nn ≥ en²)"),
                               (#"{"cell_coverage": [{\#(id), "cov_m2": [1, 0, 1], "count": 0}]}"#, "cell_coverage[0]: count must be ≥ 1, got 0"),

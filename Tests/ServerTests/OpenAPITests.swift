@@ -26,7 +26,7 @@ import Yams
     @Test func responsesMatchTheirSchemas() async throws {
         let (store, cleanup) = try Stores.sqlite()
         let t = try TestServer(store: store) { $0.maxBodyBytes = 4000 }
-        let record = Array(JSONText.string(RefineEndpointTests.record).utf8)
+        let record = jsonBytes(RefineEndpointTests.record)
         let requests: [(HTTPRequest.Method, String, [UInt8]?)] = [
             (.post, "/v1/geolocate", Fixture.geolocateBody()),                           // 404
             (.post, "/v2/geosubmit", Fixture.submission(Fixture.square)),                // 200 {}

@@ -41,7 +41,7 @@ enum Fixture {
                         return w
                     }]
         }
-        return Array(JSONText.string(["items": items]).utf8)
+        return jsonBytes(["items": items])
     }
 
     static func geolocateBody(cells: [CellID] = [cell], ta: Int? = 2, aps: [String] = aps, lacf: Bool = true) -> [UInt8] {
@@ -53,7 +53,7 @@ enum Fixture {
             return d
         }
         o["wifiAccessPoints"] = aps.map { ["macAddress": $0, "signalStrength": -65] }
-        return Array(JSONText.string(o).utf8)
+        return jsonBytes(o)
     }
 
     static func temporarySQLite() -> String {
@@ -145,4 +145,9 @@ func sameShape(_ actual: Any?, _ expected: Any?) -> Bool {
     case (is String, is String): return true
     default: return false
     }
+}
+
+/// JSON bytes of an object (sorted keys).
+func jsonBytes(_ o: Any) -> [UInt8] {
+    Array((try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data())
 }

@@ -229,8 +229,8 @@ import PostgresNIO
             let collection: [String: Any] = ["type": "FeatureCollection", "features": [feature, ["type": "Feature", "properties": [:]]]]
             let r = try await t.run([
                 (.post, "/v2/geosubmit", Fixture.submission(Fixture.square)),
-                (.post, "/v1/refine", Array(JSONText.string(Self.record).utf8)),
-                (.post, "/v1/refine", Array(JSONText.string(collection).utf8)),
+                (.post, "/v1/refine", jsonBytes(Self.record)),
+                (.post, "/v1/refine", jsonBytes(collection)),
                 (.post, "/v1/refine", Array("{\"lat\": 1}".utf8)),
             ])
             #expect(r[1].status == 200, "\(kind): \(r[1].body)")

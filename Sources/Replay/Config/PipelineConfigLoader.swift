@@ -52,10 +52,7 @@ public enum PipelineConfigLoader {
 
     /// Reads and parses a YAML file.
     public static func load(url: URL) throws -> [String: StageOptions] {
-        let text: String
-        do { text = try String(contentsOf: url, encoding: .utf8) } catch {
-            throw ConfigurationError(path: url.path, reason: "cannot read: \(error.localizedDescription)")
-        }
+        let text = try InputFile.text(url)
         return try parse(yaml: text, file: url.path)
     }
 

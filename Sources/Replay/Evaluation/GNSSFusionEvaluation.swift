@@ -3,7 +3,7 @@ import Positioning
 
 /// GNSS recordings `posfuse evaluate radio` knows besides the radio datasets.
 public enum GNSSRecordingKind: String, Sendable, CaseIterable {
-    /// A GSDC 2020 drive folder (`*_chipset.nmea` phones, `SPAN_*_1Hz.nmea` truth).
+    /// A GSDC 2020 drive folder (`<phone>_chipset.nmea` phones, `SPAN_<phone>_1Hz.nmea` or `_10Hz` truth).
     case gsdc
     /// Android GnssLogger logs (`Fix` records) of a static phone.
     case gnssLogger = "gnsslogger"
@@ -37,8 +37,8 @@ public enum GNSSRecordingKind: String, Sendable, CaseIterable {
 /// `smoother` fix is scored against the recording's truth, interpolated at the fix time:
 ///
 /// - `gsdc`: a drive folder of the Google Smartphone Decimeter Challenge 2020 layout, phones'
-///   chipset fixes `*_chipset.nmea` against the NovAtel SPAN track `SPAN_*_1Hz.nmea` (matched
-///   on UTC seconds, max truth gap 5 s). The chipset fixes are already filtered by the phone,
+///   chipset fixes `<phone>_chipset.nmea`, each against its own NovAtel SPAN track (`matchTruth`;
+///   epochs matched on UTC seconds, max truth gap 5 s). The chipset fixes are already filtered by the phone,
 ///   so the filter cannot be expected to beat them by much; it must not lag or lose them.
 /// - `gnsslogger`: Android GnssLogger logs (`Fix` records) of a static phone against its
 ///   surveyed point (`--truth-point`). Convergence: the last fused fix lies within the
@@ -79,10 +79,18 @@ public enum GNSSFusionEvaluation {
         /// recording's reported accuracy (or "all training handsets"); the figures above are then
         /// after that calibration (α̂ is what remains).
         public var calibratedOn: String?
+        /// The handset's model family (`HandsetFamilies`), the truth file scored against and how
+        /// it was matched to the phone (GSDC drives).
+        public var family: String?
+        public var truthFile: String?
+        public var truthMatch: String?
+        /// Sentences kept despite a defect that leaves the data intact, per reason, in the phone's
+        /// file (`phone`) and the truth file (`truth`).
+        public var tolerated: [String: [String: Int]]?
 
         enum CodingKeys: String, CodingKey {
             case name, sources, reportedAccuracy_m = "reported_accuracy_m", converged, accuracyCalibration = "accuracy_calibration_alpha"
-            case calibratedOn = "calibrated_on"
+            case calibratedOn = "calibrated_on", family, truthFile = "truth_file", truthMatch = "truth_match", tolerated
         }
     }
 
@@ -92,29 +100,89 @@ public enum GNSSFusionEvaluation {
     /// Sources scored.
     public static let sources: [Source] = [.gnss, .ekf, .smoother]
 
-    /// Imports the GSDC drive folder `folder`: one recording per `*_chipset.nmea` phone file
-    /// (strictly), with the folder's `SPAN_*_1Hz.nmea` as truth.
-    public static func loadGSDC(_ folder: URL) throws -> [RecordedWalk] {
-        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
-            .sorted { $0.lastPathComponent < $1.lastPathComponent }
-        let phones = files.filter { $0.lastPathComponent.hasSuffix("_chipset.nmea") }
-        guard let span = files.first(where: { $0.lastPathComponent.hasPrefix("SPAN_") && $0.pathExtension == "nmea" }) else {
-            throw ImportDataError(file: folder.path, line: 0, reason: "no SPAN_*.nmea truth track in the drive folder")
-        }
-        guard !phones.isEmpty else { throw ImportDataError(file: folder.path, line: 0, reason: "no *_chipset.nmea phone file in the drive folder") }
-        return try phones.map { u in
-            var phone = try importTrace(format: .nmea, urls: [u], options: ImportOptions(strict: true))
-            var truthOptions = ImportOptions(strict: true, asTruth: true)
-            truthOptions.origin = phone.header.origin
-            phone = mergeTruth(phone, try importTrace(format: .nmea, urls: [span], options: truthOptions))
-            return RecordedWalk(name: folder.lastPathComponent + "/" + u.deletingPathExtension().lastPathComponent,
-                                header: phone.header, events: phone.events)
+    /// One phone of a GSDC drive with the truth track matched to it and what the import
+    /// tolerated (per reason) in the phone's file and in the truth file.
+    public struct DrivePhone: Sendable {
+        public var walk: RecordedWalk
+        /// The phone's name (file stem before `_chipset`) and its model family.
+        public var phone: String, family: String
+        /// The SPAN file used as its truth.
+        public var truthFile: String
+        /// How the truth was matched (`name`, `family`, `only track in the folder`).
+        public var truthMatch: String
+        public var phoneReport: ImportReport, truthReport: ImportReport
+    }
+
+    /// Truth files of a GSDC drive folder: `SPAN_<phone>_<rate>.nmea` (NovAtel SPAN track as
+    /// NMEA; rate `1Hz` or `10Hz`, `1Hz` preferred), parsed into (phone, rate, file).
+    static func spanFiles(_ files: [URL]) -> [(phone: String, rate: String, url: URL)] {
+        files.compactMap { u in
+            let n = u.lastPathComponent
+            guard n.hasPrefix("SPAN_"), u.pathExtension == "nmea" else { return nil }
+            let stem = n.dropFirst(5).dropLast(5)
+            guard let us = stem.lastIndex(of: "_") else { return (String(stem), "", u) }
+            return (String(stem[..<us]), String(stem[stem.index(after: us)...]), u)
         }
     }
 
+    /// The truth track of phone `phone` among `spans`: the same phone name, else the same model
+    /// family (`families`), each at 1 Hz before 10 Hz before any other rate; else, when the
+    /// folder's SPAN files are all of one phone, that track (one car carries every phone: the
+    /// dev drive has only `SPAN_Pixel4_1Hz.nmea`). nil: several phones' tracks, none of this one.
+    static func matchTruth(phone: String, spans: [(phone: String, rate: String, url: URL)], families: HandsetFamilies)
+        -> (url: URL, how: String)? {
+        func rank(_ r: String) -> Int { r == "1Hz" ? 0 : r == "10Hz" ? 1 : 2 }
+        func best(_ c: [(phone: String, rate: String, url: URL)]) -> URL? {
+            c.min { (rank($0.rate), $0.url.lastPathComponent) < (rank($1.rate), $1.url.lastPathComponent) }?.url
+        }
+        if let u = best(spans.filter { $0.phone == phone }) { return (u, "name") }
+        let f = families.family(of: phone)
+        if let u = best(spans.filter { families.family(of: $0.phone) == f }) { return (u, "family \(f)") }
+        if Set(spans.map(\.phone)).count == 1, let u = best(spans) { return (u, "only track in the folder") }
+        return nil
+    }
+
+    /// Imports the GSDC drive folder `folder`: one recording per `*_chipset.nmea` phone file,
+    /// each against the truth track matched to it (`matchTruth`). Lenient by default: sentence
+    /// defects that leave the data intact (wrong checksums, unknown talkers, missing hemisphere
+    /// letters: real SPAN files have them) are counted per reason in the reports; `strict`
+    /// makes them fatal (`file:line: reason`).
+    public static func loadGSDCDrive(_ folder: URL, strict: Bool = false, families: HandsetFamilies = HandsetFamilies()) throws -> [DrivePhone] {
+        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+        let phones = files.filter { $0.lastPathComponent.hasSuffix("_chipset.nmea") }
+        let spans = spanFiles(files)
+        guard !spans.isEmpty else {
+            throw ImportDataError(file: folder.path, line: 0, reason: "no SPAN_<phone>_1Hz.nmea (or _10Hz) truth track in the drive folder")
+        }
+        guard !phones.isEmpty else { throw ImportDataError(file: folder.path, line: 0, reason: "no *_chipset.nmea phone file in the drive folder") }
+        return try phones.map { u in
+            let phone = String(u.lastPathComponent.dropLast("_chipset.nmea".count))
+            guard let truth = matchTruth(phone: phone, spans: spans, families: families) else {
+                throw ImportDataError(file: folder.path, line: 0, reason: "no truth track for phone \(phone): expected SPAN_\(phone)_1Hz.nmea "
+                                      + "(or _10Hz, or a phone of family \(families.family(of: phone))) among "
+                                      + spans.map(\.url.lastPathComponent).joined(separator: ", "))
+            }
+            let p = try importTrace(format: .nmea, urls: [u], options: ImportOptions(strict: strict))
+            var truthOptions = ImportOptions(strict: strict, asTruth: true)
+            truthOptions.origin = p.header.origin
+            let t = try importTrace(format: .nmea, urls: [truth.url], options: truthOptions)
+            let merged = try mergeTruth(p, t)
+            return DrivePhone(walk: RecordedWalk(name: folder.lastPathComponent + "/" + u.deletingPathExtension().lastPathComponent,
+                                                 header: merged.header, events: merged.events),
+                              phone: phone, family: families.family(of: phone), truthFile: truth.url.lastPathComponent,
+                              truthMatch: truth.how, phoneReport: p.report, truthReport: t.report)
+        }
+    }
+
+    /// The recordings of `loadGSDCDrive`.
+    public static func loadGSDC(_ folder: URL, strict: Bool = false, families: HandsetFamilies = HandsetFamilies()) throws -> [RecordedWalk] {
+        try loadGSDCDrive(folder, strict: strict, families: families).map(\.walk)
+    }
+
     /// Imports a GnssLogger log of a static phone with `truth` as a `gt` event at every fix.
-    public static func loadStatic(_ url: URL, truth: Geodetic) throws -> RecordedWalk {
-        let t = try importTrace(format: .gnsslogger, urls: [url], options: ImportOptions(strict: true, staticTruth: truth))
+    public static func loadStatic(_ url: URL, truth: Geodetic, strict: Bool = false) throws -> RecordedWalk {
+        let t = try importTrace(format: .gnsslogger, urls: [url], options: ImportOptions(strict: strict, staticTruth: truth))
         return RecordedWalk(name: url.deletingPathExtension().lastPathComponent, header: t.header, events: t.events)
     }
 
@@ -131,31 +199,33 @@ public enum GNSSFusionEvaluation {
         return out
     }
 
-    /// The handset a recording comes from, for per-handset calibration: the header's device, else
-    /// the recording's file name (GSDC: `Pixel4XLModded_chipset`).
-    public static func handset(of walk: RecordedWalk) -> String {
-        if let d = walk.header.device, !d.isEmpty { return d }
-        return String(walk.name.split(separator: "/").last ?? Substring(walk.name))
+    /// The handset family a recording comes from, for per-family calibration: the header's
+    /// device, else the recording's file name (GSDC: `Pixel4XLModded_chipset`), normalised by
+    /// `families` (→ `Pixel4XL`).
+    public static func handset(of walk: RecordedWalk, families: HandsetFamilies = HandsetFamilies()) -> String {
+        if let d = walk.header.device, !d.isEmpty { return families.family(of: d) }
+        return families.family(of: String(walk.name.split(separator: "/").last ?? Substring(walk.name)))
     }
 
-    /// Per-handset calibrations fitted on training recordings, plus one over all of them for
-    /// handsets the training set does not have.
+    /// Per-family calibrations fitted on training recordings, plus one over all of them for
+    /// families the training set does not have.
     public struct HandsetCalibrations: Sendable {
         public var byHandset: [String: GNSSAccuracyCalibration] = [:]
         public var pooled: GNSSAccuracyCalibration?
+        public var families = HandsetFamilies()
         /// The calibration for a test recording and what it was fitted on (nil: none could be fitted).
         public func calibration(for walk: RecordedWalk) -> (calibration: GNSSAccuracyCalibration, fittedOn: String)? {
-            let h = handset(of: walk)
+            let h = handset(of: walk, families: families)
             if let c = byHandset[h] { return (c, h) }
             return pooled.map { ($0, "all training handsets") }
         }
     }
 
     public static func fitCalibrations(_ training: [RecordedWalk], accuracyConfidence: Double = 0.68,
-                                       minPerBin: Int = 200) -> HandsetCalibrations {
+                                       minPerBin: Int = 200, families: HandsetFamilies = HandsetFamilies()) -> HandsetCalibrations {
         var samples: [String: [GNSSAccuracyCalibration.Sample]] = [:]
-        for w in training { samples[handset(of: w), default: []] += calibrationSamples(w, accuracyConfidence: accuracyConfidence) }
-        var out = HandsetCalibrations()
+        for w in training { samples[handset(of: w, families: families), default: []] += calibrationSamples(w, accuracyConfidence: accuracyConfidence) }
+        var out = HandsetCalibrations(families: families)
         for (h, s) in samples { out.byHandset[h] = GNSSAccuracyCalibration.fit(s, minPerBin: minPerBin)?.calibration }
         out.pooled = GNSSAccuracyCalibration.fit(samples.values.flatMap { $0 }, minPerBin: minPerBin)?.calibration
         return out

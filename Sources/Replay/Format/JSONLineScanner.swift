@@ -42,8 +42,9 @@ struct JField {
 struct JSONLineScanner {
     let p: UnsafePointer<UInt8>
     let count: Int
-
-    static let maxDepth = 64
+    /// Deepest nesting accepted (a guard for the recursive descent): 64 for trace lines, more for
+    /// report records (which carry whatever an app nests in keys posfuse ignores).
+    var maxDepth = 64
 
     // MARK: objects
 
@@ -76,6 +77,13 @@ struct JSONLineScanner {
         let e = try object(at: 0, into: &fields)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
+    }
+
+    /// Whether the whole text is one JSON value of any kind, with only whitespace around it.
+    func isSingleValue() -> Bool {
+        var f = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
+        guard let e = try? value(at: skipWS(0), into: &f, depth: 1) else { return false }
+        return skipWS(e) == count
     }
 
     /// Element ranges of the array `[…]` spanning `start..<end` (as recorded in a field).
@@ -125,7 +133,7 @@ struct JSONLineScanner {
 
     /// Validates a nested object or array; returns the offset after its closing bracket.
     private func skipContainer(at start: Int, depth: Int) throws(LineIssue) -> Int {
-        guard depth <= Self.maxDepth else { throw .json("nesting deeper than \(Self.maxDepth) at column \(start + 1)") }
+        guard depth <= maxDepth else { throw .json("nesting deeper than \(maxDepth) at column \(start + 1)") }
         let isObject = p[start] == UInt8(ascii: "{")
         let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
         var i = skipWS(start + 1)
@@ -310,7 +318,7 @@ struct JSONLineScanner {
         // that strtod below consumes exactly the bytes scanned.
         if i < count {
             switch p[i] {
-            case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"):
+            case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n"):
                 break
             default: throw unexpected(i, expecting: "',' or the end of the number")
             }
@@ -349,7 +357,8 @@ struct JSONLineScanner {
         var i = start
         while i < count {
             let c = p[i]
-            if c != UInt8(ascii: " ") && c != UInt8(ascii: "\t") && c != UInt8(ascii: "\r") { break }
+            // JSON whitespace (RFC 8259 §2); a trace line never holds a newline, a pretty-printed feature may.
+            if c != UInt8(ascii: " ") && c != UInt8(ascii: "\t") && c != UInt8(ascii: "\r") && c != UInt8(ascii: "\n") { break }
             i += 1
         }
         return i

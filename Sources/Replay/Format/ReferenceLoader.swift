@@ -30,10 +30,7 @@ public enum ReferenceLoader {
 
     /// The parsed JSON of one reference file (for callers that convert it into many frames).
     public static func json(url: URL) throws -> Any {
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw TraceDataError(file: url.path, line: 0, reason: "cannot read: \(error.localizedDescription)", code: "io")
-        }
+        let data = try InputFile.data(url)
         do { return try JSONSerialization.jsonObject(with: data) } catch {
             throw TraceDataError(file: url.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: "invalid_json")
         }
@@ -49,14 +46,16 @@ public enum ReferenceLoader {
             let at = "aps[\(i)]"
             let bssid = try p.string(o, "bssid", at).lowercased()
             ref.accessPoints[bssid] = AccessPoint(bssid: bssid, position: try p.position(o, at), floor: try p.optInt(o, "floor", at),
-                                                  p0: try p.optNumber(o, "p0", at), pathLossExponent: try p.optNumber(o, "n_exp", at),
+                                                  p0: try p.optNumber(o, "p0", at, in: TraceDomain.power, "dBm"),
+                                                  pathLossExponent: try p.optNumber(o, "n_exp", at, in: 0...100, ""),
                                                   radio: try p.optString(o, "radio", at))
         }
         for (i, o) in try p.array(root, "cells").enumerated() {
             let at = "cells[\(i)]"
             let id = try p.cellID(o, at)
-            ref.cells[id] = CellSite(cell: id, position: try p.position(o, at), azimuth: try p.optNumber(o, "azimuth", at),
-                                     beamwidth: try p.optNumber(o, "beamwidth", at), range: try p.optNumber(o, "range", at),
+            ref.cells[id] = CellSite(cell: id, position: try p.position(o, at), azimuth: try p.optNumber(o, "azimuth", at, in: TraceDomain.degrees, "deg"),
+                                     beamwidth: try p.optNumber(o, "beamwidth", at, in: 0...360, "deg"),
+                                     range: try p.optNumber(o, "range", at, in: 0...TraceDomain.localMetres.upperBound, "m"),
                                      provenance: try p.optString(o, "provenance", at) ?? "antenna")
         }
         for (i, o) in try p.array(root, "beacons").enumerated() {
@@ -64,23 +63,21 @@ public enum ReferenceLoader {
             let id = try p.string(o, "id", at)
             let period = try p.number(o, "period", at)
             guard period > 0 else { throw p.fail(at, "period must be > 0 s, got \(period)") }
+            if let m = TraceDomain.violation("period", period, 0...1e6, "s") { throw p.fail(at, m) }
             ref.beacons[id] = AcousticBeacon(id: id, position: try p.position(o, at),
-                                             offset: try p.optNumber(o, "offset", at) ?? 0, period: period)
+                                             offset: try p.optNumber(o, "offset", at, in: TraceDomain.time, "s") ?? 0, period: period)
         }
         for (i, o) in try p.array(root, "landmarks").enumerated() {
             let at = "landmarks[\(i)]"
             let id = try p.string(o, "id", at)
-            ref.landmarks[id] = Landmark(id: id, position: try p.position(o, at), height: try p.optNumber(o, "height", at))
+            ref.landmarks[id] = Landmark(id: id, position: try p.position(o, at), height: try p.optNumber(o, "height", at, in: TraceDomain.localMetres, "m"))
         }
         if let fpm = root["fingerprints"], !(fpm is NSNull) { ref.fingerprints = try p.fingerprints(fpm) }
         if root["cell_coverage"] != nil { ref.cellCoverage = try p.cellCoverage(p.array(root, "cell_coverage")) }
         if let fp = root["floorplan"], !(fp is NSNull) {
             if let name = fp as? String {
                 let fu = url.deletingLastPathComponent().appendingPathComponent(name)
-                let fd: Data
-                do { fd = try Data(contentsOf: fu) } catch {
-                    throw TraceDataError(file: fu.path, line: 0, reason: "cannot read floor plan: \(error.localizedDescription)", code: "io")
-                }
+                let fd = try InputFile.data(fu)
                 let g: Any
                 do { g = try JSONSerialization.jsonObject(with: fd) } catch {
                     throw TraceDataError(file: fu.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: "invalid_json")
@@ -114,15 +111,18 @@ private struct Parser {
     func fingerprints(_ any: Any) throws -> FingerprintMap {
         guard let o = any as? [String: Any] else { throw fail("fingerprints", "expected an object") }
         let threshold = try number(o, "threshold_dbm", "fingerprints")
+        if let m = TraceDomain.violation("threshold_dbm", threshold, TraceDomain.power, "dBm") { throw fail("fingerprints", m) }
         let spacing = try optNumber(o, "spacing_m", "fingerprints")
-        if let s = spacing, !(s > 0) { throw fail("fingerprints", "spacing_m must be > 0, got \(s)") }
+        if let s = spacing, !(s > 0) || s > TraceDomain.localMetres.upperBound { throw fail("fingerprints", "spacing_m must be in (0, 2e7] m, got \(s)") }
         var points: [FingerprintMap.Point] = []
         for (i, q) in try array(o, "points").enumerated() {
             let at = "fingerprints.points[\(i)]"
             guard let r = q["rss"] as? [String: Any] else { throw fail(at, "missing object 'rss' (bssid → dBm)") }
             var rss: [String: Double] = [:]
             for (b, v) in r {
-                guard let n = v as? NSNumber, !isBool(n), n.doubleValue.isFinite else { throw fail(at, "rss['\(b)'] must be a number (dBm)") }
+                guard let n = v as? NSNumber, !isBool(n), TraceDomain.power.contains(n.doubleValue) else {
+                    throw fail(at, "rss['\(b)'] must be a number in [-300, 100] dBm")
+                }
                 rss[b.lowercased()] = n.doubleValue
             }
             let pos = try position(q, at)
@@ -147,10 +147,10 @@ private struct Parser {
             let key = CellCoverageMap.Key(cell: try cellID(o, at), timingAdvance: try optInt(o, "ta", at))
             let raw = o["cov_m2"] as? [Any] ?? []
             let v = raw.compactMap { x -> Double? in
-                guard let n = x as? NSNumber, !isBool(n), n.doubleValue.isFinite else { return nil }
+                guard let n = x as? NSNumber, !isBool(n), abs(n.doubleValue) <= 1e14 else { return nil }
                 return n.doubleValue
             }
-            guard raw.count == 3, v.count == 3 else { throw fail(at, "cov_m2 must be [ee, en, nn] in m²") }
+            guard raw.count == 3, v.count == 3 else { throw fail(at, "cov_m2 must be [ee, en, nn] in m², each within ±1e14") }
             guard v[0] >= 0, v[2] >= 0, v[0] * v[2] - v[1] * v[1] >= -1e-9 * max(1, v[0] * v[2]) else {
                 throw fail(at, "cov_m2 is not a covariance (needs ee ≥ 0, nn ≥ 0, ee·nn ≥ en²)")
             }
@@ -183,6 +183,13 @@ private struct Parser {
         let d = n.doubleValue
         guard d.isFinite else { throw fail(at, "key '\(key)' is not finite") }
         return d
+    }
+
+    /// An optional number inside its domain (`TraceDomain`).
+    func optNumber(_ o: [String: Any], _ key: String, _ at: String, in r: ClosedRange<Double>, _ unit: String) throws -> Double? {
+        guard let v = try optNumber(o, key, at) else { return nil }
+        if let m = TraceDomain.violation(key, v, r, unit) { throw fail(at, m) }
+        return v
     }
 
     func number(_ o: [String: Any], _ key: String, _ at: String) throws -> Double {
@@ -218,12 +225,18 @@ private struct Parser {
     func position(_ o: [String: Any], _ at: String) throws -> SIMD3<Double> {
         if o["lat"] != nil || o["lon"] != nil {
             let lat = try number(o, "lat", at), lon = try number(o, "lon", at)
-            guard (-90...90).contains(lat), (-180...180).contains(lon) else { throw fail(at, "lat/lon out of range") }
+            if let m = TraceDomain.latLonViolation(lat, lon) { throw fail(at, m) }
             let h = try optNumber(o, "h", at) ?? frame.origin.height
+            if let m = TraceDomain.violation("h", h, TraceDomain.height, "m") { throw fail(at, m) }
             return frame.enu(Geodetic(latitude: lat, longitude: lon, height: h))
         }
         if o["e"] != nil || o["n"] != nil {
-            return SIMD3(try number(o, "e", at), try number(o, "n", at), try optNumber(o, "u", at) ?? 0)
+            let L = TraceDomain.localMetres
+            let v = SIMD3(try number(o, "e", at), try number(o, "n", at), try optNumber(o, "u", at) ?? 0)
+            for (k, x) in zip(["e", "n", "u"], [v.x, v.y, v.z]) {
+                if let m = TraceDomain.violation(k, x, L, "m") { throw fail(at, m) }
+            }
+            return v
         }
         throw fail(at, "missing position: give e, n (, u) or lat, lon (, h)", code: "missing_key")
     }
@@ -287,6 +300,9 @@ private struct Parser {
                 throw fail(at, "a coordinate must be [x, y] numbers")
             }
             if enuFloorplan {
+                guard TraceDomain.localMetres.contains(x), TraceDomain.localMetres.contains(y) else {
+                    throw fail(at, "coordinate [\(x), \(y)] outside [-2e7, 2e7] m")
+                }
                 xy.append(SIMD2(x, y))
             } else {
                 guard (-90...90).contains(y), (-180...180).contains(x) else {

@@ -31,7 +31,7 @@ struct TraceLineDecoder {
             try o.checkDuplicates()
             guard let ti = o.index("type") else { throw .missing("type") }
             guard buf[ti].kind == .string else { throw .wrongType("type", expected: "a string", got: o.kindName(ti)) }
-            let time = try o.requiredNumber("t")
+            let time = try o.requiredNumber("t", in: TraceDomain.time, "s")
             let type = buf[ti]
             let device = try o.optionalString("device") ?? Fix.defaultSubject
             let payload: TraceEvent.Payload
@@ -41,22 +41,24 @@ struct TraceLineDecoder {
                 try checkLatLon(lat, lon)
                 let acc = try o.requiredNumber("acc")
                 guard acc >= 0 else { throw .value("acc must be ≥ 0 m, got \(acc)") }
-                payload = .gnss(GNSSFix(latitude: lat, longitude: lon, altitude: try o.optionalNumber("alt"),
-                                        accuracy: acc, verticalAccuracy: try o.optionalNumber("vacc")))
+                try o.check("acc", acc, TraceDomain.accuracy, "m")
+                payload = .gnss(GNSSFix(latitude: lat, longitude: lon, altitude: try o.optionalNumber("alt", in: TraceDomain.height, "m"),
+                                        accuracy: acc, verticalAccuracy: try o.optionalNumber("vacc", in: TraceDomain.accuracy, "m")))
             case let (t, n) where eq(t, n, "acc"): payload = .imu(try xyz(o, .accelerometer))
             case let (t, n) where eq(t, n, "gyro"): payload = .imu(try xyz(o, .gyroscope))
             case let (t, n) where eq(t, n, "mag"): payload = .imu(try xyz(o, .magnetometer))
             case let (t, n) where eq(t, n, "rotvec"):
-                payload = .imu(IMUSample(kind: .rotationVector, x: try o.requiredNumber("x"), y: try o.requiredNumber("y"),
-                                         z: try o.requiredNumber("z"), w: try o.requiredNumber("w")))
+                payload = .imu(IMUSample(kind: .rotationVector, x: try o.requiredNumber("x", in: TraceDomain.imu, ""),
+                                         y: try o.requiredNumber("y", in: TraceDomain.imu, ""),
+                                         z: try o.requiredNumber("z", in: TraceDomain.imu, ""), w: try o.requiredNumber("w", in: TraceDomain.imu, "")))
             case let (t, n) where eq(t, n, "baro"):
-                payload = .imu(IMUSample(kind: .barometer, x: try o.requiredNumber("p")))
+                payload = .imu(IMUSample(kind: .barometer, x: try o.requiredNumber("p", in: TraceDomain.imu, "hPa")))
             case let (t, n) where eq(t, n, "wifi"): payload = .wifi(try wifi(o))
             case let (t, n) where eq(t, n, "cell"): payload = .cell(try cell(o))
-            case let (t, n) where eq(t, n, "step"): payload = .step(StepEvent(length: try o.optionalNumber("len")))
+            case let (t, n) where eq(t, n, "step"): payload = .step(StepEvent(length: try o.optionalNumber("len", in: TraceDomain.stepLength, "m")))
             case let (t, n) where eq(t, n, "acoustic"):
-                payload = .acoustic(AcousticArrival(beacon: try o.requiredString("beacon"), arrivalTime: try o.requiredNumber("toa"),
-                                                    emission: try o.optionalInt("k"), snr: try o.optionalNumber("snr")))
+                payload = .acoustic(AcousticArrival(beacon: try o.requiredString("beacon"), arrivalTime: try o.requiredNumber("toa", in: TraceDomain.time, "s"),
+                                                    emission: try o.optionalInt("k"), snr: try o.optionalNumber("snr", in: TraceDomain.power, "dB")))
             case let (t, n) where eq(t, n, "peer_range"): payload = .peerRange(try peer(o))
             case let (t, n) where eq(t, n, "photo"): payload = .photo(try photo(o))
             case let (t, n) where eq(t, n, "gt"): payload = .groundTruth(try groundTruth(o))
@@ -70,12 +72,12 @@ struct TraceLineDecoder {
     }
 
     private func xyz(_ o: Obj, _ kind: IMUKind) throws(LineIssue) -> IMUSample {
-        IMUSample(kind: kind, x: try o.requiredNumber("x"), y: try o.requiredNumber("y"), z: try o.requiredNumber("z"))
+        IMUSample(kind: kind, x: try o.requiredNumber("x", in: TraceDomain.imu, ""), y: try o.requiredNumber("y", in: TraceDomain.imu, ""),
+                  z: try o.requiredNumber("z", in: TraceDomain.imu, ""))
     }
 
     private func checkLatLon(_ lat: Double, _ lon: Double) throws(LineIssue) {
-        guard (-90...90).contains(lat) else { throw .value("lat \(lat) outside [-90, 90] deg") }
-        guard (-180...180).contains(lon) else { throw .value("lon \(lon) outside [-180, 180] deg") }
+        if let m = TraceDomain.latLonViolation(lat, lon) { throw .value(m) }
     }
 
     private mutating func wifi(_ o: Obj) throws(LineIssue) -> WiFiScan {
@@ -99,12 +101,13 @@ struct TraceLineDecoder {
                 var bssid = try n.requiredString("bssid")
                 if bssid.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) { bssid = bssid.lowercased() }
                 return WiFiObservation(bssid: bssid, ssid: try n.optionalString("ssid") ?? "",
-                                       frequency: try n.requiredNumber("freq"), rss: try n.requiredNumber("rss"),
-                                       lastSeen: try n.optionalNumber("t_seen"))
+                                       frequency: try n.requiredNumber("freq", in: TraceDomain.frequencyMHz, "MHz"),
+                                       rss: try n.requiredNumber("rss", in: TraceDomain.power, "dBm"),
+                                       lastSeen: try n.optionalNumber("t_seen", in: TraceDomain.time, "s"))
             }
             aps.append(ap)
         }
-        return WiFiScan(start: try o.optionalNumber("t_start"), accessPoints: aps)
+        return WiFiScan(start: try o.optionalNumber("t_start", in: TraceDomain.time, "s"), accessPoints: aps)
     }
 
     private func cell(_ o: Obj) throws(LineIssue) -> CellObservation {
@@ -123,18 +126,22 @@ struct TraceLineDecoder {
                         area: try o.requiredInt("area"), cid: try o.requiredInt("cid"))
         let ta = try o.optionalInt("ta")
         if let ta, ta < 0 { throw .value("ta must be ≥ 0, got \(ta)") }
+        if let ta, let m = TraceDomain.violation("ta", ta, TraceDomain.timingAdvance) { throw .value(m) }
         return CellObservation(cell: id, pci: try o.optionalInt("pci"), arfcn: try o.optionalInt("arfcn"),
                                serving: try o.requiredBool("serving"), timingAdvance: ta, timingAdvanceUnit: unit,
-                               rsrp: try o.optionalNumber("rsrp"), rsrq: try o.optionalNumber("rsrq"))
+                               rsrp: try o.optionalNumber("rsrp", in: TraceDomain.power, "dBm"),
+                               rsrq: try o.optionalNumber("rsrq", in: TraceDomain.power, "dB"))
     }
 
     private func peer(_ o: Obj) throws(LineIssue) -> PeerRange {
+        let S = TraceDomain.samples, L = TraceDomain.localMetres
         let r = PeerRange(peer: try o.requiredString("peer"),
-                          nAA: try o.optionalNumber("n_aa"), nAB: try o.optionalNumber("n_ab"),
-                          nBA: try o.optionalNumber("n_ba"), nBB: try o.optionalNumber("n_bb"),
-                          sampleRate: try o.optionalNumber("fs"),
-                          speakerMicA: try o.optionalNumber("k_a"), speakerMicB: try o.optionalNumber("k_b"),
-                          distance: try o.optionalNumber("d"), sigma: try o.optionalNumber("sigma"))
+                          nAA: try o.optionalNumber("n_aa", in: S, ""), nAB: try o.optionalNumber("n_ab", in: S, ""),
+                          nBA: try o.optionalNumber("n_ba", in: S, ""), nBB: try o.optionalNumber("n_bb", in: S, ""),
+                          sampleRate: try o.optionalNumber("fs", in: 1e-3...1e9, "Hz"),
+                          speakerMicA: try o.optionalNumber("k_a", in: L, "m"), speakerMicB: try o.optionalNumber("k_b", in: L, "m"),
+                          distance: try o.optionalNumber("d", in: 0...L.upperBound, "m"),
+                          sigma: try o.optionalNumber("sigma", in: 0...L.upperBound, "m"))
         let counters = r.nAA != nil && r.nAB != nil && r.nBA != nil && r.nBB != nil && r.sampleRate != nil
         guard counters || r.distance != nil else {
             throw .value("peer_range needs either 'd' or all of 'n_aa', 'n_ab', 'n_ba', 'n_bb', 'fs'")
@@ -143,13 +150,19 @@ struct TraceLineDecoder {
     }
 
     private func photo(_ o: Obj) throws(LineIssue) -> PhotoObservation {
-        PhotoObservation(id: try o.requiredString("id"), pair: try o.optionalString("pair"),
-                         width: try o.requiredInt("w"), height: try o.requiredInt("h"),
-                         focalLength: try o.requiredNumber("f_px"), cx: try o.optionalNumber("cx"), cy: try o.optionalNumber("cy"),
-                         exposureTime: try o.optionalNumber("exposure_t"), object: try o.requiredString("object"),
-                         objectX: try o.requiredNumber("x_px"), objectY: try o.requiredNumber("y_px"),
-                         objectHeight: try o.requiredNumber("h_px"),
-                         cameraAzimuthMagnetic: try o.optionalNumber("azimuth_mag_deg"))
+        let P = TraceDomain.pixelCoordinate
+        let w = try o.requiredInt("w"), h = try o.requiredInt("h")
+        if let m = TraceDomain.violation("w", w, TraceDomain.pixels, "px") ?? TraceDomain.violation("h", h, TraceDomain.pixels, "px") {
+            throw .value(m)
+        }
+        return PhotoObservation(id: try o.requiredString("id"), pair: try o.optionalString("pair"),
+                         width: w, height: h,
+                         focalLength: try o.requiredNumber("f_px", in: 1e-6...P.upperBound, "px"),
+                         cx: try o.optionalNumber("cx", in: P, "px"), cy: try o.optionalNumber("cy", in: P, "px"),
+                         exposureTime: try o.optionalNumber("exposure_t", in: TraceDomain.time, "s"), object: try o.requiredString("object"),
+                         objectX: try o.requiredNumber("x_px", in: P, "px"), objectY: try o.requiredNumber("y_px", in: P, "px"),
+                         objectHeight: try o.requiredNumber("h_px", in: P, "px"),
+                         cameraAzimuthMagnetic: try o.optionalNumber("azimuth_mag_deg", in: TraceDomain.degrees, "deg"))
     }
 
     private func groundTruth(_ o: Obj) throws(LineIssue) -> GroundTruth {
@@ -157,9 +170,11 @@ struct TraceLineDecoder {
         if o.index("lat") != nil || o.index("lon") != nil {
             let lat = try o.requiredNumber("lat"), lon = try o.requiredNumber("lon")
             try checkLatLon(lat, lon)
-            pos = .geodetic(Geodetic(latitude: lat, longitude: lon, height: try o.optionalNumber("h") ?? 0))
+            pos = .geodetic(Geodetic(latitude: lat, longitude: lon, height: try o.optionalNumber("h", in: TraceDomain.height, "m") ?? 0))
         } else if o.index("e") != nil || o.index("n") != nil {
-            pos = .local(SIMD3(try o.requiredNumber("e"), try o.requiredNumber("n"), try o.optionalNumber("u") ?? 0))
+            let L = TraceDomain.localMetres
+            pos = .local(SIMD3(try o.requiredNumber("e", in: L, "m"), try o.requiredNumber("n", in: L, "m"),
+                               try o.optionalNumber("u", in: L, "m") ?? 0))
         } else {
             throw .missing("lat")
         }
@@ -168,7 +183,9 @@ struct TraceLineDecoder {
             guard let kk = GroundTruth.Kind(rawValue: k) else { throw .value("unknown gt kind '\(k)' (expected checkpoint or continuous)") }
             kind = kk
         }
-        return GroundTruth(position: pos, floor: try o.optionalInt("floor"), kind: kind)
+        let floor = try o.optionalInt("floor")
+        if let floor, let m = TraceDomain.violation("floor", floor, TraceDomain.floor) { throw .value(m) }
+        return GroundTruth(position: pos, floor: floor, kind: kind)
     }
 
     // MARK: header
@@ -200,7 +217,7 @@ struct TraceLineDecoder {
                 try n.checkDuplicates()
                 let lat = try n.requiredNumber("lat"), lon = try n.requiredNumber("lon")
                 try checkLatLon(lat, lon)
-                return Geodetic(latitude: lat, longitude: lon, height: try n.optionalNumber("h") ?? 0)
+                return Geodetic(latitude: lat, longitude: lon, height: try n.optionalNumber("h", in: TraceDomain.height, "m") ?? 0)
             }
             var floors: [Double] = []
             if let fi = o.index("floor_heights_m"), buf[fi].kind != .null {
@@ -211,14 +228,15 @@ struct TraceLineDecoder {
                     guard e.kind == .number else {
                         throw .wrongType("floor_heights_m[\(k)]", expected: "a number", got: Obj.kindName(e.kind))
                     }
+                    if let m = TraceDomain.violation("floor_heights_m[\(k)]", e.number, TraceDomain.localMetres, "m") { throw .value(m) }
                     floors.append(e.number)
                 }
             }
             return TraceHeader(version: version, origin: origin, device: try o.optionalString("device"),
-                               declination: try o.optionalNumber("declination_deg") ?? 0,
-                               temperature: try o.optionalNumber("temperature_c"), floorHeights: floors,
-                               name: try o.optionalString("name"), rssThreshold: try o.optionalNumber("rss_threshold_dbm"),
-                               phoneHeight: try o.optionalNumber("phone_height_m"))
+                               declination: try o.optionalNumber("declination_deg", in: TraceDomain.degrees, "deg") ?? 0,
+                               temperature: try o.optionalNumber("temperature_c", in: TraceDomain.temperature, "°C"), floorHeights: floors,
+                               name: try o.optionalString("name"), rssThreshold: try o.optionalNumber("rss_threshold_dbm", in: TraceDomain.power, "dBm"),
+                               phoneHeight: try o.optionalNumber("phone_height_m", in: TraceDomain.localMetres, "m"))
         }
     }
 }
@@ -277,6 +295,24 @@ private struct Obj {
         return f[i].number
     }
 
+    /// A required number inside its domain (`TraceDomain`).
+    @inline(__always) func requiredNumber(_ key: StaticString, in r: ClosedRange<Double>, _ unit: String) throws(LineIssue) -> Double {
+        let v = try requiredNumber(key)
+        if !r.contains(v) { try check(key, v, r, unit) }
+        return v
+    }
+
+    /// An optional number inside its domain (`TraceDomain`).
+    @inline(__always) func optionalNumber(_ key: StaticString, in r: ClosedRange<Double>, _ unit: String) throws(LineIssue) -> Double? {
+        guard let v = try optionalNumber(key) else { return nil }
+        if !r.contains(v) { try check(key, v, r, unit) }
+        return v
+    }
+
+    func check(_ key: StaticString, _ v: Double, _ r: ClosedRange<Double>, _ unit: String) throws(LineIssue) {
+        if let m = TraceDomain.violation(path + key.description, v, r, unit) { throw .value(m) }
+    }
+
     func requiredInt(_ key: StaticString) throws(LineIssue) -> Int {
         guard let v = try optionalInt(key) else {
             if let i = index(key) { throw .wrongType(path + key.description, expected: "an integer", got: kindName(i)) }
@@ -319,3 +355,45 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+/// Checks events and headers by the reader's own rules: encodes them as the writer would
+/// (`TraceLineEncoder`) and decodes the line with `TraceLineDecoder`. Importers and the
+/// simulator use it so that what they write is what `posfuse validate` accepts.
+public final class TraceLineChecker {
+    private var decoder = TraceLineDecoder()
+    private let encoder = TraceLineEncoder()
+    public init() {}
+
+    /// nil when the event's line would decode; otherwise the decoder's reason.
+    public func check(_ e: TraceEvent) -> String? {
+        let line = encoder.encode(e)
+        let n = line.utf8.count
+        // The scanner reads up to a NUL terminator (as `TraceReader` provides): withCString.
+        return line.withCString { c -> String? in
+            c.withMemoryRebound(to: UInt8.self, capacity: n + 1) { p -> String? in
+                do { _ = try decoder.event(p, count: n); return nil } catch let e as LineIssue { return e.message } catch { return "\(error)" }
+            }
+        }
+    }
+
+    /// nil when the header line would decode; otherwise the decoder's reason.
+    public func check(_ h: TraceHeader) -> String? {
+        let line = encoder.encode(h)
+        let n = line.utf8.count
+        // The scanner reads up to a NUL terminator (as `TraceReader` provides): withCString.
+        return line.withCString { c -> String? in
+            c.withMemoryRebound(to: UInt8.self, capacity: n + 1) { p -> String? in
+                do { _ = try decoder.header(p, count: n); return nil } catch let e as LineIssue { return e.message } catch { return "\(error)" }
+            }
+        }
+    }
+
+    /// A reason without its numbers (for counting drops by kind): the leading key name, e.g.
+    /// `t 1e+300 outside …` → `t out of domain`.
+    public static func generic(_ reason: String) -> String {
+        let first = reason.split(separator: " ").first.map(String.init) ?? reason
+        if reason.contains("outside") || reason.contains("not a finite") { return "\(first) out of domain" }
+        if reason.hasPrefix("key ") || reason.hasPrefix("missing key") { return reason.split(separator: ",").first.map(String.init) ?? reason }
+        return String(reason.prefix(60))
+    }
+}

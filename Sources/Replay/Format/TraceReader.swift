@@ -86,6 +86,11 @@ public final class TraceReader {
     public static let chunkBytes = 1 << 20
     /// Longest accepted line; a longer one is a data error (a corrupt or non-trace file).
     public static let maxLineBytes = 64 << 20
+    /// Most events the reorder window holds. Events that share one timestamp (or lie within
+    /// `reorderWindow` of each other) would otherwise all wait in the window: memory would grow
+    /// with the file. When the window is full its earliest event is delivered and later lines
+    /// older than that event are out of order (the window's reach shrank).
+    public static let maxWindowEvents = 1 << 16
 
     private let fd: Int32
     private var buf: UnsafeMutablePointer<UInt8>
@@ -102,6 +107,8 @@ public final class TraceReader {
     private var window = TimeOrderedRing()
     private var maxTime = -Double.infinity
     private var maxTimeLine = 0
+    /// Time of the last event delivered early because the window was full (-∞ if none).
+    private var forcedTime = -Double.infinity
 
     /// Opens `url` and reads the header. Throws `TraceDataError` (code `io` when the file
     /// cannot be read; a bad or missing header is fatal in both modes).
@@ -142,6 +149,10 @@ public final class TraceReader {
     public func next() throws -> TraceEvent? {
         while true {
             if let e = window.popFirst(ifAtMost: maxTime - reorderWindow) { return deliver(e) }
+            if window.count >= Self.maxWindowEvents, let e = window.popFirst(ifAtMost: .infinity) {
+                forcedTime = e.time
+                return deliver(e)
+            }
             guard let (p, n) = try nextLine() else {
                 guard let e = window.popFirst(ifAtMost: .infinity) else { return nil }
                 return deliver(e)
@@ -160,10 +171,12 @@ public final class TraceReader {
             case .event(let e):
                 if e.time < maxTime {
                     counts.outOfOrder += 1
-                    if e.time < maxTime - reorderWindow {
+                    if e.time < maxTime - reorderWindow || e.time < forcedTime {
                         try reject(TraceDataError(
                             file: path, line: counts.lines,
-                            reason: "t=\(e.time) s is \(maxTime - e.time) s earlier than t=\(maxTime) s on line \(maxTimeLine) (beyond the \(reorderWindow) s reorder window)",
+                            reason: e.time < maxTime - reorderWindow
+                                ? "t=\(e.time) s is \(maxTime - e.time) s earlier than t=\(maxTime) s on line \(maxTimeLine) (beyond the \(reorderWindow) s reorder window)"
+                                : "t=\(e.time) s is earlier than t=\(forcedTime) s, already delivered because more than \(Self.maxWindowEvents) events fell within the \(reorderWindow) s reorder window",
                             code: "out_of_order"))
                         continue
                     }

@@ -96,19 +96,17 @@ public struct TraceLineEncoder: Sendable {
     }
 }
 
-/// Streams a trace to a file handle with buffered writes.
+/// Streams a trace to a file with buffered writes. The file appears complete at `close()`
+/// (`OutputFile`: written beside the target and renamed; write errors such as a full disk
+/// are thrown there). A writer released without `close()` leaves no file.
 public final class TraceWriter {
-    private let handle: FileHandle
+    private let file: OutputFile
     private var buffer: [UInt8] = []
     private let encoder = TraceLineEncoder()
 
-    /// Creates (truncates) `url` and writes the header line.
+    /// Creates `url` (replacing it at `close()`) and writes the header line.
     public init(url: URL, header: TraceHeader) throws {
-        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
-        guard let h = FileHandle(forWritingAtPath: url.path) else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: url.path])
-        }
-        handle = h
+        file = try OutputFile(path: url.path)
         buffer.reserveCapacity(1 << 20)
         write(line: encoder.encode(header))
     }
@@ -121,11 +119,11 @@ public final class TraceWriter {
     }
 
     public func flush() {
-        if !buffer.isEmpty { handle.write(Data(buffer)); buffer.removeAll(keepingCapacity: true) }
+        if !buffer.isEmpty { file.write(buffer); buffer.removeAll(keepingCapacity: true) }
     }
 
-    public func close() throws { flush(); try handle.close() }
-    deinit { flush() }
+    /// Writes what is buffered and puts the file in place; throws the first write error.
+    public func close() throws { flush(); try file.commit() }
 }
 
 /// Formats a Double for the trace: shortest round-trip decimal; integers without ".0";
@@ -153,7 +151,7 @@ struct JSONLine {
 }
 
 /// JSON string literal with escaping per RFC 8259.
-func jsonEscaped(_ v: String) -> String {
+public func jsonEscaped(_ v: String) -> String {
     if !v.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) { return "\"" + v + "\"" }   // nothing to escape
     var out = "\""
     for u in v.unicodeScalars {

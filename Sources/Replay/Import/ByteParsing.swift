@@ -11,7 +11,7 @@ public struct ByteBuffer: Sendable {
     var count: Int { bytes.count - 1 }
 
     public init(url: URL) throws {
-        var b = [UInt8](try Data(contentsOf: url))
+        var b = [UInt8](try InputFile.data(url))
         // Strip a UTF-8 byte-order mark.
         if b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF { b.removeFirst(3) }
         b.append(0)
@@ -131,6 +131,15 @@ func columnIndex(_ names: [String]) -> [String: Int] {
     var m: [String: Int] = [:]
     for (i, n) in names.enumerated() where m[n] == nil { m[n.trimmingCharacters(in: .whitespaces)] = i }
     return m
+}
+
+/// The first column name that occurs twice in a header row, if any.
+func duplicateColumn(_ names: [String]) -> String? {
+    var seen: Set<String> = []
+    for n in names.map({ $0.trimmingCharacters(in: .whitespaces) }) where !n.isEmpty {
+        if !seen.insert(n).inserted { return n }
+    }
+    return nil
 }
 
 /// Parses "lat,lon[,h]" (degrees, degrees, metres).

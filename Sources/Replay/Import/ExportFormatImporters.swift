@@ -43,7 +43,12 @@ public enum GeoJSONImporter {
         var origin: Geodetic? = nil
         if let o = obj["posfuse_origin"] as? [String: Any], let la = (o["lat"] as? NSNumber)?.doubleValue,
            let lo = (o["lon"] as? NSNumber)?.doubleValue {
-            origin = Geodetic(latitude: la, longitude: lo, height: (o["h"] as? NSNumber)?.doubleValue ?? 0)
+            let h = (o["h"] as? NSNumber)?.doubleValue ?? 0
+            if TraceDomain.latLonViolation(la, lo) == nil, TraceDomain.height.contains(h) {
+                origin = Geodetic(latitude: la, longitude: lo, height: h)
+            } else {
+                ctx.line = 1; try ctx.malformed("posfuse_origin outside lat [-90, 90], lon [-180, 180], h [-2e4, 1e5]")
+            }
         }
         let features = (obj["features"] as? [[String: Any]]) ?? (obj["type"] as? String == "Feature" ? [obj] : [])
         var events: [TraceEvent] = []
@@ -58,16 +63,24 @@ public enum GeoJSONImporter {
                 try ctx.malformed("feature \(i): bad coordinates"); continue
             }
             let h = c.count >= 3 ? (c[2] as? NSNumber)?.doubleValue ?? 0 : 0
+            guard TraceDomain.height.contains(h) else { try ctx.malformed("feature \(i): height \(h) outside [-2e4, 1e5] m"); continue }
             guard let t = (p["t"] as? NSNumber)?.doubleValue ?? (p["time"] as? String).flatMap(UTCTime.parseISO8601) else {
                 ctx.drop("Point without t/time"); continue
             }
             let geo = Geodetic(latitude: lat, longitude: lon, height: h)
             if origin == nil { origin = geo }
+            var floor: Int? = nil
+            if let fl = p["floor"], !(fl is NSNull) {
+                guard let v = (fl as? NSNumber)?.doubleValue, v == v.rounded(), abs(v) <= 1000 else {
+                    try ctx.malformed("feature \(i): floor must be an integer in [-1000, 1000]"); continue
+                }
+                floor = Int(v)
+            }
             var cov: Covariance2? = nil
             if let a = (p["cov_ee"] as? NSNumber)?.doubleValue, let b = (p["cov_en"] as? NSNumber)?.doubleValue,
                let d = (p["cov_nn"] as? NSNumber)?.doubleValue { cov = Covariance2(ee: a, en: b, nn: d) }
             if let e = PositionRows.event(time: t, source: p["source"] as? String, subject: p["subject"] as? String, geodetic: geo,
-                                          local: nil, floor: (p["floor"] as? NSNumber)?.intValue, kind: p["kind"] as? String,
+                                          local: nil, floor: floor, kind: p["kind"] as? String,
                                           covariance: cov, options: options, ctx: &ctx) { events.append(e) }
         }
         return (events, ctx.report, origin)
@@ -101,6 +114,13 @@ public enum PositionCSVImporter {
             }
             func s(_ k: String) -> String? { cols[k].flatMap { $0 < f.count && !f[$0].isEmpty ? f[$0] : nil } }
             func d(_ k: String) -> Double? { s(k).flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
+            // A numeric cell that holds something else is a malformed row, not an absent value.
+            if let bad = ["t", "lat", "lon", "h", "e", "n", "u", "cov_ee", "cov_en", "cov_nn"].first(where: { s($0) != nil && d($0) == nil }) {
+                try ctx.malformed("\(bad) '\(s(bad)!)' is not a number"); continue
+            }
+            if let fl = s("floor"), Int(fl.trimmingCharacters(in: .whitespaces)) == nil {
+                try ctx.malformed("floor '\(fl)' is not an integer"); continue
+            }
             guard let t = d("t") ?? s("time_utc").flatMap(UTCTime.parseISO8601) else { try ctx.malformed("row without time"); continue }
             var geo: Geodetic? = nil, loc: SIMD3<Double>? = nil
             if let la = d("lat"), let lo = d("lon") {
@@ -112,7 +132,7 @@ public enum PositionCSVImporter {
             var cov: Covariance2? = nil
             if let a = d("cov_ee"), let b = d("cov_en"), let c = d("cov_nn") { cov = Covariance2(ee: a, en: b, nn: c) }
             if let e = PositionRows.event(time: t, source: s("source"), subject: s("subject"), geodetic: geo, local: loc,
-                                          floor: s("floor").flatMap { Int($0) }, kind: s("kind"), covariance: cov,
+                                          floor: s("floor").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }, kind: s("kind"), covariance: cov,
                                           options: options, ctx: &ctx) { events.append(e) }
         }
         return (events, ctx.report, origin)
@@ -137,7 +157,11 @@ public enum TUMImporter {
             if line.isEmpty { continue }
             if line.hasPrefix("#") {
                 let w = line.dropFirst().split(separator: " ")
-                if w.count >= 4, w[0] == "origin", let la = Double(w[1]), let lo = Double(w[2]), let h = Double(w[3]) {
+                if w.count >= 4, w[0] == "origin" {
+                    guard let la = Double(w[1]), let lo = Double(w[2]), let h = Double(w[3]),
+                          TraceDomain.latLonViolation(la, lo) == nil, TraceDomain.height.contains(h) else {
+                        try ctx.malformed("origin comment must be '# origin lat lon h' (deg, deg, m)"); continue
+                    }
                     origin = Geodetic(latitude: la, longitude: lo, height: h)
                 }
                 continue
@@ -182,12 +206,12 @@ extension ImportFormat {
         var report = ImportReport()
         var origin: Geodetic? = nil
         for u in urls {
-            let r = try parse(try Data(contentsOf: u), u.path)
+            let r = try parse(try InputFile.data(u), u.path)
             events += r.events; report.merge(r.report)
             if origin == nil { origin = r.origin }
         }
         let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : nil
-        return assembleTrace(events: events, defaultOrigin: origin ?? Geodetic(latitude: 0, longitude: 0), options: options,
-                             name: name, device: nil, report: report)
+        return try assembleTrace(events: events, defaultOrigin: origin ?? Geodetic(latitude: 0, longitude: 0), options: options,
+                                 name: name, device: nil, report: report, file: urls.first?.path ?? "import")
     }
 }

@@ -60,6 +60,9 @@ public enum GPXImporter {
     public static func parse(_ data: Data, file: String, options: ImportOptions) throws
         -> (events: [TraceEvent], report: ImportReport, first: Geodetic?) {
         var ctx = ImportContext(options: options, file: file)
+        // GPX is UTF-8 (GPX 1.1 schema). Checked here because Foundation's XMLParser stops the
+        // process on an element or attribute name that is not valid UTF-8.
+        _ = try InputFile.decode(data, file: file)
         // A stream, not `XMLParser(data:)`: on Linux the data initialiser fails on inputs of
         // about 1 MB (swift-corelibs-foundation issue 4851).
         let p = XMLParser(stream: InputStream(data: data))
@@ -86,7 +89,7 @@ public enum GPXImporter {
 
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
         try importEachFile(urls, options: options, originNote: "first point") { u in
-            let r = try parse(try Data(contentsOf: u), file: u.path, options: options)
+            let r = try parse(try InputFile.data(u), file: u.path, options: options)
             return (r.events, r.report, r.first, [:])
         }
     }

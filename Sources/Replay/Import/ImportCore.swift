@@ -36,6 +36,9 @@ public struct ImportReport: Sendable, Equatable {
     public var dropped: [String: Int] = [:]
     /// Record types the importer does not know, per type name.
     public var unknownTypes: [String: Int] = [:]
+    /// Records converted despite a defect that leaves their data intact (a wrong NMEA checksum,
+    /// an unknown talker id, a missing hemisphere letter), per defect. Fatal with `--strict`.
+    public var tolerated: [String: Int] = [:]
     /// Notes (origin choice, side files written).
     public var notes: [String] = []
     public init() {}
@@ -45,6 +48,7 @@ public struct ImportReport: Sendable, Equatable {
         for (k, v) in o.events { events[k, default: 0] += v }
         for (k, v) in o.dropped { dropped[k, default: 0] += v }
         for (k, v) in o.unknownTypes { unknownTypes[k, default: 0] += v }
+        for (k, v) in o.tolerated { tolerated[k, default: 0] += v }
         notes += o.notes
     }
 
@@ -56,6 +60,7 @@ public struct ImportReport: Sendable, Equatable {
         for (k, v) in events.sorted(by: { $0.key < $1.key }) { s += "  event \(k): \(v)\n" }
         for (k, v) in dropped.sorted(by: { $0.key < $1.key }) { s += "  dropped \(k): \(v)\n" }
         for (k, v) in unknownTypes.sorted(by: { $0.key < $1.key }) { s += "  unknown type \(k): \(v)\n" }
+        for (k, v) in tolerated.sorted(by: { $0.key < $1.key }) { s += "  tolerated \(k): \(v)\n" }
         for n in notes { s += "  note: \(n)\n" }
         return s
     }
@@ -90,6 +95,12 @@ public struct ImportContext {
     public mutating func malformed(_ reason: String) throws {
         if options.strict { throw ImportDataError(file: file, line: line, reason: reason) }
         report.dropped["malformed (\(reason))", default: 0] += 1
+    }
+    /// A record whose defect leaves its data intact (kept and converted). Strict: throws
+    /// `file:line: reason`; lenient: counted per reason in `report.tolerated`.
+    public mutating func tolerate(_ reason: String) throws {
+        if options.strict { throw ImportDataError(file: file, line: line, reason: reason) }
+        report.tolerated[reason, default: 0] += 1
     }
     /// A well-formed record the trace format cannot hold (never fatal).
     public mutating func drop(_ reason: String) { report.dropped[reason, default: 0] += 1 }
@@ -142,25 +153,60 @@ func importEachFile(_ urls: [URL], options: ImportOptions, originNote: String, a
     }
     if addsStaticTruth { addStaticTruth(&events, truth: options.staticTruth, device: options.device) }
     let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : nil
-    return assembleTrace(events: events, defaultOrigin: first ?? Geodetic(latitude: 0, longitude: 0), options: options,
-                         name: name, device: nil, report: report, sideFiles: side,
-                         extraNotes: options.origin == nil ? ["origin = \(originNote)"] : [])
+    return try assembleTrace(events: events, defaultOrigin: first ?? Geodetic(latitude: 0, longitude: 0), options: options,
+                             name: name, device: nil, report: report, sideFiles: side,
+                             extraNotes: options.origin == nil ? ["origin = \(originNote)"] : [], file: urls.first?.path ?? "import")
 }
 
 /// Assembles an `ImportedTrace`: sorts events stably by time, picks the origin
 /// (`options.origin`, else the importer's default) and counts events per type.
+///
+/// Every event is checked by the trace reader's own rules before it is kept (it is encoded
+/// as the line the writer would write and decoded by `TraceLineDecoder`, the decoder of
+/// `posfuse validate`), so an importer never writes a trace its validator rejects: an event
+/// outside the format's domain (`TraceDomain`: a NaN, a time of 1e300 s, an accuracy < 0) is
+/// a malformed record (strict: `file: reason`, exit 65; lenient: dropped and counted).
 public func assembleTrace(events: [TraceEvent], defaultOrigin: Geodetic, options: ImportOptions, name: String?,
                           device: String?, report: ImportReport, sideFiles: [String: [String]] = [:],
-                          extraNotes: [String] = []) -> ImportedTrace {
-    let sorted = events.enumerated().sorted { a, b in
+                          extraNotes: [String] = [], file: String = "import") throws -> ImportedTrace {
+    var r = report
+    var notes = extraNotes
+    let checker = TraceLineChecker()
+    var kept: [TraceEvent] = []
+    kept.reserveCapacity(events.count)
+    for e in events {
+        if let reason = checker.check(e) {
+            if options.strict {
+                throw ImportDataError(file: file, line: 0, reason: "a \(e.typeName) event at t=\(e.time) s would be invalid: \(reason)")
+            }
+            r.dropped["malformed (\(e.typeName): \(TraceLineChecker.generic(reason)))", default: 0] += 1
+            continue
+        }
+        kept.append(e)
+    }
+    var origin = options.origin ?? defaultOrigin
+    if options.origin == nil, checker.check(TraceHeader(origin: origin, device: device, name: name)) != nil {
+        // The importer's default origin (its first position) is outside the domain: take the
+        // first position that is inside it (that event passed the same check).
+        origin = kept.lazy.compactMap { e -> Geodetic? in
+            switch e.payload {
+            case .gnss(let g): return Geodetic(latitude: g.latitude, longitude: g.longitude, height: g.altitude ?? 0)
+            case .groundTruth(let t): if case .geodetic(let g) = t.position { return g } else { return nil }
+            default: return nil
+            }
+        }.first ?? Geodetic(latitude: 0, longitude: 0)
+        notes.append("the first position is outside the trace format's domain: origin = \(origin.latitude), \(origin.longitude), \(origin.height)")
+    }
+    let header = TraceHeader(origin: origin, device: device, name: name)
+    if let reason = checker.check(header) {
+        throw ImportDataError(file: file, line: 0, reason: "the trace header would be invalid: \(reason)")
+    }
+    let sorted = kept.enumerated().sorted { a, b in
         a.element.time < b.element.time || (a.element.time == b.element.time && a.offset < b.offset)
     }.map(\.element)
-    var r = report
     r.events = [:]
     for e in sorted { r.events[e.typeName, default: 0] += 1 }
-    r.notes += extraNotes
-    let origin = options.origin ?? defaultOrigin
-    let header = TraceHeader(origin: origin, device: device, name: name)
+    r.notes += notes
     return ImportedTrace(header: header, events: sorted, report: r, sideFiles: sideFiles)
 }
 

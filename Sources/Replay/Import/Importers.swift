@@ -12,11 +12,11 @@ public func importTrace(format: ImportFormat, urls: [URL], options: ImportOption
     case .geojson: return try ImportFormat.importWhole(urls, options: options) { try GeoJSONImporter.parse($0, file: $1, options: options) }
     case .csv:
         return try ImportFormat.importWhole(urls, options: options) {
-            try PositionCSVImporter.parse(String(decoding: $0, as: UTF8.self), file: $1, options: options)
+            try PositionCSVImporter.parse(try InputFile.decode($0, file: $1), file: $1, options: options)
         }
     case .tum:
         return try ImportFormat.importWhole(urls, options: options) {
-            try TUMImporter.parse(String(decoding: $0, as: UTF8.self), file: $1, options: options)
+            try TUMImporter.parse(try InputFile.decode($0, file: $1), file: $1, options: options)
         }
     case .ujiindoorloc: return try UJIIndoorLocImporter.importFiles(urls, options: options)
     case .opencellid, .wigle:
@@ -64,10 +64,10 @@ public func expandInputs(_ paths: [String], extensions: Set<String> = []) throws
 }
 
 /// Adds the events of `truth` (imported as ground truth) to `trace` (its header is kept).
-public func mergeTruth(_ trace: ImportedTrace, _ truth: ImportedTrace) -> ImportedTrace {
+public func mergeTruth(_ trace: ImportedTrace, _ truth: ImportedTrace) throws -> ImportedTrace {
     var r = trace.report
     r.merge(truth.report)
-    return assembleTrace(events: trace.events + truth.events, defaultOrigin: trace.header.origin, options: ImportOptions(),
+    return try assembleTrace(events: trace.events + truth.events, defaultOrigin: trace.header.origin, options: ImportOptions(),
                          name: trace.header.name, device: trace.header.device, report: r, sideFiles: trace.sideFiles)
 }
 
@@ -95,7 +95,7 @@ public func importReference(format: ImportFormat, urls: [URL], output: URL, opti
         guard json else { throw TraceDataError(file: output.path, line: 0, reason: "wigle writes a reference.json (-o NAME.json)", code: "io") }
         var aps: [APEstimate] = []
         for u in urls {
-            let r = try WiGLEImporter.parse(String(decoding: try Data(contentsOf: u), as: UTF8.self), file: u.path, options: options)
+            let r = try WiGLEImporter.parse(try InputFile.text(u), file: u.path, options: options)
             aps += r.aps; report.merge(r.report)
         }
         try ReferenceJSONWriter.update(url: output, aps: aps)

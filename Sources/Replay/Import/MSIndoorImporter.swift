@@ -248,8 +248,8 @@ public enum MSIndoorImporter {
             }
         }
         let name = urls.count == 1 ? urls[0].deletingPathExtension().lastPathComponent : meta?.site
-        var t = assembleTrace(events: events, defaultOrigin: origin, options: options, name: name,
-                              device: meta?.device, report: report, extraNotes: notes)
+        var t = try assembleTrace(events: events, defaultOrigin: origin, options: options, name: name,
+                                  device: meta?.device, report: report, extraNotes: notes, file: urls.first?.path ?? "import")
         // The floor plan is written only when its frame is the trace's (default origin).
         if options.origin == nil, let first = urls.first { t.floorplanGeoJSON = floorPlan(near: first) }
         return t

@@ -3,8 +3,16 @@ import Positioning
 
 /// Importer for NMEA 0183 logs (`$--GGA`, `$--RMC`, optional `$--GST`; any talker id).
 ///
-/// - Checksums (`*hh`, XOR of the bytes between `$` and `*`) are validated; a wrong checksum
-///   is a malformed sentence (fatal with `--strict`), a missing one is accepted.
+/// - Sentence-level defects that leave the data intact are tolerated by default, counted per
+///   reason in the import report (`tolerated …`), and fatal only with `--strict`:
+///   a wrong checksum (`*hh`, XOR of the bytes between `$` and `*`; real reference receivers
+///   write wrong ones: one held-back SPAN track has every `$GPRMC` checksum wrong while its
+///   `$GPGGA` ones are right), an unknown talker id (anything but GP, GL, GA, GB, BD, GN, GQ,
+///   GI, QZ), a missing hemisphere letter (taken from the nearest earlier sentence of the
+///   file that has one, else from `ImportOptions.origin` — the phone's own first fix when a
+///   truth track is read beside it; with neither, the sentence is malformed).
+///   A missing checksum is accepted silently. Fields that cannot be read (bad angle, bad
+///   time) stay malformed sentences: dropped and counted, fatal with `--strict`.
 /// - Sentences with the same UTC time string form one epoch; RMC gives the date, GGA the
 ///   altitude (`h` = MSL altitude + geoid separation, i.e. WGS84 ellipsoidal), HDOP and the
 ///   fix quality. Epochs without their own RMC take the date of the nearest RMC (±1 day at
@@ -34,15 +42,50 @@ public enum NMEAImporter {
         var line = 0
     }
 
-    /// Parses `ddmm.mmmm` / `dddmm.mmmm` with hemisphere letter to signed degrees.
-    static func angle(_ s: Substring, _ hemi: Substring, degDigits: Int) -> Double? {
+    /// Parses `ddmm.mmmm` / `dddmm.mmmm` with hemisphere letter to signed degrees. An empty
+    /// hemisphere takes the sign `implied` (nil: unreadable).
+    static func angle(_ s: Substring, _ hemi: Substring, degDigits: Int, implied: Double? = nil) -> Double? {
         let dot = s.firstIndex(of: ".") ?? s.endIndex
         guard s.count > degDigits, s.distance(from: s.startIndex, to: dot) == degDigits + 2 else { return nil }
         let di = s.index(s.startIndex, offsetBy: degDigits)
         guard let deg = Double(s[s.startIndex..<di]), let min = Double(s[di...]), min < 60 else { return nil }
         var v = deg + min / 60
-        switch hemi { case "N", "E": break; case "S", "W": v = -v; default: return nil }
+        switch hemi {
+        case "N", "E": break
+        case "S", "W": v = -v
+        case "": guard let implied else { return nil }; v *= implied < 0 ? -1 : 1
+        default: return nil
+        }
         return v
+    }
+
+    /// Talker ids of satellite receivers (NMEA 0183 v4.11): GPS, GLONASS, Galileo, BeiDou
+    /// (GB and BD), combined, QZSS (GQ and QZ), NavIC.
+    static let knownTalkers: Set<Substring> = ["GP", "GL", "GA", "GB", "BD", "GN", "GQ", "QZ", "GI"]
+
+    /// Hemisphere signs for sentences without letters: the last seen in the file (else the origin's).
+    struct Hemispheres {
+        var lat: Double?, lon: Double?
+        mutating func see(_ latH: Substring, _ lonH: Substring) {
+            if latH == "N" { lat = 1 } else if latH == "S" { lat = -1 }
+            if lonH == "E" { lon = 1 } else if lonH == "W" { lon = -1 }
+        }
+    }
+
+    /// Reads a (lat, hemisphere, lon, hemisphere) field quadruple; a missing letter is taken
+    /// from `hemi` and tolerated (counted; fatal with `--strict`).
+    static func position(_ f: [Substring], at i: Int, _ hemi: inout Hemispheres, _ ctx: inout ImportContext, type: String) throws
+        -> (lat: Double, lon: Double)? {
+        let fixed = ctx.options.origin
+        let latSign = hemi.lat ?? fixed.map { $0.latitude < 0 ? -1 : 1 }
+        let lonSign = hemi.lon ?? fixed.map { $0.longitude < 0 ? -1 : 1 }
+        guard let lat = angle(f[i], f[i + 1], degDigits: 2, implied: latSign),
+              let lon = angle(f[i + 2], f[i + 3], degDigits: 3, implied: lonSign) else { return nil }
+        if f[i + 1].isEmpty || f[i + 3].isEmpty {
+            try ctx.tolerate("missing hemisphere letter in \(type)")
+        }
+        hemi.see(f[i + 1], f[i + 3])
+        return (lat, lon)
     }
 
     /// Seconds of day from `hhmmss[.ss…]`.
@@ -65,6 +108,7 @@ public enum NMEAImporter {
         var epochs: [String: Epoch] = [:]
         var order = 0
         var n = 0
+        var hemi = Hemispheres()
         for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             n += 1
             ctx.line = n
@@ -73,15 +117,19 @@ public enum NMEAImporter {
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             guard let dollar = line.firstIndex(of: "$") else { try ctx.malformed("not an NMEA sentence"); continue }
             var body = line[line.index(after: dollar)...]
+            var checksumWrong = false
             if let star = body.lastIndex(of: "*") {
                 let hex = body[body.index(after: star)...].prefix(2)
-                guard checksumOK(body[..<star], hex) else { try ctx.malformed("NMEA checksum mismatch"); continue }
+                checksumWrong = !checksumOK(body[..<star], hex)
                 body = body[..<star]
             }
             let f = body.split(separator: ",", omittingEmptySubsequences: false)
             guard let tag = f.first, tag.count >= 5 else { try ctx.malformed("no sentence id"); continue }
             let type = String(tag.suffix(3))
             guard type == "GGA" || type == "RMC" || type == "GST" else { ctx.drop("\(type) sentence (not converted)"); continue }
+            // Defects that leave the fields intact: kept, counted per reason (fatal with --strict).
+            if checksumWrong { try ctx.tolerate("NMEA checksum mismatch in $\(tag)") }
+            if !knownTalkers.contains(tag.prefix(tag.count - 3)) { try ctx.tolerate("unknown NMEA talker id '\(tag.prefix(tag.count - 3))'") }
             guard f.count > 1, !f[1].isEmpty else { ctx.drop("\(type) without UTC time"); continue }
             let key = String(f[1])
             guard let tod = timeOfDay(f[1]) else { try ctx.malformed("bad UTC time \(f[1])"); continue }
@@ -91,7 +139,7 @@ public enum NMEAImporter {
                 guard f.count >= 10 else { try ctx.malformed("GGA needs 14 fields"); continue }
                 e.quality = Int(f[6]) ?? 0
                 if f[2].isEmpty { epochs[key] = e; continue }
-                guard let lat = angle(f[2], f[3], degDigits: 2), let lon = angle(f[4], f[5], degDigits: 3) else {
+                guard let (lat, lon) = try position(f, at: 2, &hemi, &ctx, type: "GGA") else {
                     try ctx.malformed("bad GGA position"); continue
                 }
                 e.lat = lat; e.lon = lon
@@ -105,7 +153,7 @@ public enum NMEAImporter {
                 } else if !f[9].isEmpty { try ctx.malformed("bad RMC date \(f[9])"); continue }
                 e.rmcValid = f[2] == "A"
                 if !f[3].isEmpty {
-                    guard let lat = angle(f[3], f[4], degDigits: 2), let lon = angle(f[5], f[6], degDigits: 3) else {
+                    guard let (lat, lon) = try position(f, at: 3, &hemi, &ctx, type: "RMC") else {
                         try ctx.malformed("bad RMC position"); continue
                     }
                     e.rmcLat = lat; e.rmcLon = lon
@@ -153,7 +201,7 @@ public enum NMEAImporter {
 
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {
         try importEachFile(urls, options: options, originNote: "first fix", addsStaticTruth: true) { u in
-            let r = try parse(String(decoding: try Data(contentsOf: u), as: UTF8.self), file: u.path, options: options)
+            let r = try parse(String(decoding: try InputFile.data(u), as: UTF8.self), file: u.path, options: options)
             return (r.events, r.report, r.first, [:])
         }
     }

@@ -52,7 +52,7 @@ public enum OpenCellIDMeasurementsImporter {
                 return
             }
             guard fields.count >= cols.count else { try ctx.malformed("expected \(cols.count) columns, found \(fields.count)"); return }
-            func f(_ name: String) -> Range<Int>? { cols[name].map { buf.trimmed(fields[$0]) } }
+            func f(_ name: String) -> Range<Int>? { cols[name].flatMap { $0 < fields.count ? buf.trimmed(fields[$0]) : nil } }
             func int(_ name: String) -> Int? { f(name).flatMap { $0.isEmpty ? nil : buf.int($0) } }
             func dbl(_ name: String) -> Double? { f(name).flatMap { $0.isEmpty ? nil : buf.double($0) } }
             let act = f("act").map { buf.string($0) } ?? ""

@@ -97,11 +97,17 @@ public enum WiGLEImporter {
                   let lat = d("CurrentLatitude") ?? d("trilat"), let lon = d("CurrentLongitude") ?? d("trilong"),
                   abs(lat) <= 90, abs(lon) <= 180 else { try ctx.malformed("row needs a MAC and a position"); continue }
             if lat == 0 && lon == 0 { ctx.drop("row at 0,0 (no position)"); continue }
-            let w = d("RSSI").map { pow(10, $0 / 20) } ?? 1
+            var w = 1.0
+            if let r = s("RSSI"), !r.isEmpty {
+                guard let v = Double(r), TraceDomain.power.contains(v) else {
+                    try ctx.malformed("RSSI '\(r)' is not a power in [-300, 100] dBm"); continue
+                }
+                w = pow(10, v / 20)
+            }
             var a = acc[mac] ?? Acc(order: acc.count)
             a.ssid = s("SSID") ?? s("ssid") ?? a.ssid
             a.w += w; a.lat += w * lat; a.lon += w * lon; a.n += 1
-            if let h = d("AltitudeMeters") { a.hSum += h; a.hN += 1 }
+            if let h = d("AltitudeMeters"), TraceDomain.height.contains(h) { a.hSum += h; a.hN += 1 }
             acc[mac] = a
         }
         let aps = acc.sorted { $0.value.order < $1.value.order }.map { k, a in
@@ -150,6 +156,7 @@ public enum UJIIndoorLocImporter {
             buf.split(line, separator: UInt8(ascii: ","), into: &fields)
             if cols.isEmpty {
                 let names = fields.map { buf.string(buf.trimmed($0)).replacingOccurrences(of: "\"", with: "") }
+                if let d = duplicateColumn(names) { try ctx.malformed("header repeats column \(d)"); return }
                 cols = columnIndex(names)
                 wapCols = names.enumerated().filter { $0.element.hasPrefix("WAP") }.map { ($0.offset, $0.element.lowercased()) }
                 for c in ["LONGITUDE", "LATITUDE", "FLOOR", "PHONEID", "TIMESTAMP"] where cols[c] == nil {
@@ -157,7 +164,9 @@ public enum UJIIndoorLocImporter {
                 }
                 return
             }
-            guard fields.count == cols.count else { try ctx.malformed("expected \(cols.count) columns, found \(fields.count)"); return }
+            guard fields.count == cols.count, wapCols.allSatisfy({ $0.0 < fields.count }), cols.values.allSatisfy({ $0 < fields.count }) else {
+                try ctx.malformed("expected \(cols.count) columns, found \(fields.count)"); return
+            }
             guard let x = buf.double(fields[cols["LONGITUDE"]!]), let y = buf.double(fields[cols["LATITUDE"]!]),
                   let floor = buf.int(fields[cols["FLOOR"]!]), let phone = buf.int(fields[cols["PHONEID"]!]),
                   let ts = buf.int(fields[cols["TIMESTAMP"]!]) else { try ctx.malformed("bad LONGITUDE/LATITUDE/FLOOR/PHONEID/TIMESTAMP"); return }

@@ -27,6 +27,8 @@ import Positioning
 public final class ReportRefiner {
     public let referenceURL: URL?
     public let stages: [String: StageOptions]
+    /// `stages` with refine's own defaults (GNSS inflation 1, no ukf/pf/smoother).
+    private let refineStages: [String: StageOptions]
     private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
@@ -49,13 +51,31 @@ public final class ReportRefiner {
         if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
             _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
         }
+        refineStages = Self.reportOptions(stages)
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
+    }
+
+    /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
+    /// with the ukf, pf and smoother off unless configured, and GNSS inflation α = 1 — one report
+    /// is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is taken at face
+    /// value unless the configuration says otherwise.
+    public static func reportOptions(_ stages: [String: StageOptions]) -> [String: StageOptions] {
+        var options = stages
+        if options["ekf"]?.values["inflation"] == nil {
+            var e = options["ekf"] ?? StageOptions(name: "ekf")
+            var m: [String: ConfigValue] = [:]
+            for (s, a) in FusionStage.Settings.defaultInflation { m[s.rawValue] = .number(s == .gnss ? 1 : a) }
+            e.values["inflation"] = .map(m)
+            options["ekf"] = e
+        }
+        for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
+        return options
     }
 
     private func tile(_ lat: Double, _ lon: Double) throws -> (frame: LocalFrame, reference: ReferenceData) {
         let key = SIMD2(Int((lat / Self.tileDegrees).rounded()), Int((lon / Self.tileDegrees).rounded()))
         if let t = tiles[key] { return t }
-        let frame = Self.frame(latitude: lat, longitude: lon)
+        let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
         var ref = ReferenceData.empty
         if let u = referenceURL, let j = referenceJSON { ref = try ReferenceLoader.load(json: j, url: u, frame: frame) }
         try cellDatabase?.merge(into: &ref, frame: frame)
@@ -73,10 +93,13 @@ public final class ReportRefiner {
             + (r.fingerprints?.points.count ?? 0) + (r.cellCoverage?.areas.count ?? 0) + 1
     }
 
-    /// One refined (or failed) report as a GeoJSON Feature object.
-    public struct Outcome {
-        public var feature: [String: Any]
-        public var ok: Bool
+    /// What became of one record (its GeoJSON Feature is written to the caller's buffer).
+    public struct Outcome: Sendable {
+        public enum Status: String, Sendable { case refined, reported, error }
+        public var status: Status
+        /// `file:line: reason` for an error record.
+        public var error: String?
+        public var ok: Bool { status != .error }
     }
 
     public struct InputError: Error, CustomStringConvertible {
@@ -84,111 +107,67 @@ public final class ReportRefiner {
         public var description: String { reason }
     }
 
-    /// The keys a report may carry (anything else is ignored).
-    struct Report {
-        var id: String?
-        var latitude: Double, longitude: Double, accuracy: Double
-        var time: Double?
-        var evidence: Evidence
+    /// One entry of an output record's `rejected` list.
+    public struct Rejection: Sendable {
+        public var input: String
+        public var time: Double?
+        public var reason: String
     }
 
-    /// Evidence events as parsed objects (a GeoJSON FeatureCollection document) or as the raw
-    /// bytes of a JSON Lines record (`ReportStream`, decoded without Foundation objects).
-    enum Evidence {
-        case objects([[String: Any]])
-        case raw(RawEvidence)
-    }
-
-    /// A JSON number as Double; nil for anything else, booleans included. (On Linux,
-    /// JSONSerialization's NSNumber 0 and 1 answer `is Bool` too: only a real Bool or a
-    /// `__NSCFBoolean` is a boolean.)
-    public static func number(_ v: Any?) -> Double? {
-        guard let v, !(type(of: v) == Bool.self), String(describing: type(of: v)) != "__NSCFBoolean" else { return nil }
-        if let d = v as? Double { return d }
-        if let i = v as? Int { return Double(i) }
-        return (v as? NSNumber)?.doubleValue
-    }
-
-    /// Parses one record: a plain report object or a GeoJSON Feature.
-    static func parse(_ object: Any) throws -> Report {
-        guard var o = object as? [String: Any] else { throw InputError(reason: "a report must be a JSON object") }
-        if o["type"] as? String == "Feature" {
-            var p = o["properties"] as? [String: Any] ?? [:]
-            if let g = o["geometry"] as? [String: Any], g["type"] as? String == "Point", let c = g["coordinates"] as? [Any], c.count >= 2 {
-                p["lon"] = c[0]; p["lat"] = c[1]
-            } else {
-                throw InputError(reason: "a Feature needs a Point geometry with [lon, lat]")
-            }
-            if p["id"] == nil, let id = o["id"] { p["id"] = id }
-            o = p
+    /// Refines one record (its JSON bytes; `record.baseAddress![record.count]` must be readable,
+    /// as `ReportStream` guarantees) and appends its GeoJSON Feature to `out`. Never throws: a bad
+    /// record becomes an error Feature whose reason starts with `file:line:`.
+    public func refine(_ record: UnsafeBufferPointer<UInt8>, file: String, line: Int, into out: inout [UInt8]) -> Outcome {
+        guard let base = record.baseAddress else {
+            return Self.writeError(id: nil, reason: "\(file):\(line): \(LineIssue.json("unexpected end of line at column 1, expected '{'").message)", into: &out)
         }
-        guard let lat = number(o["lat"]), (-90...90).contains(lat) else { throw InputError(reason: "missing or invalid 'lat' (deg, −90…90)") }
-        guard let lon = number(o["lon"]), (-180...180).contains(lon) else { throw InputError(reason: "missing or invalid 'lon' (deg, −180…180)") }
-        guard let acc = number(o["accuracy_m"] ?? o["accuracy"]), acc > 0, acc.isFinite else {
-            throw InputError(reason: "missing or invalid 'accuracy_m' (m, > 0)")
-        }
-        var evidence: [[String: Any]] = []
-        if let raw = o["evidence"] as? RawEvidence {
-            if let i = raw.elements.firstIndex(where: { !$0.isObject }) { throw InputError(reason: "evidence[\(i)] is not an object") }
-        } else if let e = o["evidence"] {
-            guard let list = e as? [Any] else { throw InputError(reason: "'evidence' must be an array of trace events") }
-            for (i, item) in list.enumerated() {
-                guard let ev = item as? [String: Any] else { throw InputError(reason: "evidence[\(i)] is not an object") }
-                evidence.append(ev)
-            }
-        }
-        let id = o["id"].map { "\($0)" }
-        return Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: number(o["t"]),
-                      evidence: (o["evidence"] as? RawEvidence).map { .raw($0) } ?? .objects(evidence))
-    }
-
-    /// Refines one parsed JSON record; never throws: a bad record becomes an error Feature.
-    public func refine(_ object: Any, location: String) -> Outcome {
-        let id = ((object as? [String: Any])?["id"] ?? ((object as? [String: Any])?["properties"] as? [String: Any])?["id"]).map { "\($0)" }
         do {
-            return try refine(Self.parse(object), location: location)
+            return try parser.parse(base, count: record.count) { report, scanner in
+                try refine(report, scanner: scanner, into: &out)
+            }
+        } catch let f as ReportRecordParser.Failure {
+            switch f {
+            case .malformed(let reason): return Self.writeError(id: nil, reason: "\(file):\(line): \(reason)", into: &out)
+            case .invalid(let id, let reason): return Self.writeError(id: id, reason: "\(file):\(line): \(reason)", into: &out)
+            }
         } catch {
-            return Self.errorFeature(id: id, reason: "\(location): \(error)")
+            return Self.writeError(id: parser.errorID, reason: "\(file):\(line): \(error)", into: &out)
         }
     }
 
-    public static func errorFeature(id: String?, reason: String) -> Outcome {
-        var p: [String: Any] = ["status": "error", "error": reason]
-        if let id { p["id"] = id }
-        return Outcome(feature: ["type": "Feature", "geometry": NSNull(), "properties": p], ok: false)
+    /// `refine` of a record held in memory (a service's request body). `extra`: reference data
+    /// (in `frame(latitude:longitude:)` of the report) joined to the tile's own for this record
+    /// (entries the tile already has are kept) — what `posfuse serve`'s store knows.
+    public func refine(json: [UInt8], file: String, line: Int, adding extra: ReferenceData? = nil, into out: inout [UInt8]) -> Outcome {
+        var bytes = json
+        let n = bytes.count
+        bytes.append(0)
+        self.extra = extra
+        defer { self.extra = nil }
+        return bytes.withUnsafeBufferPointer { refine(UnsafeBufferPointer(rebasing: $0[0..<n]), file: file, line: line, into: &out) }
     }
 
-    func refine(_ r: Report, location: String) throws -> Outcome {
-        let t = try tile(r.latitude, r.longitude)
-        let (events, rejected) = Self.decode(r.evidence)
-        return try refine(r, events: events, rejected: rejected, frame: t.frame, reference: t.reference)
-    }
-
-    /// A report parsed and its evidence decoded, before any reference data is looked up: what a
-    /// caller with its own reference store (`posfuse serve`) needs to fetch first.
-    public struct Prepared {
-        let report: Report
-        let events: [TraceEvent]
-        let rejected: [[String: Any]]
-        public var latitude: Double { report.latitude }
-        public var longitude: Double { report.longitude }
-        public var id: String? { report.id }
-        /// The cells and (normalised) BSSIDs the evidence names.
-        public var cells: Set<CellID> {
-            Set(events.compactMap { if case .cell(let o) = $0.payload { return o.cell } else { return nil } })
+    /// The position, cells and (normalised) BSSIDs of a record held in memory — what a caller
+    /// with its own reference store looks up before `refine(json:…adding:)`; nil when the
+    /// record does not parse (its `refine` then says why).
+    public func radioIdentifiers(json: [UInt8]) -> (latitude: Double, longitude: Double, cells: Set<CellID>, bssids: Set<String>)? {
+        var bytes = json
+        let n = bytes.count
+        bytes.append(0)
+        return try? bytes.withUnsafeBufferPointer { b in
+            try parser.parse(b.baseAddress!, count: n) { r, s in
+                var cells = Set<CellID>(), bssids = Set<String>()
+                for e in r.evidence {
+                    guard case .event(let x) = try? decoder.event(s.p + e.start, count: e.end - e.start) else { continue }
+                    switch x.payload {
+                    case .cell(let o): cells.insert(o.cell)
+                    case .wifi(let w): for a in w.accessPoints { bssids.insert(MACAddress.normalize(a.bssid)) }
+                    default: break
+                    }
+                }
+                return (r.latitude, r.longitude, cells, bssids)
+            }
         }
-        public var bssids: Set<String> {
-            Set(events.flatMap { e -> [String] in
-                if case .wifi(let s) = e.payload { return s.accessPoints.map { MACAddress.normalize($0.bssid) } } else { return [] }
-            })
-        }
-    }
-
-    /// Parses one record (a plain report object or a GeoJSON Feature) and decodes its evidence.
-    public static func prepare(_ object: Any) throws -> Prepared {
-        let r = try parse(object)
-        let (events, rejected) = decode(r.evidence)
-        return Prepared(report: r, events: events, rejected: rejected)
     }
 
     /// The local ENU frame a report at (`latitude`, `longitude`) is refined in (its tile's).
@@ -197,62 +176,132 @@ public final class ReportRefiner {
         return LocalFrame(origin: Geodetic(latitude: Double(key.x) * tileDegrees, longitude: Double(key.y) * tileDegrees))
     }
 
-    /// Refines a prepared report with `extra` reference data, expressed in
-    /// `frame(latitude:longitude:)` of the report, joined to the tile's own (`--reference`,
-    /// `--cell-db`; entries the tile already has are kept). Never throws: a failure is an error Feature.
-    public func refine(_ p: Prepared, location: String, adding extra: ReferenceData) -> Outcome {
-        do {
-            let t = try tile(p.latitude, p.longitude)
-            var ref = t.reference
-            ref.accessPoints.merge(extra.accessPoints) { own, _ in own }
-            ref.cells.merge(extra.cells) { own, _ in own }
+    /// Appends the error Feature of a record that could not be refined.
+    @discardableResult
+    public static func writeError(id: String?, reason: String, into out: inout [UInt8]) -> Outcome {
+        out.append(literal: "{\"geometry\":null,\"properties\":{\"error\":")
+        out.append(jsonString: reason)
+        if let id { out.append(literal: ",\"id\":"); out.append(jsonString: id) }
+        out.append(literal: ",\"status\":\"error\"},\"type\":\"Feature\"}")
+        return Outcome(status: .error, error: reason)
+    }
+
+    private var parser = ReportRecordParser()
+    private var decoder = TraceLineDecoder()
+    private var events: [TraceEvent] = []
+    private var rejected: [Rejection] = []
+    private var extra: ReferenceData?
+
+    private func refine(_ r: ReportRecordParser.Report, scanner s: JSONLineScanner, into out: inout [UInt8]) throws -> Outcome {
+        let t = try tile(r.latitude, r.longitude)
+        let header = TraceHeader(origin: t.frame.origin)
+        var reference = t.reference
+        if let extra {
+            reference.accessPoints.merge(extra.accessPoints) { own, _ in own }
+            reference.cells.merge(extra.cells) { own, _ in own }
             if let c = extra.cellCoverage, !c.isEmpty {
-                ref.cellCoverage = CellCoverageMap(areas: (ref.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
+                reference.cellCoverage = CellCoverageMap(areas: (reference.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
             }
-            return try refine(p.report, events: p.events, rejected: p.rejected, frame: t.frame, reference: ref)
-        } catch {
-            return Self.errorFeature(id: p.id, reason: "\(location): \(error)")
         }
+        let context = PipelineContext(header: header, reference: reference)
+        let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
+
+        // Evidence → trace events through the trace-format decoder (one schema, one set of
+        // rules; an event's `device` defaults to the reporting phone there). An event that
+        // cannot be decoded is listed with its index and reason, never dropped silently.
+        events.removeAll(keepingCapacity: true)
+        rejected.removeAll(keepingCapacity: true)
+        for (i, e) in r.evidence.enumerated() {
+            do {
+                switch try decoder.event(s.p + e.start, count: e.end - e.start) {
+                case .event(let x): events.append(x)
+                case .unknown(let type, _): rejected.append(Rejection(input: "evidence[\(i)]", reason: "unknown event type '\(type)'"))
+                }
+            } catch {
+                rejected.append(Rejection(input: "evidence[\(i)]", reason: error.message))
+            }
+        }
+        var latest: Double?
+        for e in events where latest == nil || e.time > latest! { latest = e.time }
+        let reportTime = r.time ?? latest ?? 0
+        // The reported position, as the phone's GNSS fix at the report time.
+        events.append(TraceEvent(time: reportTime, payload: .gnss(GNSSFix(latitude: r.latitude, longitude: r.longitude,
+                                                                           accuracy: r.accuracy))))
+        // Time order, ties in evidence order (a stable sort).
+        if !Self.isSorted(events) {
+            events = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        }
+
+        let fused = try Self.fuse(events, rejected: &rejected, context: context, stages: refineStages)
+        let used = fused.used, objectFix = fused.object
+
+        let best = fused.best ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
+                                     source: .gnss)
+        let g = header.frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
+        let status: Outcome.Status = used.count > 1 ? .refined : .reported
+
+        // The Feature, keys in sorted order at every level (the order JSONSerialization's
+        // `.sortedKeys` wrote before; the output is byte-identical to it).
+        out.append(literal: "{\"geometry\":{\"coordinates\":[")
+        out.append(number: g.longitude); out.append(UInt8(ascii: ",")); out.append(number: g.latitude)
+        out.append(literal: "],\"type\":\"Point\"},\"properties\":{")
+        Self.writeEllipse(best.covariance, into: &out)
+        if let id = r.id { out.append(literal: ",\"id\":"); out.append(jsonString: id) }
+        if let o = objectFix {
+            let og = header.frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
+            out.append(literal: ",\"object\":{")
+            Self.writeEllipse(o.covariance, into: &out)
+            out.append(literal: ",\"lat\":"); out.append(number: og.latitude)
+            out.append(literal: ",\"lon\":"); out.append(number: og.longitude)
+            out.append(literal: ",\"note\":\"CamLoc: the photographed object's position (what the report is about)\",\"radius95_m\":")
+            out.append(number: o.covariance.circularRadius(probability: 0.95))
+            out.append(literal: ",\"subject\":"); out.append(jsonString: o.subject)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(literal: ",\"radius95_m\":"); out.append(number: best.covariance.circularRadius(probability: 0.95))
+        out.append(literal: ",\"rejected\":[")
+        for (k, x) in rejected.enumerated() {
+            if k > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(literal: "{\"input\":"); out.append(jsonString: x.input)
+            out.append(literal: ",\"reason\":"); out.append(jsonString: x.reason)
+            if let t = x.time { out.append(literal: ",\"t\":"); out.append(number: t) }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(literal: "],\"reported\":{\"accuracy_m\":"); out.append(number: r.accuracy)
+        out.append(literal: ",\"lat\":"); out.append(number: r.latitude)
+        out.append(literal: ",\"lon\":"); out.append(number: r.longitude)
+        out.append(literal: "},\"shift_m\":"); out.append(number: ((best.position - reported) * (best.position - reported)).sum().squareRoot())
+        out.append(literal: ",\"sources_used\":[")
+        for (k, u) in used.enumerated() {
+            if k > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(jsonString: u)
+        }
+        out.append(literal: "],\"status\":\"")
+        out.append(literal: status == .refined ? "refined" : "reported")
+        out.append(literal: "\",\"t\":"); out.append(number: reportTime)
+        out.append(literal: "},\"type\":\"Feature\"}")
+        return Outcome(status: status, error: nil)
     }
 
     /// What the fusion of one report's evidence gives: the filter's last estimate (nil when no
-    /// evidence initialised it), the sources it used, the evidence it did not use and why, and
-    /// CamLoc's estimate of a photographed object.
+    /// evidence initialised it), the sources it used, and CamLoc's estimate of a photographed object.
     public struct Fused {
         public var best: Fix?
         public var used: [String]
-        public var rejected: [[String: Any]]
         public var object: Fix?
     }
 
-    /// The stage options of a one-report fusion: the reported accuracy at face value (GNSS
-    /// inflation α = 1 unless configured), the ekf only (ukf, pf and smoother off unless configured).
-    public static func reportOptions(_ stages: [String: StageOptions]) -> [String: StageOptions] {
-        var options = stages
-        // One report is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is
-        // taken at face value (α = 1) unless the configuration says otherwise.
-        if options["ekf"]?.values["inflation"] == nil {
-            var e = options["ekf"] ?? StageOptions(name: "ekf")
-            var m: [String: ConfigValue] = [:]
-            for (s, a) in FusionStage.Settings.defaultInflation { m[s.rawValue] = .number(s == .gnss ? 1 : a) }
-            e.values["inflation"] = .map(m)
-            options["ekf"] = e
-        }
-        for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
-        return options
-    }
-
-    /// Runs `events` (any order) through the estimator stages and the ekf of `stages`
-    /// (`reportOptions`): the one fusion path of `refine` and of `serve`'s geolocate.
-    public static func fuse(_ input: [TraceEvent], rejected: [[String: Any]] = [], context: PipelineContext,
+    /// Runs `events` (in time order) through the estimator stages and the ekf of `stages`
+    /// (`reportOptions`), appending to `rejected` what was not used and why: the one fusion path
+    /// of `refine` and of `serve`'s geolocate.
+    public static func fuse(_ events: [TraceEvent], rejected: inout [Rejection], context: PipelineContext,
                             stages: [String: StageOptions]) throws -> Fused {
-        let pipeline = try StageRegistry.pipeline(options: reportOptions(stages))
+        let pipeline = try StageRegistry.pipeline(options: stages)
         guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
             throw InputError(reason: "the ekf stage is disabled: refine needs it")
         }
-        var rejected = rejected
-        let events = input.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-        let evidenceTypes = Set(events.map(\.typeName))
+        var evidenceTypes = Set<String>()
+        for e in events { evidenceTypes.insert(e.typeName) }
         var lastFused: Fix?
         var objectFix: Fix?
         var producedBy: [Source: Int] = [:]
@@ -265,7 +314,7 @@ public final class ReportRefiner {
                 case .failure(let s, let t, _, let reason):
                     // "Missing input" of a stage whose own evidence type is absent is not news.
                     if case .missingInput = reason, let needs = Self.ownInput[s], !evidenceTypes.contains(needs) { continue }
-                    rejected.append(["input": s.rawValue, "t": t, "reason": reason.description])
+                    rejected.append(Rejection(input: s.rawValue, time: t, reason: reason.description))
                 default: break
                 }
             }
@@ -280,101 +329,73 @@ public final class ReportRefiner {
             if c.superseded > 0 { contained.insert(s.rawValue) }
         }
         for (s, n) in gated.sorted(by: { $0.key < $1.key }) {
-            rejected.append(["input": s, "reason": "\(n) fix(es) rejected by the χ² gate (inconsistent with the other evidence)"])
+            rejected.append(Rejection(input: s, reason: "\(n) fix(es) rejected by the χ² gate (inconsistent with the other evidence)"))
         }
         for s in contained.sorted() where !used.contains(s) && gated[s] == nil {
             let by = fusion.settings.superseding.filter { $0.value.contains(where: { $0.rawValue == s }) }.keys.map(\.rawValue).sorted()
-            rejected.append(["input": s, "reason": "contained in the \(by.joined(separator: "/")) fix of the same evidence (not fused twice)"])
+            rejected.append(Rejection(input: s, reason: "contained in the \(by.joined(separator: "/")) fix of the same evidence (not fused twice)"))
         }
         for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil && !contained.contains(s.rawValue) {
-            rejected.append(["input": s.rawValue, "reason": "not fused (not an ekf input)"])
+            rejected.append(Rejection(input: s.rawValue, reason: "not fused (not an ekf input)"))
         }
-        return Fused(best: lastFused, used: used, rejected: rejected, object: objectFix)
+
+        return Fused(best: lastFused, used: used, object: objectFix)
     }
 
-    func refine(_ r: Report, events decoded: [TraceEvent], rejected decodeRejected: [[String: Any]], frame: LocalFrame,
-                reference: ReferenceData) throws -> Outcome {
-        let header = TraceHeader(origin: frame.origin)
-        let context = PipelineContext(header: header, reference: reference)
-        let reported = frame.en(latitude: r.latitude, longitude: r.longitude)
-        var events = decoded
-        let reportTime = r.time ?? events.map(\.time).max() ?? 0
-        // The reported position, as the phone's GNSS fix at the report time.
-        events.append(TraceEvent(time: reportTime, payload: .gnss(GNSSFix(latitude: r.latitude, longitude: r.longitude,
-                                                                           accuracy: r.accuracy))))
-        let fused = try Self.fuse(events, rejected: decodeRejected, context: context, stages: stages)
-        let used = fused.used, rejected = fused.rejected
-
-        let best = fused.best ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
-                                     source: .gnss)
-        let g = header.frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
-        var props: [String: Any] = [
-            "status": used.count > 1 ? "refined" : "reported",
-            "reported": ["lat": r.latitude, "lon": r.longitude, "accuracy_m": r.accuracy],
-            "shift_m": ((best.position - reported) * (best.position - reported)).sum().squareRoot(),
-            "sources_used": used,
-            "rejected": rejected,
-            "t": reportTime,
-        ]
-        props.merge(Self.uncertainty(best.covariance)) { $1 }
-        if let id = r.id { props["id"] = id }
-        if let o = fused.object {
-            let og = header.frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
-            var obj: [String: Any] = ["lat": og.latitude, "lon": og.longitude, "subject": o.subject,
-                                      "note": "CamLoc: the photographed object's position (what the report is about)"]
-            obj.merge(Self.uncertainty(o.covariance)) { $1 }
-            props["object"] = obj
-        }
-        return Outcome(feature: ["type": "Feature",
-                                 "geometry": ["type": "Point", "coordinates": [g.longitude, g.latitude]],
-                                 "properties": props], ok: true)
-    }
-
-    /// Evidence → trace events through the trace-format decoder (one schema, one set of rules;
-    /// an event's `device` defaults to the reporting phone there). An event that cannot be
-    /// decoded is listed with its index and reason, never dropped silently.
-    static func decode(_ evidence: Evidence) -> (events: [TraceEvent], rejected: [[String: Any]]) {
-        var decoder = TraceLineDecoder()
-        var events: [TraceEvent] = []
-        var rejected: [[String: Any]] = []
-        func add(_ i: Int, _ p: UnsafePointer<UInt8>, _ count: Int) {
-            do {
-                switch try decoder.event(p, count: count) {
-                case .event(let x): events.append(x)
-                case .unknown(let type, _): rejected.append(["input": "evidence[\(i)]", "reason": "unknown event type '\(type)'"])
-                }
-            } catch {
-                rejected.append(["input": "evidence[\(i)]", "reason": error.message])
-            }
-        }
-        switch evidence {
-        case .raw(let raw):
-            events.reserveCapacity(raw.elements.count)
-            raw.buffer.withUnsafeBufferPointer { b in
-                for (i, e) in raw.elements.enumerated() { add(i, b.baseAddress! + e.range.lowerBound, e.range.count) }
-            }
-        case .objects(let list):
-            for (i, e) in list.enumerated() {
-                guard var data = try? JSONSerialization.data(withJSONObject: e) else {
-                    rejected.append(["input": "evidence[\(i)]", "reason": "not JSON"]); continue
-                }
-                data.append(0)                                      // the scanner's terminator
-                data.withUnsafeBytes { add(i, $0.bindMemory(to: UInt8.self).baseAddress!, $0.count - 1) }
-            }
-        }
-        return (events, rejected)
+    private static func isSorted(_ e: [TraceEvent]) -> Bool {
+        var i = 1
+        while i < e.count { if e[i].time < e[i - 1].time { return false }; i += 1 }
+        return true
     }
 
     /// The evidence type a stage works from, for stages that also see other sources' fixes.
     static let ownInput: [Source: String] = [.peer: "peer_range", .camloc: "photo", .tdoa: "acoustic"]
 
-    /// 95 % ellipse (semi-axes m, orientation deg clockwise from north) and 95 % radius (m).
-    public static func uncertainty(_ c: Covariance2) -> [String: Any] {
-        let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+    /// √χ²₂(0.95): the 95 % ellipse's semi-axes in units of the covariance's principal σ.
+    static let k95 = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+
+    /// The 95 % ellipse (semi-axes m, orientation of the major axis in deg clockwise from north,
+    /// in [0, 180)) as the member `"ellipse95":{…}`. (The 95 % radius is
+    /// `Covariance2.circularRadius(probability: 0.95)`.)
+    static func writeEllipse(_ c: Covariance2, into out: inout [UInt8]) {
         let ax = c.principalAxes
         var deg = Angle.degrees(ax.azimuth).truncatingRemainder(dividingBy: 180)
         if deg < 0 { deg += 180 }
-        return ["radius95_m": c.circularRadius(probability: 0.95),
-                "ellipse95": ["semi_major_m": k * ax.major, "semi_minor_m": k * ax.minor, "orientation_deg": deg]]
+        out.append(literal: "\"ellipse95\":{\"orientation_deg\":"); out.append(number: deg)
+        out.append(literal: ",\"semi_major_m\":"); out.append(number: k95 * ax.major)
+        out.append(literal: ",\"semi_minor_m\":"); out.append(number: k95 * ax.minor)
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+/// Appending JSON text to a byte buffer (the refine writer): no intermediate dictionaries.
+/// Numbers and strings follow the trace writer's rules (`num`: shortest round-trip decimal,
+/// integers without a fraction, non-finite → `null`; `jsonEscaped`: RFC 8259 §7), one place each.
+extension Array where Element == UInt8 {
+    @inline(__always) mutating func append(literal s: StaticString) {
+        append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+    @inline(__always) mutating func append(number v: Double) {
+        if !v.isFinite { append(literal: "null"); return }
+        if v == v.rounded(), abs(v) < 1e15 { appendInteger(Int64(v)); return }
+        append(contentsOf: v.description.utf8)
+    }
+    mutating func appendInteger(_ v: Int64) {
+        if v == 0 { append(UInt8(ascii: "0")); return }
+        var m = v.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)       // up to 24 ASCII digits, filled from the end
+        var n = 0
+        Swift.withUnsafeMutableBytes(of: &digits) { d in
+            while m > 0 { n += 1; d[24 - n] = UInt8(ascii: "0") + UInt8(m % 10); m /= 10 }
+            if v < 0 { append(UInt8(ascii: "-")) }
+            append(contentsOf: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]))
+        }
+    }
+    mutating func append(jsonString s: String) {
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            append(UInt8(ascii: "\"")); append(contentsOf: s.utf8); append(UInt8(ascii: "\""))
+        } else {
+            append(contentsOf: jsonEscaped(s).utf8)
+        }
     }
 }

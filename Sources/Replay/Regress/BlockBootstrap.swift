@@ -107,7 +107,33 @@ public struct BlockBootstrap: Sendable {
         guard !a.isEmpty, !b.isEmpty else { return [:] }
         let paired = Self.arePaired(a, b)
         let l = blockLength ?? max(Self.blockLength(a.map(\.error)), Self.blockLength(b.map(\.error)))
-        let la = min(l, a.count), lb = min(l, b.count)
+        return percentileIntervals(replicates(a, b, paired: paired, blockLength: l), blockLength: l, paired: paired)
+    }
+
+    /// Intervals of a metric m(A) of one run (steps 1, 2 and 4 on A alone): how far the
+    /// metric of one recording could move with another realisation of its error process
+    /// (`posfuse sweep` on a recording). Empty when the series is empty.
+    public func intervals(_ a: [EpochSample]) -> [String: Interval] {
+        guard !a.isEmpty else { return [:] }
+        let l = blockLength ?? Self.blockLength(a.map(\.error))
+        return percentileIntervals(replicates(a, nil, paired: false, blockLength: l), blockLength: l, paired: false)
+    }
+
+    /// Step 4: the percentile interval of each metric's replicates.
+    private func percentileIntervals(_ deltas: [String: [Double]], blockLength l: Int, paired: Bool) -> [String: Interval] {
+        let alpha = 1 - confidence
+        var out: [String: Interval] = [:]
+        for (k, d) in deltas where d.count == resamples {
+            let s = d.sorted()
+            out[k] = Interval(low: EpochMetrics.quantile(sorted: s, alpha / 2),
+                              high: EpochMetrics.quantile(sorted: s, 1 - alpha / 2), blockLength: l, paired: paired)
+        }
+        return out
+    }
+
+    /// Steps 2–3: `resamples` replicates of m(B*) − m(A*), or of m(A*) when `b` is nil.
+    private func replicates(_ a: [EpochSample], _ b: [EpochSample]?, paired: Bool, blockLength l: Int) -> [String: [Double]] {
+        let la = min(l, a.count), lb = min(l, b?.count ?? 1)
         GSL.disableAbort()
         let rng = gsl_rng_alloc(cgsl_rng_mt19937())!
         defer { gsl_rng_free(rng) }
@@ -131,7 +157,7 @@ public struct BlockBootstrap: Sendable {
                 nees = e.map(\.nees)
             }
         }
-        let ca = Columns(a), cb = Columns(b)
+        let ca = Columns(a), cb = b.map(Columns.init)
         func metrics(_ c: Columns, _ idx: [Int]) -> [String: Double] {
             var errors: [Double] = [], inside: [Bool] = [], nees: [Double] = []
             errors.reserveCapacity(idx.count)
@@ -145,17 +171,15 @@ public struct BlockBootstrap: Sendable {
         var deltas: [String: [Double]] = [:]
         for _ in 0..<resamples {
             let ia = draw(a.count, la)
+            let ma = metrics(ca, ia)
+            guard let b, let cb else {
+                for (k, va) in ma { deltas[k, default: []].append(va) }
+                continue
+            }
             let ib = paired ? ia : draw(b.count, lb)
-            let ma = metrics(ca, ia), mb = metrics(cb, ib)
+            let mb = metrics(cb, ib)
             for (k, va) in ma { if let vb = mb[k] { deltas[k, default: []].append(vb - va) } }
         }
-        let alpha = 1 - confidence
-        var out: [String: Interval] = [:]
-        for (k, d) in deltas where d.count == resamples {
-            let s = d.sorted()
-            out[k] = Interval(low: EpochMetrics.quantile(sorted: s, alpha / 2),
-                              high: EpochMetrics.quantile(sorted: s, 1 - alpha / 2), blockLength: l, paired: paired)
-        }
-        return out
+        return deltas
     }
 }

@@ -42,9 +42,11 @@ public struct HTMLReport: Sendable {
     public var title: String
     public var traces: [ReportTrace]
     public var generator: String
+    /// Further sections (finished HTML, e.g. `SweepReport.section`), after the traces.
+    public var sections: [String]
 
-    public init(title: String, traces: [ReportTrace], generator: String = "posfuse") {
-        self.title = title; self.traces = traces; self.generator = generator
+    public init(title: String, traces: [ReportTrace], generator: String = "posfuse", sections: [String] = []) {
+        self.title = title; self.traces = traces; self.generator = generator; self.sections = sections
     }
 
     /// Okabe–Ito based colours per source (colour-blind safe), fixed so reports compare.
@@ -97,6 +99,7 @@ public struct HTMLReport: Sendable {
             h += "<nav><ul>" + traces.enumerated().map { "<li><a href=\"#trace-\($0.offset)\">\(htmlEscape($0.element.name))</a></li>" }.joined() + "</ul></nav>\n"
         }
         for (i, t) in traces.enumerated() { h += section(t, index: i) }
+        for s in sections { h += s }
         h += "</body>\n</html>\n"
         return h
     }

@@ -15,15 +15,13 @@ import Positioning
 /// A malformed row is a `TraceDataError` naming `file:line` (CLI exit 65).
 public enum EstimatesFile {
     public static func load(url: URL, frame: LocalFrame) throws -> [Fix] {
-        let text: String
-        do { text = try String(contentsOf: url, encoding: .utf8) } catch {
-            throw TraceDataError(file: url.path, line: 0, reason: "cannot read: \(error.localizedDescription)", code: "io")
-        }
-        return try parse(csv: text, file: url.path, frame: frame)
+        try parse(csv: try InputFile.text(url), file: url.path, frame: frame)
     }
 
     public static func parse(csv text: String, file: String, frame: LocalFrame) throws -> [Fix] {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
+        // "\r\n" is one Character in Swift: split on both line ends (CRLF files are common).
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+            .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
         while let l = lines.last, l.isEmpty { lines.removeLast() }
         guard let head = lines.first else {
             throw TraceDataError(file: file, line: 1, reason: "empty file: expected a CSV header row", code: "missing_header")
@@ -50,6 +48,19 @@ public enum EstimatesFile {
                 guard let s = cell(name) else { return nil }
                 guard let x = Double(s), x.isFinite else {
                     throw TraceDataError(file: file, line: line, reason: "column '\(name)': not a finite number: \(s)", code: "invalid_value")
+                }
+                // The trace format's domains (`TraceDomain`): what scores also validates.
+                let domain: ClosedRange<Double>
+                switch name {
+                case "t": domain = TraceDomain.time
+                case "e", "n": domain = TraceDomain.localMetres
+                case "h": domain = TraceDomain.height
+                case "cov_ee", "cov_nn": domain = 0...1e14
+                case "cov_en": domain = -1e14...1e14
+                default: domain = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
+                }
+                if let m = TraceDomain.violation("column '\(name)':", x, domain, "") {
+                    throw TraceDataError(file: file, line: line, reason: m, code: "invalid_value")
                 }
                 return x
             }

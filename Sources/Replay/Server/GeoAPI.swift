@@ -51,7 +51,15 @@ public enum GeoAPI {
     /// such AP gets the same weight).
     public static let defaultWiFiSignal = -80.0
 
-    static func number(_ v: Any?) -> Double? { ReportRefiner.number(v) }
+    /// A JSON number as Double; nil for anything else, booleans included (on Linux,
+    /// JSONSerialization's NSNumber 0 and 1 also answer `is Bool`: only a real Bool or a
+    /// `__NSCFBoolean` is a boolean).
+    static func number(_ v: Any?) -> Double? {
+        guard let v, !(type(of: v) == Bool.self), String(describing: type(of: v)) != "__NSCFBoolean" else { return nil }
+        if let d = v as? Double { return d }
+        if let i = v as? Int { return Double(i) }
+        return (v as? NSNumber)?.doubleValue
+    }
     static func integer(_ v: Any?) -> Int? {
         guard let d = number(v), d.isFinite, d == d.rounded(), abs(d) < 1e15 else { return nil }
         return Int(d)
@@ -233,7 +241,8 @@ public enum GeoAPI {
     /// Locates `q` from what `store` knows, through the estimator stages and the ekf
     /// (`ReportRefiner.fuse`, the one fusion path of refine). WiFi is used only when at least
     /// two of the request's APs are known (ichnaea's rule: one AP would reveal its owner's
-    /// position to anyone who knows its MAC). Nil = not found.
+    /// position to anyone who knows its MAC). `stages`: `ReportRefiner.reportOptions` of the
+    /// configuration. Nil = not found.
     public static func locate(_ q: Query, store: any LocationStore, stages: [String: StageOptions]) async throws -> Answer? {
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
         var notes: [String] = []
@@ -248,8 +257,9 @@ public enum GeoAPI {
             var events = q.cells.map { TraceEvent(time: 0, payload: .cell($0)) }
             if !wifi.isEmpty { events.append(TraceEvent(time: 0, payload: .wifi(WiFiScan(accessPoints: wifi)))) }
             let context = PipelineContext(header: TraceHeader(origin: frame.origin), reference: usable.reference(in: frame))
-            let fused = try ReportRefiner.fuse(events, context: context, stages: stages)
-            for r in fused.rejected { if let i = r["input"], let why = r["reason"] { notes.append("\(i): \(why)") } }
+            var rejected: [ReportRefiner.Rejection] = []
+            let fused = try ReportRefiner.fuse(events, rejected: &rejected, context: context, stages: stages)
+            for r in rejected { notes.append("\(r.input): \(r.reason)") }
             if let f = fused.best {
                 let g = frame.geodetic(east: f.position.x, north: f.position.y, up: 0)
                 return Answer(latitude: g.latitude, longitude: g.longitude, accuracy: f.covariance.circularRadius(probability: 0.95),

@@ -143,10 +143,13 @@ public final class LocationServer: Sendable {
     let limiter = RateLimiter()
     let refiner: LockedRefiner
     let logger: Logger
+    /// The stage options of geolocate: refine's (`ReportRefiner.reportOptions`).
+    let reportStages: [String: StageOptions]
 
     public init(store: any LocationStore, options: ServerOptions, logger: Logger = Logger(label: "posfuse.serve")) throws {
         self.store = store; self.options = options; self.logger = logger
         refiner = LockedRefiner(try ReportRefiner(referenceURL: options.referenceURL, stages: options.stages))
+        reportStages = ReportRefiner.reportOptions(options.stages)
     }
 
     /// The routes: what docs/openapi.yaml documents (the OpenAPI test compares the two).
@@ -179,7 +182,7 @@ public final class LocationServer: Sendable {
     // MARK: handlers
 
     static func json(_ o: Any, status: HTTPResponse.Status, raw: String? = nil) -> Response {
-        let text = raw ?? JSONText.string(o)
+        let text = raw ?? String(decoding: (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
         var h = HTTPFields()
         h[.contentType] = "application/json"
         return Response(status: status, headers: h, body: .init(byteBuffer: ByteBuffer(string: text)))
@@ -215,7 +218,7 @@ public final class LocationServer: Sendable {
     func geolocate(_ req: Request) async throws -> Response {
         let q = try GeoAPI.query(try await body(req))
         let answer: GeoAPI.Answer?
-        do { answer = try await GeoAPI.locate(q, store: store, stages: options.stages) } catch let e as GeoAPI.APIError { throw e } catch {
+        do { answer = try await GeoAPI.locate(q, store: store, stages: reportStages) } catch let e as GeoAPI.APIError { throw e } catch {
             logger.error("geolocate: store or pipeline failure: \(error)")
             throw GeoAPI.APIError.unavailable("The location store could not be read.")
         }
@@ -241,30 +244,43 @@ public final class LocationServer: Sendable {
     /// One report (a `posfuse refine` record or GeoJSON Feature) → a Feature; a
     /// FeatureCollection → a FeatureCollection, one Feature per input feature, in order.
     func refine(_ req: Request) async throws -> Response {
-        let o = try GeoAPI.object(try await body(req))
+        let bytes = try await body(req)
+        let o = try GeoAPI.object(bytes)
+        var out: [UInt8] = []
         if o["type"] as? String == "FeatureCollection" {
             guard let fs = o["features"] as? [Any] else { throw GeoAPI.APIError.parse("a FeatureCollection needs a 'features' array") }
-            var out: [Any] = []
-            for (i, f) in fs.enumerated() { out.append(try await refineOne(f, location: "features[\(i)]").feature) }
-            return Self.json(["type": "FeatureCollection", "features": out] as [String: Any], status: .ok)
+            out.append(contentsOf: Array(#"{"features":["#.utf8))
+            for (i, f) in fs.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                let one = (try? JSONSerialization.data(withJSONObject: f, options: [.fragmentsAllowed])).map { Array($0) } ?? Array("null".utf8)
+                _ = try await refineOne(one, location: "features[\(i)]", into: &out)
+            }
+            out.append(contentsOf: Array(#"],"type":"FeatureCollection"}"#.utf8))
+            return Self.bytes(out, status: .ok)
         }
-        let r = try await refineOne(o, location: "body")
-        return Self.json(r.feature, status: r.ok ? .ok : .badRequest)
+        let r = try await refineOne(bytes, location: "body", into: &out)
+        return Self.bytes(out, status: r.ok ? .ok : .badRequest)
     }
 
-    func refineOne(_ object: Any, location: String) async throws -> ReportRefiner.Outcome {
-        let p: ReportRefiner.Prepared
-        do { p = try ReportRefiner.prepare(object) } catch {
-            let id = ((object as? [String: Any])?["id"] ?? ((object as? [String: Any])?["properties"] as? [String: Any])?["id"]).map { "\($0)" }
-            return ReportRefiner.errorFeature(id: id, reason: "\(location): \(error)")
+    /// Looks the record's cells and APs up in the store, then refines it with them.
+    func refineOne(_ json: [UInt8], location: String, into out: inout [UInt8]) async throws -> ReportRefiner.Outcome {
+        var extra: ReferenceData?
+        if let ids = refiner.identifiers(json) {
+            do {
+                let known = try await store.lookup(cells: ids.cells, bssids: ids.bssids)
+                extra = known.reference(in: ReportRefiner.frame(latitude: ids.latitude, longitude: ids.longitude))
+            } catch {
+                logger.error("refine: store failure: \(error)")
+                throw GeoAPI.APIError.unavailable("The location store could not be read.")
+            }
         }
-        let known: KnownRadios
-        do { known = try await store.lookup(cells: p.cells, bssids: p.bssids) } catch {
-            logger.error("refine: store failure: \(error)")
-            throw GeoAPI.APIError.unavailable("The location store could not be read.")
-        }
-        let extra = known.reference(in: ReportRefiner.frame(latitude: p.latitude, longitude: p.longitude))
-        return refiner.refine(p, location: location, adding: extra)
+        return refiner.refine(json, location: location, adding: extra, into: &out)
+    }
+
+    static func bytes(_ b: [UInt8], status: HTTPResponse.Status) -> Response {
+        var h = HTTPFields()
+        h[.contentType] = "application/json"
+        return Response(status: status, headers: h, body: .init(byteBuffer: ByteBuffer(bytes: b)))
     }
 
     func health() async throws -> Response {
@@ -300,14 +316,18 @@ public final class LocationServer: Sendable {
     }
 }
 
-/// The refiner behind a lock (its tile cache is not thread-safe).
+/// The refiner behind a lock (its tile cache and buffers are not thread-safe).
 final class LockedRefiner: @unchecked Sendable {
     private let lock = NSLock()
     private let refiner: ReportRefiner
     init(_ r: ReportRefiner) { refiner = r }
-    func refine(_ p: ReportRefiner.Prepared, location: String, adding extra: ReferenceData) -> ReportRefiner.Outcome {
+    func identifiers(_ json: [UInt8]) -> (latitude: Double, longitude: Double, cells: Set<CellID>, bssids: Set<String>)? {
         lock.lock(); defer { lock.unlock() }
-        return refiner.refine(p, location: location, adding: extra)
+        return refiner.radioIdentifiers(json: json)
+    }
+    func refine(_ json: [UInt8], location: String, adding extra: ReferenceData?, into out: inout [UInt8]) -> ReportRefiner.Outcome {
+        lock.lock(); defer { lock.unlock() }
+        return refiner.refine(json: json, file: location, line: 1, adding: extra, into: &out)
     }
 }
 

@@ -214,11 +214,7 @@ public struct LandmarkSpec: Sendable {
 extension Scenario {
     /// Parses a scenario YAML file. Unknown keys are errors (see `ScenarioNode`).
     public static func load(url: URL) throws -> Scenario {
-        let text: String
-        do { text = try String(contentsOf: url, encoding: .utf8) } catch {
-            throw ScenarioError(file: url.path, path: "", line: nil, reason: "cannot read: \(error.localizedDescription)")
-        }
-        return try parse(yaml: text, file: url.path)
+        try parse(yaml: try InputFile.text(url), file: url.path)
     }
 
     public static func parse(yaml: String, file: String = "scenario") throws -> Scenario {
@@ -283,6 +279,7 @@ extension Scenario {
             throw r.error("waypoint floor \(w.floor) has no entry in floor_heights_m", key: "phones")
         } }
         try r.checkUnused()
+        try s.checkDomain(r)
         return s
     }
 
@@ -292,8 +289,8 @@ extension Scenario {
         let walk = mode != .drive
         var wps: [Waypoint] = []
         for w in try p.list("waypoints") {
-            if let nums = w.numbers, !w.isMapping {
-                guard nums.count >= 2 else { throw w.error("a waypoint is [e, n] or {e, n, ...}") }
+            if !w.isMapping {
+                guard let nums = w.numbers, nums.count >= 2 else { throw w.error("a waypoint is [e, n] (finite numbers) or {e, n, ...}") }
                 wps.append(Waypoint(e: nums[0], n: nums[1], floor: 0, pause: 0, photoOf: nil, advance: 0))
             } else {
                 wps.append(Waypoint(e: try w.double("e", 0), n: try w.double("n", 0), floor: try w.int("floor", 0),

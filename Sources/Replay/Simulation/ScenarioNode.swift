@@ -49,10 +49,18 @@ final class ScenarioNode {
     func has(_ key: String) -> Bool { node.mapping?[key] != nil }
 
     func double(_ key: String, _ def: Double) throws -> Double { try doubleOpt(key) ?? def }
+    /// A number. Only correlation times (`…_tau_s`) may be `.inf` (a constant bias); every
+    /// other value must be finite (`.nan`, `.inf` are errors naming the key and line).
     func doubleOpt(_ key: String) throws -> Double? {
         guard let v = raw(key) else { return nil }
-        if let s = v.scalar?.string.lowercased(), s == "inf" || s == ".inf" { return .infinity }
-        guard let d = v.float, d.isFinite || d.isInfinite else { throw error("expected a number", key: key, node: v) }
+        let infOK = key.hasSuffix("_tau_s")
+        if let s = v.scalar?.string.lowercased(), s == "inf" || s == ".inf" || s == "+.inf" {
+            guard infOK else { throw error("must be a finite number", key: key, node: v) }
+            return .infinity
+        }
+        guard let d = v.float, d.isFinite || (infOK && d == .infinity) else {
+            throw error(v.float == nil ? "expected a number" : "must be a finite number", key: key, node: v)
+        }
         return d
     }
     func int(_ key: String, _ def: Int) throws -> Int {
@@ -87,7 +95,7 @@ final class ScenarioNode {
         guard let v = raw(key) else { return nil }
         guard let seq = v.sequence else { throw error("expected a list of numbers", key: key, node: v) }
         return try seq.map { n in
-            guard let d = n.float else { throw error("expected a number", key: key, node: n) }
+            guard let d = n.float, d.isFinite else { throw error("expected a finite number", key: key, node: n) }
             return d
         }
     }
@@ -112,7 +120,12 @@ final class ScenarioNode {
     }
     var isMapping: Bool { node.mapping != nil }
     /// The node as a list of numbers ([e, n] waypoint shorthand).
-    var numbers: [Double]? { node.sequence?.compactMap { $0.float } }
+    /// nil unless every item is a finite number.
+    var numbers: [Double]? {
+        guard let seq = node.sequence else { return nil }
+        let v = seq.compactMap { $0.float }.filter(\.isFinite)
+        return v.count == seq.count ? v : nil
+    }
 
     /// Throws for the first key that nobody read (a typo or an unsupported option).
     func checkUnused() throws {

@@ -32,14 +32,22 @@ public enum Simulator {
         if let s = options.seed { sc.seed = s }
         if let d = options.duration { sc.duration = d }
         if let r = options.imuRate, sc.imu != nil { sc.imu!.rate = r; sc.imu!.magRate = r }
+        if options.duration != nil || options.imuRate != nil { try sc.checkDomain(file: "simulate options") }
         let seed = sc.seed
         let frame = LocalFrame(origin: sc.origin)
         let lms = Dictionary(uniqueKeysWithValues: sc.landmarks.map { ($0.id, (e: $0.e, n: $0.n)) })
         var pairBase = 0
         var trajectories: [Trajectory] = []
         for p in sc.phones {
+            // A path is integrated at most to twice its estimated duration (+10 min) and never
+            // beyond the scenario limit: a path that cannot reach its waypoints is an error.
+            let cap = sc.duration ?? min(Scenario.maxPhoneSeconds, 2 * Scenario.estimatedDuration(p.path) + 600)
             let t = Trajectory(path: p.path, floorHeights: sc.floorHeights, phoneHeight: p.height, duration: sc.duration,
-                               landmarks: lms, pairBase: pairBase)
+                               landmarks: lms, pairBase: pairBase, maxDuration: cap)
+            if t.truncated {
+                throw ScenarioError(file: "scenario", path: "phones", line: nil,
+                                    reason: "the path of phone '\(p.id)' did not reach its last waypoint within \(Int(cap)) s (turn rate or acceleration too low?)")
+            }
             pairBase += p.path.waypoints.filter { $0.photoOf != nil }.count
             trajectories.append(t)
         }
@@ -194,6 +202,6 @@ public enum ReferenceWriter {
     }
 
     public static func write(scenario: Scenario, to url: URL) throws {
-        try Data(json(scenario: scenario).utf8).write(to: url)
+        try OutputFile.write(Data(json(scenario: scenario).utf8), to: url)
     }
 }

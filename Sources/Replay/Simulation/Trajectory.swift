@@ -45,11 +45,14 @@ public struct Trajectory: Sendable {
     public private(set) var photos: [PhotoShot]
     /// Time the path ended (last waypoint reached and its pause over), s.
     public private(set) var endTime: Double
+    /// True when a path without a fixed duration had not ended at `maxDuration` (it was cut).
+    public private(set) var truncated = false
 
     /// Integrates `path` from 0 up to `duration` (nil: until the path ends).
     /// `landmarks` resolves photo waypoints (position of the object to walk toward).
     public init(path: PathSpec, floorHeights: [Double], phoneHeight: Double, duration: Double?,
-                landmarks: [String: (e: Double, n: Double)], dt: Double = 0.01, pairBase: Int = 0) {
+                landmarks: [String: (e: Double, n: Double)], dt: Double = 0.01, pairBase: Int = 0,
+                maxDuration: Double = Scenario.maxPhoneSeconds) {
         self.dt = dt
         // Expand photo waypoints: stop (shot 1), walk `advance` toward the landmark, stop (shot 2).
         struct WP { var e, n: Double; var floor: Int; var pause: Double; var shot: (String, Int, Int)? }
@@ -83,11 +86,11 @@ public struct Trajectory: Sendable {
         if !finished, let s0 = wps[0].shot { pendingShot = s0; pauseLeft += wps[0].pause; shotAt = path.start + wps[0].pause / 2 }
         else if !finished { pauseLeft += wps[0].pause }
         var end = finished ? 0.0 : Double.infinity
-        let maxT = duration ?? 86_400 * 7
+        let maxT = min(duration ?? .infinity, maxDuration)
         var k = 0
         while true {
             st.t = Double(k) * dt
-            if st.t > maxT + 1e-9 { break }
+            if st.t > maxT + 1e-9 { truncated = duration == nil && !finished; break }
             if duration == nil && finished && st.t > end + 1e-9 { break }
             samples.append(st)
             if let s = pendingShot, st.t >= shotAt - 1e-9 {

@@ -113,6 +113,9 @@ public final class CellDatabase {
     /// The file (":memory:" for an in-memory database), named in read errors.
     public let path: String
 
+    /// False for a read-only database written before the coverage table existed.
+    private var hasCoverage = true
+
     public init(path: String) throws {
         self.path = path
         queue = path == ":memory:" ? try DatabaseQueue() : try DatabaseQueue(path: path)
@@ -182,6 +185,7 @@ public final class CellDatabase {
 
     /// Coverage areas whose mean lies within `radius` m of `center`.
     public func coverage(near center: Geodetic, radius: Double) throws -> [CellCoverageRecord] {
+        guard hasCoverage else { return [] }
         let b = Self.box(center, radius)
         let rows = try queue.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM cell_coverage WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?", arguments: b)
@@ -195,7 +199,30 @@ public final class CellDatabase {
     /// Opens the database at `path` as reference data (`replay`/`refine --cell-db`): a file that
     /// is not a cell database is a `TraceDataError` naming it.
     public static func forReading(path: String) throws -> CellDatabase {
-        do { return try CellDatabase(path: path) } catch { throw readError(path, error) }
+        do { return try CellDatabase(readOnly: path) } catch let e as TraceDataError { throw e } catch { throw readError(path, error) }
+    }
+
+    /// Opens an existing cell database read-only (`--cell-db`): the file is never written (no
+    /// table created, no migration; an old coverage table without `h` reads as h = 0). A file
+    /// that is not an SQLite database (empty, text, another format) or has no `cells` table is
+    /// a data error naming it.
+    init(readOnly path: String) throws {
+        self.path = path
+        let head = try InputFile.prefix(URL(fileURLWithPath: path), count: 16)
+        guard head == Array("SQLite format 3\u{0}".utf8) else {
+            throw TraceDataError(file: path, line: 0, reason: head.isEmpty ? "empty file, not a cell database" : "not an SQLite database",
+                                 code: "invalid_cell_db")
+        }
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(ResultStore.busyTimeout)
+        queue = try DatabaseQueue(path: path, configuration: config)
+        let tables = try queue.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
+        guard tables.contains("cells") else {
+            throw TraceDataError(file: path, line: 0, reason: "not a cell database (no table 'cells'; build one with posfuse celldb build)",
+                                 code: "invalid_cell_db")
+        }
+        hasCoverage = tables.contains("cell_coverage")
     }
 
     static func readError(_ path: String, _ error: any Error) -> TraceDataError {
@@ -219,11 +246,15 @@ public final class CellDatabase {
     }
 
     public static func coverageRecord(_ r: Row) -> CellCoverageRecord? {
-        guard let rat = RAT(rawValue: r["rat"]) else { return nil }
-        let ta: Int = r["ta"]
-        return CellCoverageRecord(cell: CellID(rat: rat, mcc: r["mcc"], mnc: r["mnc"], area: r["area"], cid: r["cid"]),
-                                  ta: ta < 0 ? nil : ta, position: Geodetic(latitude: r["lat"], longitude: r["lon"], height: r["h"]),
-                                  covariance: Covariance2(ee: r["cov_ee"], en: r["cov_en"], nn: r["cov_nn"]), count: r["n"])
+        guard let rat = (r.text("rat")).flatMap(RAT.init(rawValue:)), let mcc = r.int("mcc"), let mnc = r.int("mnc"),
+              let area = r.int("area"), let cid = r.int("cid"), let ta = r.int("ta"), let lat = r.double("lat"), let lon = r.double("lon"),
+              TraceDomain.latLonViolation(lat, lon) == nil, let ee = r.double("cov_ee"), let en = r.double("cov_en"), let nn = r.double("cov_nn"),
+              let n = r.int("n") else { return nil }
+        let h = r.double("h") ?? 0
+        guard TraceDomain.height.contains(h), ee >= 0, nn >= 0, abs(ee) <= 1e14, abs(nn) <= 1e14, abs(en) <= 1e14 else { return nil }
+        return CellCoverageRecord(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid),
+                                  ta: ta < 0 ? nil : ta, position: Geodetic(latitude: lat, longitude: lon, height: h),
+                                  covariance: Covariance2(ee: ee, en: en, nn: nn), count: n)
     }
 
     /// The latitude/longitude box around `center` that holds every point within `radius` m.
@@ -263,12 +294,21 @@ public final class CellDatabase {
         return out
     }
 
+    /// A row of `cells`, or nil when a value is missing, of the wrong type or outside its domain
+    /// (a damaged or foreign database is skipped row by row, never a crash).
     public static func tower(_ r: Row) -> CellTower? {
-        guard let rat = RAT(rawValue: r["rat"]) else { return nil }
-        return CellTower(cell: CellID(rat: rat, mcc: r["mcc"], mnc: r["mnc"], area: r["area"], cid: r["cid"]),
-                         position: Geodetic(latitude: r["lat"], longitude: r["lon"], height: r["h"]),
-                         range: r["range_m"], samples: r["samples"], pci: r["pci"], azimuth: r["azimuth_deg"],
-                         beamwidth: r["beamwidth_deg"], provenance: r["provenance"], updated: r["updated"])
+        guard let rat = (r.text("rat")).flatMap(RAT.init(rawValue:)), let mcc = r.int("mcc"), let mnc = r.int("mnc"),
+              let area = r.int("area"), let cid = r.int("cid"), let lat = r.double("lat"), let lon = r.double("lon"),
+              TraceDomain.latLonViolation(lat, lon) == nil else { return nil }
+        let h = r.double("h") ?? 0
+        guard TraceDomain.height.contains(h) else { return nil }
+        let range = r.double("range_m").flatMap { (0...TraceDomain.localMetres.upperBound).contains($0) ? $0 : nil }
+        let az = r.double("azimuth_deg").flatMap { TraceDomain.degrees.contains($0) ? $0 : nil }
+        let bw = r.double("beamwidth_deg").flatMap { (0...360).contains($0) ? $0 : nil }
+        return CellTower(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid),
+                         position: Geodetic(latitude: lat, longitude: lon, height: h),
+                         range: range, samples: r.int("samples"), pci: r.int("pci"), azimuth: az,
+                         beamwidth: bw, provenance: r.text("provenance") ?? "centroid", updated: r.int("updated"))
     }
 
     /// Great-circle distance (haversine, mean radius 6 371 008.8 m), m.
@@ -277,5 +317,34 @@ public final class CellDatabase {
         let dp = p2 - p1, dl = (b.longitude - a.longitude) * .pi / 180
         let h = sin(dp / 2) * sin(dp / 2) + cos(p1) * cos(p2) * sin(dl / 2) * sin(dl / 2)
         return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
+    }
+}
+
+/// Type-checked column access: nil for NULL, a missing column or a value of another type
+/// (GRDB's subscripts stop the process on a failed conversion).
+extension Row {
+    func double(_ c: String) -> Double? {
+        guard hasColumn(c) else { return nil }
+        let v: DatabaseValue = self[c]
+        switch v.storage {
+        case .double(let d): return d.isFinite ? d : nil
+        case .int64(let i): return Double(i)
+        default: return nil
+        }
+    }
+    func int(_ c: String) -> Int? {
+        guard hasColumn(c) else { return nil }
+        let v: DatabaseValue = self[c]
+        switch v.storage {
+        case .int64(let i): return Int(i)
+        case .double(let d): return d == d.rounded() && abs(d) <= 9e15 ? Int(d) : nil
+        default: return nil
+        }
+    }
+    func text(_ c: String) -> String? {
+        guard hasColumn(c) else { return nil }
+        let v: DatabaseValue = self[c]
+        if case .string(let s) = v.storage { return s }
+        return nil
     }
 }

@@ -24,8 +24,18 @@ public final class ResultStore {
     public let queue: DatabaseQueue
 
     /// Opens or creates the database at `path` (":memory:" for an in-memory one).
+    /// How long a writer waits for another process's transaction on the same database before
+    /// giving up (SQLite busy timeout): concurrent replays into one `--db` queue, none is lost.
+    public static let busyTimeout: TimeInterval = 3600
+
+    /// The database file (":memory:" for an in-memory one).
+    public let path: String
+
     public init(path: String) throws {
-        queue = path == ":memory:" ? try DatabaseQueue() : try DatabaseQueue(path: path)
+        self.path = path
+        var config = Configuration()
+        config.busyMode = .timeout(Self.busyTimeout)
+        queue = path == ":memory:" ? try DatabaseQueue(configuration: config) : try DatabaseQueue(path: path, configuration: config)
         try queue.write { db in
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS runs (
@@ -90,8 +100,29 @@ public final class ResultStore {
     /// its estimates (hook it to `Replayer.onEstimate`), then stores the scores of the
     /// result and commits. If anything throws, the transaction is rolled back and the
     /// error rethrown: no part of the run remains. Returns the run id and the result.
-    public func record(_ info: RunInfo, _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
-        try queue.write { db in
+    /// `then` runs last in the same transaction with the run id (e.g. `posfuse sweep` adds
+    /// the run's grid point there, so a run and its point are stored together or not at all).
+    public func record(_ info: RunInfo, then: ((Database, Int64) throws -> Void)? = nil,
+                       _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+        // IMMEDIATE: the write lock is taken (or waited for, `busyTimeout`) before any work, so two
+        // processes recording into one database queue up instead of one failing with SQLITE_BUSY.
+        do {
+            return try queue.writeWithoutTransaction { db in
+                var out: (run: Int64, result: ReplayResult)!
+                try db.inTransaction(.immediate) {
+                    out = try recordRun(db, info, then, body)
+                    return .commit
+                }
+                return out
+            }
+        } catch let e as DatabaseError {
+            throw SystemError(e, file: path)
+        }
+    }
+
+    private func recordRun(_ db: Database, _ info: RunInfo, _ then: ((Database, Int64) throws -> Void)?,
+                           _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+        do {
             try db.execute(sql: """
                 INSERT INTO runs (started, pipeline, trace, trace_name, version, parameters) VALUES (?, ?, ?, ?, ?, ?)
                 """, arguments: [Self.iso8601(info.started), info.pipeline, info.trace, info.traceName, info.version, info.parameters])
@@ -104,6 +135,7 @@ public final class ResultStore {
             for (source, metric, value) in Self.scoreRows(result.scores) {
                 try insert.execute(arguments: [run, source, metric, value])
             }
+            try then?(db, run)
             return (run, result)
         }
     }

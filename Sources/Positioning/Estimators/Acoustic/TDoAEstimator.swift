@@ -160,9 +160,15 @@ public struct TDoAEstimator: Sendable {
         var current = problem, used = ids, dropped = rejected
         var result = solver.solve(current, prior: prior, workspace: ws)
         let d = problem.mode.dimension
-        while nlosThreshold > 0, case .success(let est) = result,
-              Self.normalised(est.residuals, current).map(abs).max() ?? 0 > nlosThreshold,
-              current.beacons.count - 1 >= d + 2 {
+        // A set whose solve does not converge is searched for an NLoS beacon too: one late
+        // arrival can pull the whole set out of the least-squares basin.
+        func suspicious(_ r: Result<TDoAEstimate, EstimationFailure>) -> Bool {
+            switch r {
+            case .success(let est): return Self.normalised(est.residuals, current).map(abs).max() ?? 0 > nlosThreshold
+            case .failure(let f): return f == .notConverged
+            }
+        }
+        while nlosThreshold > 0, suspicious(result), current.beacons.count - 1 >= d + 2 {
             // The beacon to drop (`nlosSelection`): the subset with the smallest χ² among those
             // whose left-out beacon arrived significantly late against the others' solution
             // (studentised deleted residual > `nlosThreshold`) — NLoS only delays, so a subset

@@ -85,9 +85,25 @@ public final class TDoALMWorkspace {
         return s
     }
 
-    /// Refine from `start`; returns the position and the iteration count, or nil on a
-    /// GSL allocation/initialisation failure or non-positive-definite Q_ρ.
-    public func refine(_ problem: TDoAProblem, start: [Double], maxIterations: Int = 20) -> ([Double], Int)? {
+    /// Outcome of one refinement.
+    public struct Outcome: Sendable, Equatable {
+        /// Best point GSL holds when the driver returned, m.
+        public var position: [Double]
+        public var iterations: Int
+        /// The driver's status: `GSL_SUCCESS` when a stopping test (xtol or gtol) was met;
+        /// `GSL_EMAXITER` (iteration limit) or `GSL_ENOPROG` (no acceptable step) otherwise.
+        public var status: Int32
+        /// Which test stopped it (GSL's `info`: 1 small step, 2 small gradient; 0 none).
+        public var info: Int32
+        /// GSL said the minimisation converged. A point without this is not a solution: it can
+        /// lie hundreds of metres away with a χ² in the thousands (issue 21).
+        public var converged: Bool { status == Int32(GSL_SUCCESS) }
+    }
+
+    /// Refine from `start`; returns the point, iteration count and GSL's convergence status
+    /// (callers must check `converged`), or nil on a GSL allocation/initialisation failure or
+    /// non-positive-definite Q_ρ.
+    public func refine(_ problem: TDoAProblem, start: [Double], maxIterations: Int = 20) -> Outcome? {
         let d = problem.mode.dimension, n = problem.beacons.count - 1
         guard n >= d, start.count == d else { return nil }
         // Q_ρ = σ₁²11ᵀ + diag(σ_i²) and its Cholesky factor inverse.
@@ -109,11 +125,11 @@ public final class TDoALMWorkspace {
         for i in 0..<d { gsl_vector_set(s.x, i, start[i]) }
         guard gsl_multifit_nlinear_init(s.x, s.fdf, s.workspace) == Int32(GSL_SUCCESS) else { return nil }
         var info: Int32 = 0
-        _ = gsl_multifit_nlinear_driver(maxIterations, 1e-10, 1e-12, 0, nil, nil, &info, s.workspace)
-        // Any status (success, max iterations, no progress at the optimum) leaves the best
-        // point found in the workspace; the caller checks finiteness.
+        let status = gsl_multifit_nlinear_driver(maxIterations, 1e-10, 1e-12, 0, nil, nil, &info, s.workspace)
+        // Every status leaves the best point found in the workspace; only GSL_SUCCESS means a
+        // stopping test was met (the caller decides what to do with the others).
         guard let xs = gsl_multifit_nlinear_position(s.workspace) else { return nil }
         let p = (0..<d).map { gsl_vector_get(xs, $0) }
-        return (p, Int(gsl_multifit_nlinear_niter(s.workspace)))
+        return Outcome(position: p, iterations: Int(gsl_multifit_nlinear_niter(s.workspace)), status: status, info: info)
     }
 }

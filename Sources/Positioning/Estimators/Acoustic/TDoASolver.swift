@@ -98,19 +98,48 @@ public struct TDoASolver: Sendable {
         switch refinement {
         case .none: break
         case .gaussNewton:
-            (p, iterations) = Self.gaussNewton(problem, weight: w, start: start, maxIterations: maxIterations)
+            let gn = Self.gaussNewton(problem, weight: w, start: start, maxIterations: maxIterations)
+            guard gn.converged else { return .failure(.notConverged) }
+            (p, iterations) = (gn.position, gn.iterations)
         case .levenbergMarquardt:
+            // GSL's status decides: a run that met no stopping test (iteration limit, no
+            // acceptable step) is not a solution, whatever point it stopped at. Then the
+            // Gauss–Newton result stands in when that one converged, else the solve fails.
             let ws = workspace ?? TDoALMWorkspace()
             guard let r = ws.refine(problem, start: start, maxIterations: maxIterations) else { return .failure(.notConverged) }
-            (p, iterations) = r
+            if r.converged && r.position.allSatisfy({ $0.isFinite }) {
+                (p, iterations) = (r.position, r.iterations)
+            } else {
+                let gn = Self.gaussNewton(problem, weight: w, start: start, maxIterations: maxIterations)
+                guard gn.converged else { return .failure(.notConverged) }
+                (p, iterations) = (gn.position, r.iterations + gn.iterations)
+            }
         }
         guard p.allSatisfy({ $0.isFinite }) else { return .failure(.notConverged) }
-        let (res, jac) = Self.residualsAndJacobian(problem, p)
-        guard let cov = SmallSPD.inverse(Self.information(jac, w, rows: m - 1, d: d), d) else {
-            return .failure(problem.mode == .spatial ? .coplanarGeometry : .collinearGeometry)
+        // A converged point whose χ² exceeds the 99.9 % bound of χ²(M−1−D) may be a local
+        // minimum (in 3-D typically the mirror image through the beacons' best-fit plane, where
+        // the height is weakly determined): Gauss–Newton from the other Chan–Ho stage, from the
+        // mirror image and (after LM) from the common start; the lowest converged χ² wins.
+        let dof = m - 1 - d
+        if refinement != .none, dof > 0, Self.cost(problem, w, p) > Self.chi2Bound999(dof: dof) {
+            var starts = [stage1]
+            if let s2 = stage2 { starts.append(s2) }
+            if refinement == .levenbergMarquardt { starts.append(start) }
+            if problem.mode == .spatial, let mirror = Self.mirrored(p, through: problem.beacons) { starts.append(mirror) }
+            var best = Self.cost(problem, w, p)
+            for s in starts {
+                let gn = Self.gaussNewton(problem, weight: w, start: s, maxIterations: maxIterations)
+                let c = Self.cost(problem, w, gn.position)
+                if gn.converged, c < best { best = c; p = gn.position; iterations += gn.iterations }
+            }
         }
-        var chi2 = 0.0
-        for i in 0..<(m - 1) { for j in 0..<(m - 1) { chi2 += res[i] * w[i * (m - 1) + j] * res[j] } }
+        let (res, jac) = Self.residualsAndJacobian(problem, p)
+        // The baseline geometry passed the test above, so singular information at the solution
+        // means the solve ended where every beacon looks alike (far away): not a geometry fault.
+        guard let cov = SmallSPD.inverse(Self.information(jac, w, rows: m - 1, d: d), d) else {
+            return .failure(.notConverged)
+        }
+        let chi2 = Self.cost(problem, w, p)
         guard cov.allSatisfy({ $0.isFinite }), chi2.isFinite else { return .failure(.notConverged) }
         return .success(TDoAEstimate(position: p, stage1: stage1, stage2: stage2, covariance: cov, chiSquare: chi2,
                                      residuals: res, iterations: iterations, minimal: minimal))
@@ -327,9 +356,41 @@ public struct TDoASolver: Sendable {
 
     // MARK: - Refinement (fast path)
 
+    /// 99.9 % quantiles of χ²(k), k = 1…64 (GSL), looked up per solve.
+    static let chi2Table: [Double] = (1...64).map { ChiSquare.quantile(0.999, dof: $0) }
+    static func chi2Bound999(dof: Int) -> Double { dof <= 64 ? chi2Table[dof - 1] : ChiSquare.quantile(0.999, dof: dof) }
+
+    /// p reflected through the least-squares plane of the beacons (centroid c, normal n = the
+    /// eigenvector of the smallest eigenvalue of their scatter matrix): p − 2((p − c)·n)n.
+    static func mirrored(_ p: [Double], through beacons: [SIMD3<Double>]) -> [Double]? {
+        let c = beacons.reduce(SIMD3<Double>()) { $0 + $1 } / Double(beacons.count)
+        var s = [Double](repeating: 0, count: 9)
+        for b in beacons {
+            let v = b - c
+            for i in 0..<3 { for j in 0..<3 { s[i * 3 + j] += v[i] * v[j] } }
+        }
+        guard let (_, vec) = Matrix(rows: 3, cols: 3, data: s).symmetricEigen() else { return nil }
+        let n = SIMD3(vec.data[2], vec.data[5], vec.data[8])
+        let q = SIMD3(p[0], p[1], p[2])
+        let r = q - 2 * ((q - c) * n).sum() * n
+        return [r.x, r.y, r.z]
+    }
+
+    /// χ² = (ρ − m(p))ᵀW(ρ − m(p)) at p.
+    static func cost(_ problem: TDoAProblem, _ w: [Double], _ p: [Double]) -> Double {
+        let n = problem.beacons.count - 1
+        let (e, _) = residualsAndJacobian(problem, p)
+        var c = 0.0
+        for i in 0..<n { for j in 0..<n { c += e[i] * w[i * n + j] * e[j] } }
+        return c
+    }
+
     /// Gauss–Newton on (ρ − m(p))ᵀW(ρ − m(p)) with step halving when the cost rises;
-    /// stops at ‖Δ‖ < 1e-6 m.
-    static func gaussNewton(_ problem: TDoAProblem, weight w: [Double], start: [Double], maxIterations: Int) -> ([Double], Int) {
+    /// converged when the undamped step is below 1e-6 m (a stationary point; the step is
+    /// then taken or, at the optimum in rounding, not). Not converged: iteration limit,
+    /// singular JᵀWJ, or a cost no halving of a large step lowers.
+    static func gaussNewton(_ problem: TDoAProblem, weight w: [Double], start: [Double], maxIterations: Int)
+        -> (position: [Double], iterations: Int, converged: Bool) {
         let d = problem.mode.dimension, n = problem.beacons.count - 1
         func cost(_ e: [Double]) -> Double {
             var c = 0.0
@@ -340,6 +401,7 @@ public struct TDoASolver: Sendable {
         var (e, j) = residualsAndJacobian(problem, p)
         var c0 = cost(e)
         var it = 0
+        var converged = false
         while it < maxIterations {
             it += 1
             let f = information(j, w, rows: n, d: d)
@@ -362,10 +424,13 @@ public struct TDoASolver: Sendable {
                 }
                 alpha *= 0.5
             }
-            let norm = (step.reduce(0) { $0 + $1 * $1 }).squareRoot() * alpha
-            if !accepted || norm < 1e-6 { break }
+            // The undamped step measures stationarity; a damped step that shrinks to nothing
+            // while the full step stays large is a stall, not convergence.
+            let full = (step.reduce(0) { $0 + $1 * $1 }).squareRoot()
+            if full < 1e-6 { converged = true; break }
+            if !accepted || full * alpha < 1e-6 { break }
         }
-        return (p, it)
+        return (p, it, converged && p.allSatisfy { $0.isFinite })
     }
 
     // MARK: - Bounds

@@ -83,25 +83,25 @@ public final class CamLocStage: PipelineStage {
         for r in upstream {
             if case .fix(let f) = r, userSources.contains(f.source), !f.subject.hasPrefix("object:") {
                 userFixes[f.subject, default: []].append(f)
-                userFixes[f.subject]!.removeAll { $0.time < f.time - horizon }
+                prune(&userFixes[f.subject]!, limit: 256) { $0.time < f.time - horizon }
             }
         }
         switch event.payload {
         case .imu(let s) where s.kind == .accelerometer:
             acc[dev, default: []].append((event.time, s.vector))
-            if acc[dev]!.count > 20_000 { acc[dev]!.removeAll { $0.0 < event.time - horizon } }
+            prune(&acc[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
         case .imu(let s) where s.kind == .gyroscope:
             gyro[dev, default: []].append((event.time, s.vector))
-            if gyro[dev]!.count > 20_000 { gyro[dev]!.removeAll { $0.0 < event.time - horizon } }
+            prune(&gyro[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
         case .imu(let s) where s.kind == .magnetometer:
             mag[dev, default: []].append((event.time, s.vector))
-            if mag[dev]!.count > 20_000 { mag[dev]!.removeAll { $0.0 < event.time - horizon } }
+            prune(&mag[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
         case .imu(let s) where s.kind == .rotationVector:
             att[dev, default: []].append((event.time, SIMD4(s.x, s.y, s.z, s.w)))
-            if att[dev]!.count > 20_000 { att[dev]!.removeAll { $0.0 < event.time - horizon } }
+            prune(&att[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
         case .step(let s):
             steps[dev, default: []].append((event.time, s.length))
-            steps[dev]!.removeAll { $0.0 < event.time - horizon }
+            prune(&steps[dev]!, limit: 256) { $0.0 < event.time - horizon }
         case .photo(let p):
             let key = dev + "|" + (p.pair ?? p.object)
             pending[key, default: []].append((p.exposureTime ?? event.time, p))
@@ -112,6 +112,17 @@ public final class CamLocStage: PipelineStage {
         default: break
         }
         return []
+    }
+
+    /// Drops entries older than the horizon once a buffer exceeds `limit`, then keeps at most
+    /// the `limit / 2` newest. Amortised O(1) per append, and memory stays bounded when many
+    /// entries share one time (a trace whose events all carry one `t` was quadratic: every
+    /// append rescanned every buffered entry). Consumers select entries by time, so entries
+    /// older than the horizon that are still buffered change no result.
+    private func prune<T>(_ a: inout [T], limit: Int, older: (T) -> Bool) {
+        guard a.count > limit else { return }
+        a.removeAll(where: older)
+        if a.count > limit / 2 { a.removeFirst(a.count - limit / 2) }
     }
 
     /// Camera optical-axis azimuth (true, rad) from the attitude at t: R·(0, 0, −1).

@@ -1,0 +1,189 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One report record (docs/refine.md, "Input") read from its JSON bytes with the trace scanner
+/// (`JSONLineScanner`): the reported position, accuracy, time, id, and the byte ranges of its
+/// `evidence` events, which the trace decoder reads in place. No Foundation JSON, and no
+/// allocation per record beyond the id string: the field lists are reused across records.
+///
+/// Rules (the same answers `JSONSerialization` gave before, checked byte for byte by
+/// `RefineGoldenTests`): a repeated key counts once, the last one wins; a GeoJSON Feature takes
+/// `lat`/`lon` from its Point geometry `[lon, lat, …]` and everything else from `properties`
+/// (a `properties` that is not an object counts as empty; the Feature's own `id` when
+/// `properties` has none); `accuracy` is read when `accuracy_m` is absent; `t` counts only when it
+/// is a number; text outside the `evidence` array must be valid UTF-8.
+struct ReportRecordParser {
+    /// A report, its evidence still as byte ranges of the record.
+    struct Report {
+        var id: String?
+        var latitude: Double, longitude: Double, accuracy: Double
+        var time: Double?
+        /// Byte ranges (in the record) of the `evidence` events; all are objects.
+        var evidence: UnsafeBufferPointer<JField>
+    }
+
+    enum Failure: Error {
+        /// Not a JSON object (reason from the scanner), counted as malformed (no id).
+        case malformed(String)
+        /// A JSON object that is not a valid report.
+        case invalid(id: String?, reason: String)
+    }
+
+    private var top: [JField] = []
+    private var properties: [JField] = []
+    private var geometry: [JField] = []
+    private var coordinates: [JField] = []
+    private var elements: [JField] = []
+    /// The id an error record of the record being parsed carries (its `id`, else its
+    /// properties' `id`), for errors raised after parsing.
+    private(set) var errorID: String?
+
+    init() {
+        top.reserveCapacity(16); properties.reserveCapacity(16); geometry.reserveCapacity(4)
+        coordinates.reserveCapacity(4); elements.reserveCapacity(4096)
+    }
+
+    /// Parses the record `p[0..<count]` (`p[count]` readable) and calls `body` with it; the
+    /// evidence ranges are valid during the call.
+    mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
+        var s = JSONLineScanner(p: p, count: count)
+        s.maxDepth = 512                         // as deep as Foundation's parser went (the reader before 0.x)
+        top.removeAll(keepingCapacity: true)
+        errorID = nil
+        do throws(LineIssue) {
+            try s.line(into: &top)
+        } catch {
+            // Valid JSON that is not an object goes on: the refiner says what a report must be.
+            if s.isSingleValue(), Self.validUTF8(p, 0, count) { throw Failure.invalid(id: nil, reason: "a report must be a JSON object") }
+            throw Failure.malformed(error.message)
+        }
+        func key(_ f: JField, _ k: StaticString) -> Bool {
+            f.keyLength == k.utf8CodeUnitCount && memcmp(s.p + f.keyStart, k.utf8Start, f.keyLength) == 0
+        }
+        func last(_ fields: [JField], _ k: StaticString) -> JField? { fields.last { key($0, k) } }
+        func isString(_ f: JField?, _ value: StaticString) -> Bool {
+            guard let f, f.kind == .string else { return false }
+            if !f.escaped { return f.end - f.start == value.utf8CodeUnitCount && memcmp(s.p + f.start, value.utf8Start, f.end - f.start) == 0 }
+            return (try? s.string(start: f.start, end: f.end, escaped: true)) == value.description
+        }
+        // The `evidence` array is not JSON a report parser must decode (it goes to the trace
+        // decoder): everything else must be valid UTF-8, as a JSON parser requires.
+        var fields = top
+        var feature = false
+        properties.removeAll(keepingCapacity: true)
+        let props = last(top, "properties")
+        if isString(last(top, "type"), "Feature") {
+            feature = true
+            if let pf = props, pf.kind == .object { _ = try? s.object(at: pf.start, into: &properties) }
+            fields = properties
+        }
+        let evidenceField = last(fields, "evidence")
+        let utf8OK: Bool
+        if let e = evidenceField, e.kind == .array {
+            utf8OK = Self.validUTF8(p, 0, e.start) && Self.validUTF8(p, e.end, count)
+        } else {
+            utf8OK = Self.validUTF8(p, 0, count)
+        }
+        guard utf8OK else { throw Failure.malformed(LineIssue.json("not parseable").message) }
+
+        // The id an error record carries: the record's own `id`, else its properties' `id`.
+        var idField = last(top, "id")
+        if idField == nil, !feature, let pf = props, pf.kind == .object {
+            var nested: [JField] = []
+            _ = try? s.object(at: pf.start, into: &nested)
+            idField = last(nested, "id")
+        } else if idField == nil, feature {
+            idField = last(properties, "id")
+        }
+        let errorID = idField.map { Self.idText($0, s) }
+        self.errorID = errorID
+
+        var latField: JField?, lonField: JField?
+        if feature {
+            geometry.removeAll(keepingCapacity: true); coordinates.removeAll(keepingCapacity: true)
+            var point = false
+            if let g = last(top, "geometry"), g.kind == .object, (try? s.object(at: g.start, into: &geometry)) != nil,
+               isString(last(geometry, "type"), "Point"), let c = last(geometry, "coordinates"), c.kind == .array,
+               (try? s.arrayElements(start: c.start, end: c.end, into: &coordinates)) != nil, coordinates.count >= 2 {
+                point = true
+                lonField = coordinates[0]; latField = coordinates[1]
+            }
+            guard point else { throw Failure.invalid(id: errorID, reason: "a Feature needs a Point geometry with [lon, lat]") }
+        } else {
+            latField = last(fields, "lat"); lonField = last(fields, "lon")
+        }
+        func number(_ f: JField?) -> Double? { f.flatMap { $0.kind == .number ? $0.number : nil } }
+        guard let lat = number(latField), (-90...90).contains(lat) else { throw Failure.invalid(id: errorID, reason: "missing or invalid 'lat' (deg, −90…90)") }
+        guard let lon = number(lonField), (-180...180).contains(lon) else { throw Failure.invalid(id: errorID, reason: "missing or invalid 'lon' (deg, −180…180)") }
+        guard let acc = number(last(fields, "accuracy_m") ?? last(fields, "accuracy")), acc > 0, acc <= TraceDomain.accuracy.upperBound else {
+            throw Failure.invalid(id: errorID, reason: "missing or invalid 'accuracy_m' (m, > 0, ≤ 2e7)")
+        }
+        elements.removeAll(keepingCapacity: true)
+        if let e = evidenceField {
+            guard e.kind == .array else { throw Failure.invalid(id: errorID, reason: "'evidence' must be an array of trace events") }
+            do throws(LineIssue) { try s.arrayElements(start: e.start, end: e.end, into: &elements) } catch { throw Failure.malformed(error.message) }
+            if let i = elements.firstIndex(where: { $0.kind != .object }) { throw Failure.invalid(id: errorID, reason: "evidence[\(i)] is not an object") }
+        }
+        let id = (feature ? (last(properties, "id") ?? last(top, "id")) : last(top, "id")).map { Self.idText($0, s) }
+        // The report time shares the trace format's domain (`TraceDomain.time`): a report at
+        // t = 1e300 is an error record, not a fix 1,000 km off with a null radius.
+        let time = number(last(fields, "t"))
+        if let t = time, let m = TraceDomain.violation("'t'", t, TraceDomain.time, "s") { throw Failure.invalid(id: errorID, reason: m) }
+        let report = Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: time,
+                            evidence: UnsafeBufferPointer(start: nil, count: 0))
+        return try elements.withUnsafeBufferPointer { ev in
+            var r = report
+            r.evidence = ev
+            return try body(r, s)
+        }
+    }
+
+    /// An `id` as text, as the JSONSerialization-based reader printed it: a string as is, a number
+    /// as Swift prints it (an integer literal without a fraction), 1/0 for true/false, `<null>`;
+    /// an object or array as its JSON text (before: Swift's description of the dictionary).
+    static func idText(_ f: JField, _ s: JSONLineScanner) -> String {
+        switch f.kind {
+        case .string: return (try? s.string(start: f.start, end: f.end, escaped: f.escaped)) ?? ""
+        case .number:
+            let text = UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)
+            if !text.contains(where: { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }), let i = Int(String(decoding: text, as: UTF8.self)) {
+                return String(i)
+            }
+            return "\(f.number)"
+        case .bool: return f.number != 0 ? "1" : "0"             // as Foundation's NSNumber printed it
+        case .null: return "<null>"
+        case .object, .array: return String(decoding: UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start), as: UTF8.self)
+        }
+    }
+
+    /// Whether `p[from..<to]` is valid UTF-8 (RFC 3629: no overlongs, surrogates or values above U+10FFFF).
+    static func validUTF8(_ p: UnsafePointer<UInt8>, _ from: Int, _ to: Int) -> Bool {
+        var i = from
+        while i < to {
+            // ASCII fast path, 8 bytes at a time.
+            while i + 8 <= to, UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+            guard i < to else { break }
+            let c = p[i]
+            if c < 0x80 { i += 1; continue }
+            let n: Int, lo: UInt8, hi: UInt8
+            switch c {
+            case 0xC2...0xDF: n = 1; lo = 0x80; hi = 0xBF
+            case 0xE0: n = 2; lo = 0xA0; hi = 0xBF
+            case 0xE1...0xEC, 0xEE...0xEF: n = 2; lo = 0x80; hi = 0xBF
+            case 0xED: n = 2; lo = 0x80; hi = 0x9F
+            case 0xF0: n = 3; lo = 0x90; hi = 0xBF
+            case 0xF1...0xF3: n = 3; lo = 0x80; hi = 0xBF
+            case 0xF4: n = 3; lo = 0x80; hi = 0x8F
+            default: return false
+            }
+            guard i + n < to else { return false }
+            guard p[i + 1] >= lo && p[i + 1] <= hi else { return false }
+            for k in 2...max(2, n) where k <= n { guard p[i + k] & 0xC0 == 0x80 else { return false } }
+            i += n + 1
+        }
+        return true
+    }
+}

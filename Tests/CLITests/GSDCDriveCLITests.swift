@@ -1,0 +1,125 @@
+import Testing
+import Foundation
+import Replay
+import Positioning
+
+/// A GSDC-layout drive written by the test (issue 21 item 1): two phones 50 m apart, each with
+/// its own SPAN truth track; the first phone's file name carries a modification marker
+/// (`PhoneAModded`), its truth is `SPAN_PhoneA_10Hz.nmea` with EVERY `$GPRMC` checksum wrong
+/// (as on a real held-back drive), the second's is `SPAN_PhoneB_1Hz.nmea`, clean.
+enum GSDCFixture {
+    static func sentence(_ body: String) -> String {
+        var x: UInt8 = 0
+        for b in body.utf8 { x ^= b }
+        return "$" + body + "*" + String(format: "%02X", x)
+    }
+
+    /// `ddmm.mmmmmm,N,dddmm.mmmmmm,W` of a position.
+    static func latlon(_ lat: Double, _ lon: Double) -> String {
+        func dm(_ v: Double, _ w: Int) -> String {
+            let a = abs(v), d = Int(a), m = (a - Double(d)) * 60
+            return String(format: "%0\(w)d%09.6f", d, m)
+        }
+        return "\(dm(lat, 2)),\(lat >= 0 ? "N" : "S"),\(dm(lon, 3)),\(lon >= 0 ? "E" : "W")"
+    }
+
+    /// GGA + RMC per epoch; `badRMC`: every RMC checksum off by one.
+    static func track(_ points: [(tod: Int, lat: Double, lon: Double)], quality: Int, hdop: Double, badRMC: Bool) -> String {
+        var out: [String] = []
+        for p in points {
+            let t = String(format: "%02d%02d%02d.00", p.tod / 3600, (p.tod / 60) % 60, p.tod % 60)
+            out.append(sentence("GPGGA,\(t),\(latlon(p.lat, p.lon)),\(quality),12,\(hdop),10.0,M,0.0,M,,"))
+            var rmc = sentence("GPRMC,\(t),A,\(latlon(p.lat, p.lon)),010.0,090.0,140520,,,A")
+            if badRMC {
+                let hex = UInt8(rmc.suffix(2), radix: 16)! ^ 0x01
+                rmc = String(rmc.dropLast(2)) + String(format: "%02X", hex)
+            }
+            out.append(rmc)
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    static let epochs = 300
+    static let metrePerDegLat = 111_000.0
+
+    /// Writes the drive; returns the number of broken RMC sentences.
+    @discardableResult
+    static func write(to dir: URL) throws -> Int {
+        var rng = SplitMix64(seed: 21)
+        func truth(_ k: Int, north: Double) -> (Int, Double, Double) {
+            (80_000 + k, 37.4 + (north + 0.0) / metrePerDegLat, -122.1 + Double(k) * 8 / (metrePerDegLat * cos(37.4 * .pi / 180)))
+        }
+        for (name, north) in [("PhoneA", 0.0), ("PhoneB", 50.0)] {
+            let t = (0..<epochs).map { truth($0, north: north) }
+            let phone = t.map { p -> (tod: Int, lat: Double, lon: Double) in
+                (p.0, p.1 + 0.6 * rng.gaussian() / metrePerDegLat, p.2 + 0.6 * rng.gaussian() / (metrePerDegLat * cos(37.4 * .pi / 180)))
+            }
+            let phoneName = name == "PhoneA" ? "PhoneAModded" : name
+            try track(phone, quality: 1, hdop: 0.5, badRMC: false)
+                .write(to: dir.appendingPathComponent("\(phoneName)_chipset.nmea"), atomically: true, encoding: .utf8)
+            let span = name == "PhoneA" ? "SPAN_PhoneA_10Hz.nmea" : "SPAN_PhoneB_1Hz.nmea"
+            try track(t.map { (tod: $0.0, lat: $0.1, lon: $0.2) }, quality: 4, hdop: 0.8, badRMC: name == "PhoneA")
+                .write(to: dir.appendingPathComponent(span), atomically: true, encoding: .utf8)
+        }
+        return epochs
+    }
+}
+
+@Suite struct GSDCDriveCLITests {
+    @Test func brokenRMCChecksumsAreCountedAndEachPhoneHasItsOwnTruth() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-gsdc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let broken = try GSDCFixture.write(to: dir)
+
+        let r = try CLI.run(["evaluate", "radio", "--test", dir.path, "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let recs = try #require(o["recordings"] as? [[String: Any]])
+        #expect(recs.count == 2)
+        for rec in recs {
+            let name = try #require(rec["name"] as? String)
+            let a = name.hasSuffix("PhoneAModded_chipset")
+            #expect(rec["family"] as? String == (a ? "PhoneA" : "PhoneB"))
+            #expect(rec["truth_file"] as? String == (a ? "SPAN_PhoneA_10Hz.nmea" : "SPAN_PhoneB_1Hz.nmea"))
+            #expect(rec["truth_match"] as? String == (a ? "family PhoneA" : "name"))
+            let tol = try #require(rec["tolerated"] as? [String: [String: Int]])
+            #expect(tol["truth"] == (a ? ["NMEA checksum mismatch in $GPRMC": broken] : [:]), "\(tol)")
+            #expect(tol["phone"] == [:])
+            // Against its own truth the phone's 0.6 m noise gives a P50 well under 2 m; against
+            // the other phone's track it would be 50 m.
+            let g = try #require((rec["sources"] as? [String: Any])?["gnss"] as? [String: Any])
+            let e = try #require(g["errors"] as? [String: Any])
+            #expect(e["count"] as? Int == GSDCFixture.epochs)
+            #expect(try #require(e["median_m"] as? Double) < 2, "\(name): \(e)")
+        }
+        // The text report says it too.
+        let t = try CLI.run(["evaluate", "radio", "--test", dir.path])
+        #expect(t.status == 0 && t.stdout.contains("truth file: tolerated NMEA checksum mismatch in $GPRMC: \(broken)"), "\(t.stdout)")
+        // --strict: the first broken sentence is fatal, naming file and line (line 2: the first RMC).
+        let s = try CLI.run(["evaluate", "radio", "--test", dir.path, "--strict"])
+        #expect(s.status == 65 && s.stderr.contains("SPAN_PhoneA_10Hz.nmea:2"), "\(s.status) \(s.stderr)")
+        // Without a track of its own or its family, with two phones' tracks in the folder: exit 65 naming it.
+        try FileManager.default.moveItem(at: dir.appendingPathComponent("SPAN_PhoneA_10Hz.nmea"),
+                                         to: dir.appendingPathComponent("SPAN_PhoneC_1Hz.nmea"))
+        let m = try CLI.run(["evaluate", "radio", "--test", dir.path])
+        #expect(m.status == 65 && m.stderr.contains("no truth track for phone PhoneAModded"), "\(m.status) \(m.stderr)")
+        // An override maps the phone onto PhoneC's family.
+        let ov = try CLI.run(["evaluate", "radio", "--test", dir.path, "--handset-family", "PhoneAModded=PhoneC", "--json"])
+        #expect(ov.status == 0, "\(ov.stderr)")
+        #expect(ov.stdout.contains("\"truth_file\" : \"SPAN_PhoneC_1Hz.nmea\""))
+        #expect(try CLI.run(["evaluate", "radio", "--test", dir.path, "--handset-family", "nonsense"]).status == 64)
+    }
+
+    @Test func handsetFamilies() {
+        let f = HandsetFamilies()
+        #expect(f.family(of: "Pixel4XLModded") == "Pixel4XL")
+        #expect(f.family(of: "Pixel4XLModded_chipset") == "Pixel4XL")
+        #expect(f.family(of: "Pixel4_chipset") == "Pixel4")
+        #expect(f.family(of: "Pixel 4 XL") == "Pixel4XL")
+        #expect(f.family(of: "Mi8") == "Mi8")
+        #expect(f.family(of: "Mod") == "Mod")   // nothing left: the name stays
+        #expect(HandsetFamilies(overrides: ["Pixel4XLModded": "Pixel4XLm"]).family(of: "Pixel4XLModded") == "Pixel4XLm")
+        if case .success = HandsetFamilies.parse(["a"]) { Issue.record("NAME=FAMILY expected") }
+    }
+}
