@@ -29,12 +29,45 @@ let package = Package(
         ),
         // Estimators, measurement models, filters. Depends on GSL only.
         .target(name: "Positioning", dependencies: ["CGSL"]),
-        // Trace reading/writing, simulation, replay, scoring, result storage.
-        .target(name: "Replay", dependencies: [
-            "Positioning", "CGSL",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Yams", package: "Yams"),
-        ], exclude: ["Server"]),
+        // The Replay library: one target per module under Sources/Replay (docs/architecture.md
+        // lists what lives where and draws the arrows; the compiler enforces them).
+        // Formats: trace JSON Lines, reference.json, results JSON, pipeline YAML; progress.
+        .target(name: "TraceIO", dependencies: ["Positioning", .product(name: "Yams", package: "Yams")],
+                path: "Sources/Replay/TraceIO"),
+        // The only GRDB user: cell database, radio-map database, results database.
+        .target(name: "Storage", dependencies: ["TraceIO", "Positioning", .product(name: "GRDB", package: "GRDB.swift")],
+                path: "Sources/Replay/Storage"),
+        // The one replayer and scorer: truth tracks, scoring, statistics, estimates files.
+        .target(name: "Scoring", dependencies: ["TraceIO", "Storage", "Positioning", "CGSL"],
+                path: "Sources/Replay/Scoring"),
+        // Map builders from recorded walks: radio map, fingerprint map, cell sites, coverage.
+        .target(name: "Survey", dependencies: ["Scoring", "Storage", "TraceIO", "Positioning"],
+                path: "Sources/Replay/Survey"),
+        // Importers (NMEA, GPX, GnssLogger, ms-indoor, OpenCellID, …) and exporters (CSV, GeoJSON, KML, GPX).
+        .target(name: "Interop", dependencies: ["Storage", "TraceIO", "Positioning"],
+                path: "Sources/Replay/Interop"),
+        // Scenario YAML → simulated traces with truth.
+        .target(name: "Simulation", dependencies: ["TraceIO", "Positioning", "CGSL", .product(name: "Yams", package: "Yams")],
+                path: "Sources/Replay/Simulation"),
+        // Protocols over datasets: consistency, calibration fits, radio/GNSS evaluations.
+        .target(name: "Evaluation", dependencies: ["Scoring", "Survey", "Interop", "Simulation", "TraceIO", "Positioning", "CGSL"],
+                path: "Sources/Replay/Evaluation"),
+        // Baselines, regression checks, run comparison, block bootstrap, HTML report.
+        .target(name: "Regress", dependencies: ["Evaluation", "Scoring", "Simulation", "TraceIO", "Positioning", "CGSL",
+                                                .product(name: "Yams", package: "Yams")],
+                path: "Sources/Replay/Regress"),
+        // posfuse sweep: study files, grids of options × recordings/seeds, runs, summaries, Slurm scripts.
+        .target(name: "Sweep", dependencies: ["Regress", "Evaluation", "Scoring", "Simulation", "Storage", "TraceIO", "Positioning", "CGSL",
+                                              .product(name: "GRDB", package: "GRDB.swift"),
+                                              .product(name: "Yams", package: "Yams")],
+                path: "Sources/Replay/Sweep"),
+        // refine: crowdsourced report records in, refined positions out.
+        .target(name: "Refine", dependencies: ["Storage", "TraceIO", "Positioning"],
+                path: "Sources/Replay/Refine"),
+        // Umbrella: `import Replay` re-exports every module above.
+        .target(name: "Replay", dependencies: ["TraceIO", "Storage", "Scoring", "Survey", "Interop", "Simulation",
+                                               "Evaluation", "Regress", "Sweep", "Refine", "Positioning"],
+                path: "Sources/Replay/Replay"),
         // `posfuse serve` (docs/serve.md): the HTTP service. Its own module so that the Replay
         // library does not pull in SwiftNIO.
         .target(name: "PosfuseServer", dependencies: [

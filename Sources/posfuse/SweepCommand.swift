@@ -12,6 +12,13 @@ struct Sweep: ParsableCommand {
         `posfuse sweep merge` combines shard databases; `posfuse sweep diff` checks that two \
         databases hold the same runs. Study format, summary statistics and the Slurm set-up: \
         docs/sweep.md.
+
+        Examples:
+          posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite
+          posfuse sweep study.yaml --db s.sqlite --html s.html --csv s.csv
+          posfuse sweep study.yaml --db s.sqlite --slurm --submit
+          posfuse sweep merge --db s.sqlite s.slurm/shard-*.sqlite
+          posfuse sweep diff local.sqlite cluster.sqlite
         """.reflowed,
         subcommands: [SweepRun.self, SweepMerge.self, SweepDiff.self],
         defaultSubcommand: SweepRun.self
@@ -44,7 +51,7 @@ struct SweepRun: ParsableCommand {
         Examples:
           posfuse sweep docs/examples/wcl-weight-law.yaml --db wcl.sqlite
           posfuse sweep study.yaml --db s.sqlite --jobs 1 --json
-          posfuse sweep study.yaml --db s.sqlite --no-run --html sweep.html --csv sweep.csv
+          posfuse sweep study.yaml --db s.sqlite --no-run --html s.html --csv s.csv
           posfuse sweep study.yaml --db s.sqlite --slurm --shards 8 --submit
           posfuse sweep merge --db s.sqlite shard-1.sqlite shard-2.sqlite
 

@@ -6,7 +6,7 @@ import Positioning
 @Suite struct ConsistencyEvaluationTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The band of the mean of N χ²₂ values; reference values from design/estimators.md §7.6
+    /// The band of the mean of N χ²₂ values; reference values from docs/models.md §7.6
     /// (generated with scipy.stats.chi2.ppf): N = 50 → [1.48, 2.59], N = 100 → [1.63, 2.41].
     @Test func bandMatchesReference() {
         let b50 = ConsistencyEvaluation.band(runs: 50), b100 = ConsistencyEvaluation.band(runs: 100)

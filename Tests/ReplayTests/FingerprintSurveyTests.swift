@@ -2,6 +2,7 @@ import Testing
 import Foundation
 @testable import Replay
 import Positioning
+@testable import Simulation
 
 /// The simulator's fingerprint survey (`wifi.survey`) and the `fingerprint` stage on it.
 @Suite struct FingerprintSurveyTests {

@@ -5,6 +5,7 @@ import FoundationXML
 #endif
 @testable import Replay
 import Positioning
+@testable import Regress
 
 @Suite struct HTMLReportTests {
     func trace(walls: [Wall]) -> ReportTrace {

@@ -2,6 +2,7 @@ import Testing
 import Foundation
 @testable import Replay
 import Positioning
+@testable import TraceIO
 
 /// Seeded Gaussian noise (xorshift64* + Box–Muller) for synthetic error series.
 struct TestNoise {

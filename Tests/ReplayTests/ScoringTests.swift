@@ -2,6 +2,7 @@ import Testing
 import Foundation
 @testable import Replay
 import Positioning
+@testable import Scoring
 
 /// Percentiles: Hyndman–Fan type 7 (R. J. Hyndman and Y. Fan, "Sample quantiles in
 /// statistical packages", The American Statistician 50(4), 1996), numpy's default.

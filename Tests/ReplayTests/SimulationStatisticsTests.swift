@@ -3,6 +3,7 @@ import Foundation
 import CGSL
 @testable import Replay
 import Positioning
+@testable import Simulation
 
 /// Statistical checks of the generator: the noise that comes out is the noise that was
 /// configured. Bounds are derived in the comments (3σ of the estimator unless stated).

@@ -1,6 +1,7 @@
 import Foundation
 import Positioning
 @testable import Replay
+@testable import Sweep
 import Testing
 
 /// `posfuse sweep`'s library: study parsing with line-accurate errors, the grid and its

@@ -1,5 +1,5 @@
 /// Why an estimator could not produce a fix. Degenerate input is a value, never a
-/// crash or a NaN (`design/style.md`).
+/// crash or a NaN (docs/models.md §0).
 public enum EstimationFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// Fewer anchors (APs, beacons, cells, peers) than the method needs.
     case tooFewAnchors(needed: Int, got: Int)

@@ -1,5 +1,5 @@
 /// A position estimate with its uncertainty: the common output of every estimator
-/// and filter (loosely coupled contract, `design/estimators.md` §0).
+/// and filter (loosely coupled contract, `docs/models.md` §0).
 ///
 /// Units: `time` in trace seconds; `position` in local ENU metres (x = East, y = North);
 /// `covariance` in m².
@@ -35,7 +35,7 @@ public struct Fix: Sendable, Equatable {
     public static let defaultSubject = "phone"
 }
 
-/// Qualifiers of a fix (`design/estimators.md` §0).
+/// Qualifiers of a fix (`docs/models.md` §0).
 public struct FixFlags: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }

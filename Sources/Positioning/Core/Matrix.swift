@@ -3,7 +3,7 @@ import CGSL
 /// A small dense row-major matrix of Doubles for estimator and filter algebra.
 ///
 /// Sizes here are tiny (n ≤ 10): plain loops beat BLAS call overhead
-/// (`design/toolchain.md` §4: GSL dgemm 10× slower on 4×4). Factorisations that need
+/// (`docs/engineering.md` §4: GSL dgemm 10× slower on 4×4). Factorisations that need
 /// care (Cholesky, LU inverse, SVD) go through GNU GSL.
 public struct Matrix: Sendable, Equatable, CustomStringConvertible {
     public let rows: Int

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The one seam between sensors and filters (`design/style.md`): a measurement
+/// The one seam between sensors and filters (docs/models.md §0): a measurement
 /// z ∈ ℝᵐ of the horizontal position p = (E, N) with prediction h(p), Jacobian
 /// H = ∂h/∂p (m×2), noise covariance R (m×m) and a validity gate.
 ///

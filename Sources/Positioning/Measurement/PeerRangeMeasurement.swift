@@ -1,5 +1,5 @@
 /// An acoustic range to a peer phone as a tight-coupling measurement
-/// (`design/estimators.md` §4B, single-user filter form).
+/// (`docs/models.md` §4B, single-user filter form).
 ///
 /// z = [D] (m), h(p) = ‖p − p_j‖, H = uᵀ with u = (p − p_j)/‖p − p_j‖,
 /// R = σ_D² + uᵀΣ_j u: the peer's own position uncertainty Σ_j projected on the line of

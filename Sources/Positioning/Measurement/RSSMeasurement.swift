@@ -1,6 +1,6 @@
 import Foundation
 
-/// Log-distance path-loss model (`design/estimators.md` §2.1):
+/// Log-distance path-loss model (`docs/models.md` §2.1):
 /// μ(p) = P0 − 10 n log10(d/d0), d = √(‖p − a‖² + Δh²), d0 = 1 m, with the distance floored
 /// at `minDistance` (the model is not valid in the near field; the floor keeps μ finite).
 ///
@@ -62,7 +62,7 @@ public struct RSSMeasurement: MeasurementModel {
     }
 }
 
-/// HAPEL's "not heard" negative information (`design/estimators.md` §3.2 step 6): APs in the
+/// HAPEL's "not heard" negative information (`docs/models.md` §3.2 step 6): APs in the
 /// map near the phone that the scan did not report. For each hidden AP j,
 /// P(miss_j | p) = Φ((r_th − μ_j(p))/σ), so
 ///   log L(p) = Σ_j log Φ((r_th − μ_j(p))/σ).

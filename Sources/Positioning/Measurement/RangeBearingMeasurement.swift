@@ -1,7 +1,7 @@
 import Foundation
 
 /// Range and bearing from the user to a known landmark (CamLoc "user from landmark",
-/// `design/estimators.md` §5.1), for tight coupling.
+/// `docs/models.md` §5.1), for tight coupling.
 ///
 /// z = [ρ, ψ] (m, rad clockwise from true north, the bearing **from the user to the
 /// landmark**), h(p) = [‖l − p‖, atan2(l_E − E, l_N − N)],

@@ -1,5 +1,5 @@
 /// The TDoA range-difference vector as a tight-coupling measurement
-/// (`design/estimators.md` §4A, §7.1).
+/// (`docs/models.md` §4A, §7.1).
 ///
 /// z = [ρ_21, …, ρ_M1] (m), h_i(p) = ‖P − s_i‖ − ‖P − s_1‖ with P = (E, N, height),
 /// H row i = (P − s_i)ᵀ/r_i − (P − s_1)ᵀ/r_1 (horizontal components),

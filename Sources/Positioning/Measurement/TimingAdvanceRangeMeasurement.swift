@@ -4,7 +4,7 @@ import Foundation
 /// advance (range ≥ bound), hidden access points (RSS < sensitivity). Filters with a
 /// likelihood (particle filter) use `logLikelihood`; Gaussian filters (EKF/UKF) must not
 /// apply it as an ordinary update: apply it as a projection / pseudo-measurement only when
-/// `isViolated(p)` is true (`design/estimators.md` §1.3, §3.2 step 6).
+/// `isViolated(p)` is true (`docs/models.md` §1.3, §3.2 step 6).
 public protocol InequalityMeasurement: MeasurementModel {
     /// Whether the point estimate p breaks the inequality.
     func isViolated(_ p: SIMD2<Double>) -> Bool
@@ -36,7 +36,7 @@ extension SlantRangeMeasurement {
     }
 }
 
-/// Tight-coupling timing-advance range to a cell antenna (`design/estimators.md` §1.2 item 3).
+/// Tight-coupling timing-advance range to a cell antenna (`docs/models.md` §1.2 item 3).
 ///
 /// * h(p) = √((E − b_E)² + (N − b_N)² + Δh²), the slant range to the antenna, Δh = antenna
 ///   height − phone height (m).
@@ -85,7 +85,7 @@ public struct TimingAdvanceRangeMeasurement: SlantRangeMeasurement {
 }
 
 /// A saturated timing advance: only the one-sided statement d ≥ r_lo = (TA_max + β − ½)Δ
-/// (`design/estimators.md` §1.3). Likelihood L(ρ) = Φ((ρ − r_lo)/σ_m); z = [r_lo], h(p) is the
+/// (`docs/models.md` §1.3). Likelihood L(ρ) = Φ((ρ − r_lo)/σ_m); z = [r_lo], h(p) is the
 /// slant range, and Gaussian filters apply it only when violated (`InequalityMeasurement`).
 public struct TimingAdvanceLowerBound: InequalityMeasurement, SlantRangeMeasurement {
     public let source: Source

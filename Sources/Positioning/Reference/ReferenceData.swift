@@ -63,7 +63,7 @@ public struct CellSite: Sendable, Equatable {
     }
 }
 
-/// A synchronised acoustic beacon (`design/estimators.md` §4A).
+/// A synchronised acoustic beacon (`docs/models.md` §4A).
 public struct AcousticBeacon: Sendable, Equatable {
     public var id: String
     /// Speaker position in ENU, m.

@@ -43,7 +43,7 @@ public struct WiFiScan: Sendable, Equatable {
 /// Radio access technology.
 public enum RAT: String, Sendable, Codable, CaseIterable { case gsm, umts, lte, nr }
 
-/// The unit of a raw timing-advance integer (`design/estimators.md` §1.1).
+/// The unit of a raw timing-advance integer (`docs/models.md` §1.1).
 public enum TimingAdvanceUnit: String, Sendable, Codable, CaseIterable {
     /// GSM bit periods (48/13 µs round trip): 553.46 m one-way per step.
     case gsmBits = "gsm_bit"

@@ -1,9 +1,10 @@
 import CGSL
 import Foundation
 import Positioning
+import Scoring
 
 /// Filter consistency over seeded Monte Carlo runs of a simulator scenario
-/// (`design/estimators.md` §7.6; `posfuse evaluate consistency`).
+/// (`docs/models.md` §7.6; `posfuse evaluate consistency`).
 ///
 /// Each run simulates the scenario with seed `firstSeed + k` (same venue, new noise), replays it
 /// through the pipeline and scores every source. Per source and run: ANEESᵣ = mean over epochs of

@@ -1,5 +1,7 @@
 import Foundation
 import Positioning
+import Survey
+import TraceIO
 
 /// Training samples for `FingerprintCalibration` (`posfuse calibrate fingerprint`): every WiFi
 /// scan of the given recordings (or seeded simulator runs) whose phone has ground truth at the

@@ -1,5 +1,7 @@
 import Foundation
 import Positioning
+import Survey
+import TraceIO
 
 /// Training samples for `GNSSAccuracyCalibration` (`posfuse calibrate gnss`): every `gnss` fix
 /// of the given recordings (or seeded simulator runs) that has ground truth, as (reported

@@ -1,5 +1,7 @@
 import Foundation
 import Positioning
+import Interop
+import Survey
 
 /// GNSS recordings `posfuse evaluate radio` knows besides the radio datasets.
 public enum GNSSRecordingKind: String, Sendable, CaseIterable {

@@ -1,5 +1,8 @@
 import Foundation
 import Positioning
+import Interop
+import Survey
+import TraceIO
 
 /// Error statistics of one estimator on one evaluation (m; percentiles Hyndman–Fan type 7).
 public struct ErrorSummary: Codable, Sendable, Equatable {

@@ -1,11 +1,13 @@
 import Foundation
 import Positioning
+import Simulation
+import TraceIO
 
 /// Seeded Monte Carlo runs of a simulator scenario, each written to a temporary trace folder
 /// (trace.jsonl + reference.json, removed afterwards) and handed to `body` for replay: run k
 /// (0-based) uses seed `firstSeed + k`, the same trace as `posfuse simulate … --seed`.
 public enum SimulatedRuns {
-    static func forEach(scenarioFolder: URL, runs: Int, firstSeed: UInt64, duration: Double? = nil,
+    public static func forEach(scenarioFolder: URL, runs: Int, firstSeed: UInt64, duration: Double? = nil,
                         _ body: (_ run: Int, _ trace: TraceLocation) throws -> Void) throws {
         let scenario = try Scenario.load(url: scenarioFolder.appendingPathComponent("scenario.yaml"))
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-runs-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")

@@ -1,5 +1,7 @@
 import Foundation
 import Positioning
+import Storage
+import TraceIO
 
 /// Refines the coordinates of submitted reports (a pothole photo, a flood marker…) from the
 /// evidence attached to them (`posfuse refine`, docs/refine.md).

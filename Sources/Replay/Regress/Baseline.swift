@@ -1,5 +1,6 @@
 import Foundation
 import Yams
+import TraceIO
 
 /// How much a metric may worsen before `posfuse regress` calls it a regression.
 ///

@@ -1,6 +1,8 @@
 import Foundation
 import CGSL
 import Positioning
+import Scoring
+import TraceIO
 
 /// Moving-block bootstrap confidence intervals of the change of a metric between two runs.
 ///

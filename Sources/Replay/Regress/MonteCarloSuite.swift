@@ -1,5 +1,8 @@
 import Foundation
 import Positioning
+import Evaluation
+import Scoring
+import TraceIO
 
 /// The regression gate over seeded Monte Carlo runs (`posfuse regress --runs N`): each scenario
 /// folder is simulated with seeds S, S+1, …, S+N−1 (`SimulatedRuns`, the traces of `posfuse

@@ -1,4 +1,5 @@
 import Foundation
+import TraceIO
 
 /// The verdict on one metric of one trace × source against the baseline.
 public struct RegressionFinding: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Canonical order of metric names in tables (unknown metrics follow, alphabetically).
 public enum MetricOrder {

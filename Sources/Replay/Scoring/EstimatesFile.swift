@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Reads estimates produced outside a replay (another tool, an earlier export) so that
 /// `posfuse score --estimates FILE TRACE` can score them against a trace's ground truth.

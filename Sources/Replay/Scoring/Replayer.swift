@@ -1,5 +1,7 @@
 import Foundation
 import Positioning
+import Storage
+import TraceIO
 
 /// Settings of one replay.
 public struct ReplayOptions: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Renders replay results: the metric dictionary shared by JSON, the results database
 /// and regress (`RunResults`), the `posfuse replay --json` object and the text table.

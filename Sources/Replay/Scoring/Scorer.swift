@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Settings of the scorer (`docs/metrics.md`).
 public struct ScoringOptions: Sendable, Equatable {

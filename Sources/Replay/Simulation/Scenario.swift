@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// A simulation scenario: venue, infrastructure, phones with their paths, and sensor noise
 /// models. Read from YAML (`docs/scenario-template.yaml` documents every key, its unit and

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Bounds on what a scenario file may ask for (docs/simulator.md, "Limits"). The simulator
 /// holds a scenario's kinematic track (100 samples per second per phone) and its events in

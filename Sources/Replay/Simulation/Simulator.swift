@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Overrides applied on top of a scenario file (command-line options).
 public struct SimulationOptions: Sendable {

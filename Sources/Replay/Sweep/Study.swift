@@ -1,6 +1,9 @@
 import Foundation
 import Positioning
 import Yams
+import Regress
+import Simulation
+import TraceIO
 
 /// A study file (`posfuse sweep STUDY.yaml`, format in `docs/sweep.md`): the inputs to replay,
 /// a base pipeline, a grid of pipeline options and the metrics to summarise.

@@ -1,4 +1,5 @@
 import Foundation
+import TraceIO
 import Positioning
 
 /// The runs of a study: every grid point × input × seed, in a canonical order that does not

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import Regress
 
 /// The sweep section of the HTML report (`posfuse sweep … --html FILE`): per input × source,
 /// a table of each metric's mean and interval per grid point, and for each metric a plot of

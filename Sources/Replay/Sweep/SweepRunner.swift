@@ -1,5 +1,8 @@
 import Foundation
 import Positioning
+import Scoring
+import Simulation
+import TraceIO
 
 /// Executes the runs of a sweep plan on `jobs` worker threads and stores each finished run
 /// in the results database (one transaction per run).

@@ -1,6 +1,9 @@
 import Foundation
 import GRDB
 import Positioning
+import Scoring
+import Storage
+import TraceIO
 
 /// A sweep's results database: the `replay --db` schema (`ResultStore`: runs, estimates,
 /// scores) plus one table that ties each run to its place in the study:

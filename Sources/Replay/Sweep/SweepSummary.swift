@@ -1,6 +1,8 @@
 import CGSL
 import Foundation
 import Positioning
+import Regress
+import TraceIO
 
 /// The summary of a study's stored runs (`docs/sweep.md`, "Summary"):
 ///

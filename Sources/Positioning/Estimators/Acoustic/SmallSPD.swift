@@ -1,7 +1,7 @@
 /// Tiny dense symmetric-positive-definite algebra on row-major `[Double]` for the
 /// acoustic solvers' hot path (n ≤ 8).
 ///
-/// `design/estimators.md` §7.7: tiny fixed-size algebra in a hot loop may be written
+/// `docs/models.md` §7.7: tiny fixed-size algebra in a hot loop may be written
 /// inline when GSL call overhead dominates; the TDoA benchmark (`posfuse-bench tdoa`)
 /// shows it does for the closed form (GSL Cholesky of a 3×3 costs more than the whole
 /// inline solve). The iterative refinement on GSL (`TDoARefiner.gslLevenbergMarquardt`)
@@ -71,7 +71,7 @@ enum SmallSPD {
     }
 
     /// Inverse of the difference covariance Q = σ₁²·11ᵀ + diag(s₂², …, s_M²) by
-    /// Sherman–Morrison (`design/estimators.md` §4A):
+    /// Sherman–Morrison (`docs/models.md` §4A):
     /// W = D⁻¹ − (D⁻¹1)(D⁻¹1)ᵀ / (1/σ₁² + Σ 1/s_i²). `s2` holds s_i² (i = 2..M), `r2` = σ₁².
     static func differenceInverse(reference r2: Double, others s2: [Double]) -> [Double] {
         let n = s2.count

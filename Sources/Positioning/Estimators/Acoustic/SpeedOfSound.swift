@@ -1,4 +1,4 @@
-/// Speed of sound in air (`design/estimators.md` §0):
+/// Speed of sound in air (`docs/models.md` §0):
 /// c_s(T) = 331.3·√(1 + T/273.15) m/s with T in °C (343.2 m/s at 20 °C;
 /// ∂c_s/∂T ≈ 0.6 m/s/K, i.e. 0.175 %/K of every range).
 public enum SpeedOfSound {

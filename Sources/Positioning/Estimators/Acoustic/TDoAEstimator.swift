@@ -22,7 +22,7 @@ public struct TDoASolution: Sendable {
 }
 
 /// Acoustic TDoA positioning against synchronised beacons (Lopes et al. 2015;
-/// `design/estimators.md` §4A).
+/// `docs/models.md` §4A).
 ///
 /// 1. Speed of sound c_s from the air temperature.
 /// 2. Reference beacon = the arrival with the best SNR (earliest arrival if no SNR).

@@ -5,13 +5,13 @@ import CGSL
 ///
 /// GSL minimises ½‖f‖² with the **whitened** residual f(p) = L⁻¹(m(p) − ρ), where
 /// Q_ρ = L Lᵀ (Cholesky) and m_i(p) = r_i − r_1; the Jacobian is L⁻¹·∂m/∂p, so
-/// ½‖f‖² = ½(ρ − m)ᵀQ_ρ⁻¹(ρ − m) (`design/estimators.md` §4A). Stopping: xtol 1e-10
+/// ½‖f‖² = ½(ρ − m)ᵀQ_ρ⁻¹(ρ − m) (`docs/models.md` §4A). Stopping: xtol 1e-10
 /// (relative step), gtol 1e-12, at most `maxIterations` iterations.
 ///
 /// Allocations (workspace, vectors, the `fdf` struct GSL keeps a pointer to) are cached
 /// per (number of differences, dimension). Not thread-safe: one per stage/thread.
 /// Callbacks are non-capturing closures; state travels through `params` via `Unmanaged`
-/// (`design/toolchain.md` §1).
+/// (`docs/engineering.md` §1).
 public final class TDoALMWorkspace {
     /// State read by the C callbacks.
     final class Context {

@@ -12,7 +12,7 @@ public enum TDoAMode: Sendable, Equatable {
     }
 }
 
-/// One TDoA problem in metres (`design/estimators.md` §4A).
+/// One TDoA problem in metres (`docs/models.md` §4A).
 ///
 /// Beacon 0 is the reference. `rangeDifferences[i−1]` is ρ_i1 = r_i − r_1 (m) for
 /// beacon i = 1…M−1 (already reduced by the emission schedule and multiplied by the

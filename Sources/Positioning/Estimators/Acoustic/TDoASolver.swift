@@ -31,7 +31,7 @@ public struct TDoAEstimate: Sendable, Equatable {
 }
 
 /// Chan–Ho two-stage closed-form TDoA solver with Gauss–Newton / GSL Levenberg–Marquardt
-/// refinement (`design/estimators.md` §4A).
+/// refinement (`docs/models.md` §4A).
 ///
 /// Algorithm (unknowns p ∈ ℝᴰ, D = 2 with known phone height h or D = 3; beacon 1 = reference;
 /// ranges r_i = ‖P − s_i‖ with P = (p, h) or p):
@@ -436,7 +436,7 @@ public struct TDoASolver: Sendable {
     // MARK: - Bounds
 
     /// Cramér–Rao bound (GᵀQ_ρ⁻¹G)⁻¹ (D×D, m²) at the point p for the problem's geometry
-    /// and σ (`design/estimators.md` §4A). nil if the information is singular.
+    /// and σ (`docs/models.md` §4A). nil if the information is singular.
     public static func crlb(_ problem: TDoAProblem, at p: [Double]) -> [Double]? {
         let d = problem.mode.dimension, n = problem.beacons.count - 1
         let s2 = problem.sigmas.map { $0 * $0 }

@@ -16,7 +16,7 @@ public struct CamLocSolution: Sendable {
 }
 
 /// CamLoc: locate a reported object from two photos taken while stepping towards it
-/// (`design/estimators.md` §5; CamDist/OPS-style geometry, derived in `CamLocGeometry`).
+/// (`docs/models.md` §5; CamDist/OPS-style geometry, derived in `CamLocGeometry`).
 ///
 /// Steps: camera azimuths ψ_k = magnetic azimuth + declination; viewing direction u_v =
 /// circular mean of the two; d = D_h·u_v (D_h: horizontal displacement); Z2 = d·h1/(h2 − h1);

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Two-photo object localisation geometry (`design/estimators.md` §5.1–5.2).
+/// Two-photo object localisation geometry (`docs/models.md` §5.1–5.2).
 ///
 /// Pinhole: h = f·H/Z. Shot 1 at depth Z1, the phone moves d (m, signed, + towards the
 /// object) along the optical axis, shot 2 at Z2 = Z1 − d; with r = h2/h1 = Z1/Z2:

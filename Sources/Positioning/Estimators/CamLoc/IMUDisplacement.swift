@@ -1,7 +1,7 @@
 import Foundation
 
 /// Phone displacement between two photos from the accelerometer and attitude, with the
-/// zero-velocity correction of `design/estimators.md` §5.3.
+/// zero-velocity correction of `docs/models.md` §5.3.
 ///
 /// The phone is held still at both shots ⇒ v(t1) = v(t2) = 0.
 /// 1. a_w = R_wb·a_b − g·ẑ (R_wb from the rotation-vector quaternion nearest before each

@@ -2,7 +2,7 @@ import Foundation
 
 /// An area-uniform annular sector around a cell site: ranges r ∈ [r_lo, r_hi] (horizontal,
 /// m) and azimuths within ±W/2 of the boresight α (clockwise from north). Its first two
-/// moments give the Cell-ID and Cell-ID + TA fixes (`design/estimators.md` §1.2).
+/// moments give the Cell-ID and Cell-ID + TA fixes (`docs/models.md` §1.2).
 ///
 /// Derivation [D] (density ∝ r on the sector):
 /// 1. E[r^k] = 2(r_hi^{k+2} − r_lo^{k+2}) / ((k+2)(r_hi² − r_lo²)).

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Cell-ID only (`design/estimators.md` §1.2 item 1): the phone is somewhere in its serving
+/// Cell-ID only (`docs/models.md` §1.2 item 1): the phone is somewhere in its serving
 /// cell. Fix:
 /// * sector known (azimuth and beamwidth in the cell database, provenance not a
 ///   measurement centroid): the centroid of the annular sector r ∈ [0, R_cell] around the
@@ -49,7 +49,7 @@ public struct CellIDEstimator: Sendable {
     }
 }
 
-/// Cell-ID + timing advance (`design/estimators.md` §1.2 item 2): the ring of the TA index,
+/// Cell-ID + timing advance (`docs/models.md` §1.2 item 2): the ring of the TA index,
 /// intersected with the sector when it is known.
 ///
 /// Algorithm:
@@ -156,7 +156,7 @@ extension CellTAEstimator {
         return a * log(10.0) / 10
     }
 
-    /// Multi-ring fix (`design/estimators.md` §1.2 items 3–4, §1.5): when several serving cells
+    /// Multi-ring fix (`docs/models.md` §1.2 items 3–4, §1.5): when several serving cells
     /// of different sites report TA at (nearly) the same time — dual-SIM phones, GSM + LTE — the
     /// rings intersect. Posterior on a polar grid around the narrowest ring's site:
     /// r over its ring ±3σ_m (12 values, area element r), azimuth every 1°;

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Timing advance (TA) → distance conversion (`design/estimators.md` §1.1).
+/// Timing advance (TA) → distance conversion (`docs/models.md` §1.1).
 ///
 /// TA is a quantised **round-trip** delay: one TA step is Δ = c·T_step/2 metres of one-way
 /// (slant) range. Step durations:

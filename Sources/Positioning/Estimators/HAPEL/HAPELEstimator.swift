@@ -1,7 +1,7 @@
 import Foundation
 
 /// HAPEL — hidden-AP-estimation-based localisation with heading (Yoo, Kim, Kim 2014;
-/// `design/estimators.md` §3.2, a reconstruction [R]: the paper's full text was not read).
+/// `docs/models.md` §3.2, a reconstruction [R]: the paper's full text was not read).
 ///
 /// Per scan epoch t, with visible anchors V_t (the WCL selection), heading ψ_t and PDR
 /// displacement Δp_t since the previous epoch:

@@ -1,6 +1,6 @@
 /// BeepBeep two-way acoustic ranging between phones A and B from each phone's own
 /// audio sample counter — no clock synchronisation (Peng et al., SenSys 2007;
-/// `design/estimators.md` §4B).
+/// `docs/models.md` §4B).
 ///
 /// Let n_XY be the sample index, **on X's counter**, at which X's microphone hears Y's
 /// beep (n_AA: A hears itself). With beep emissions at a (A) and b (B), speaker–mic

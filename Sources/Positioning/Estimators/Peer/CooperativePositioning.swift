@@ -2,7 +2,7 @@ import CGSL
 import Foundation
 
 /// Joint refinement of several phones' positions from their own (coarse) fixes and
-/// pairwise acoustic ranges (Liu et al., TMC 2014; `design/estimators.md` §4B, continuous
+/// pairwise acoustic ranges (Liu et al., TMC 2014; `docs/models.md` §4B, continuous
 /// MAP form with the radio map replaced by each phone's fix).
 ///
 /// Cost (unknowns p_1…p_N ∈ ℝ², horizontal ENU m):

@@ -8,7 +8,7 @@ import CGSL
 /// The covariance of the estimate is (JᵀJ)⁻¹ of the whitened Jacobian at the solution
 /// (`gsl_multifit_nlinear_covar`), i.e. (JᵀWJ)⁻¹ of the unwhitened problem.
 /// The model closure is reached from the C callbacks through `params` (`Unmanaged`),
-/// since GSL callbacks must be non-capturing (`design/toolchain.md` §1).
+/// since GSL callbacks must be non-capturing (`docs/engineering.md` §1).
 enum WeightedLeastSquares {
     /// (whitened residuals, Jacobian n×p row-major) at x.
     typealias Model = ([Double]) -> (residuals: [Double], jacobian: [Double])

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Access-point positions (and log-distance parameters where the data allows) from walks
-/// with ground truth (`posfuse radiomap build`, `design/estimators.md` §2.4).
+/// with ground truth (`posfuse radiomap build`, `docs/models.md` §2.4).
 ///
 /// Per BSSID, from the survey samples (truth position p_k at the scan, RSS_k):
 /// 1. Position: weighted centroid of the sample positions with linear-mW weights

@@ -2,7 +2,7 @@ import Foundation
 
 /// WLAN fingerprinting against a surveyed map (`FingerprintMap`): the Bayesian grid
 /// posterior of Horus (Youssef & Agrawala, MobiSys 2005) with a Gaussian RSS likelihood, as
-/// the single-phone step of Liu et al. (IEEE TMC 13(10), 2014; `design/estimators.md` §4B).
+/// the single-phone step of Liu et al. (IEEE TMC 13(10), 2014; `docs/models.md` §4B).
 ///
 /// Model, per reference point i and AP j (RSS in dBm): s_j = F_ij + δ + ε, ε ~ N(0, σ²), with
 /// F_ij the surveyed mean and δ the phone's RSS offset against the surveying device.

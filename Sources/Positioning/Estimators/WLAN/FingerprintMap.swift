@@ -1,5 +1,5 @@
 /// A surveyed WiFi fingerprint map — the "Wi-Fi signature map" that Liu et al. (IEEE TMC
-/// 13(10), 2014) match the phones against (`design/estimators.md` §4B), in the tradition of
+/// 13(10), 2014) match the phones against (`docs/models.md` §4B), in the tradition of
 /// RADAR (Bahl & Padmanabhan, INFOCOM 2000) and Horus (Youssef & Agrawala, MobiSys 2005).
 ///
 /// Each reference point is a surveyed position (local ENU m, floor) with the mean RSS (dBm)

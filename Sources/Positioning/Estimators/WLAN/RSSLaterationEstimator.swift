@@ -3,7 +3,7 @@ import Foundation
 /// WLAN RSS lateration (`rss`): the posterior of the position given a scan's RSS values under
 /// the radio map's log-distance path-loss model, summarised by its mean and covariance.
 ///
-/// **Model** (`design/estimators.md` §2.1, log-normal shadowing; Patwari et al., "Relative
+/// **Model** (`docs/models.md` §2.1, log-normal shadowing; Patwari et al., "Relative
 /// location estimation in wireless sensor networks", IEEE Trans. Signal Processing 51(8), 2003):
 /// RSS_k = μ_k(p) + ε_k, μ_k(p) = P0_k − 10 n_k log10(d_k(p)), d_k = √(‖p − a_k‖² + Δh_k²)
 /// (Δh = AP antenna height − phone height, ENU up, m), ε_k ~ N(0, σ²) i.i.d. shadowing (dB).

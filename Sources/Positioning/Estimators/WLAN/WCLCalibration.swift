@@ -2,7 +2,7 @@ import Foundation
 
 /// Calibration of the WCL covariance Σ̂ = κ·S + σ0²·I (S the weighted anchor spread) on
 /// ground truth, so that the normalised error e = p̂ − p_true is χ²₂-consistent
-/// (`design/estimators.md` §2.2, §7.6).
+/// (`docs/models.md` §2.2, §7.6).
 ///
 /// For a consistent 2-D Gaussian, NIS = eᵀΣ⁻¹e ~ χ²₂: median 2 ln 2 = 1.386 and
 /// P(NIS ≤ 5.991) = 0.95. Two parameters, two conditions: the fit minimises

@@ -21,7 +21,7 @@ public struct WCLAnchor: Sendable, Equatable {
     }
 }
 
-/// WLAN RSS weighted-centroid localisation (`design/estimators.md` §2).
+/// WLAN RSS weighted-centroid localisation (`docs/models.md` §2).
 ///
 /// Algorithm:
 /// 1. Scan hygiene: drop stale entries (last seen before the scan start, or older than

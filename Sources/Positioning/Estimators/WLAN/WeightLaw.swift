@@ -1,6 +1,6 @@
 import Foundation
 
-/// Weight laws of the weighted centroid (`design/estimators.md` §2.2). Weights are computed
+/// Weight laws of the weighted centroid (`docs/models.md` §2.2). Weights are computed
 /// in the log domain (log w_i), the maximum is subtracted before exponentiation, so the
 /// normalised weights w̄_i never overflow or underflow to all-zero.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Extended Kalman filter (`ekf`) over the S1 step state [E, N, ψ, s] or the S2 constant-velocity
-/// state [E, N, v_E, v_N] (`design/estimators.md` §7.2–7.3).
+/// state [E, N, v_E, v_N] (`docs/models.md` §7.2–7.3).
 ///
 /// * Predict: x ← f(x, u), P ← F P Fᵀ + Q (F the Jacobian of f; exact for CV).
 /// * Update with any `MeasurementModel`: H = [∂h/∂p 0] (the model's 2-column Jacobian embedded in

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The outcome of one measurement update, logged per update (`design/estimators.md` §7.5–7.6).
+/// The outcome of one measurement update, logged per update (`docs/models.md` §7.5–7.6).
 public struct UpdateRecord: Sendable, Equatable {
     public enum Outcome: String, Sendable { case accepted, gated, notViolated = "not_violated", singular, uninitialized }
     public var time: Double
@@ -29,7 +29,7 @@ public struct FilterSnapshot: @unchecked Sendable {
 }
 
 /// A recursive Bayes filter over one of the two 4-state layouts, consuming any
-/// `MeasurementModel` (the seam of `design/style.md`). EKF, UKF and the particle filter conform.
+/// `MeasurementModel` (the seam of docs/models.md §0). EKF, UKF and the particle filter conform.
 public protocol FusionFilter: AnyObject {
     var motion: MotionConfiguration { get set }
     var isInitialized: Bool { get }

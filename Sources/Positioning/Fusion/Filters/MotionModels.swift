@@ -1,6 +1,6 @@
 import Foundation
 
-/// Which 4-dimensional state a filter carries (`design/estimators.md` §7.2).
+/// Which 4-dimensional state a filter carries (`docs/models.md` §7.2).
 public enum StateLayout: String, Sendable, CaseIterable {
     /// S1, step-driven: x = [E, N, ψ, s] (m, m, rad clockwise from true north, step-length scale).
     case step
@@ -27,7 +27,7 @@ public struct StepInput: Sendable, Equatable {
     }
 }
 
-/// S1 step-driven motion (`design/estimators.md` §7.2):
+/// S1 step-driven motion (`docs/models.md` §7.2):
 ///
 /// Δψ is the gyroscope's heading change since the *previous* step, so the step is taken along
 /// the heading after it, ψ' = ψ + Δψ (the heading is turned first, then the step is walked):
@@ -88,7 +88,7 @@ public struct StepMotionModel: Sendable, Equatable {
     }
 }
 
-/// S2 constant velocity (`design/estimators.md` §7.2): x = [E, N, v_E, v_N],
+/// S2 constant velocity (`docs/models.md` §7.2): x = [E, N, v_E, v_N],
 /// F = [[I, Δt I],[0, I]], Q = q [[Δt³/3, Δt²/2],[Δt²/2, Δt]] ⊗ I₂ (q in m²/s³; 0.1–1 for pedestrians).
 ///
 /// `noiseForm = .piecewiseConstantAcceleration` uses the discrete white-noise-acceleration

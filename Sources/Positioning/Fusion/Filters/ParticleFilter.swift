@@ -1,10 +1,10 @@
 import Foundation
 
-/// Sequential importance resampling particle filter (`pf`, `design/estimators.md` §7.3).
+/// Sequential importance resampling particle filter (`pf`, `docs/models.md` §7.3).
 ///
 /// State per particle: the same 4-vector as the Kalman filters, stored as four separate
 /// arrays (structure of arrays) in manually allocated buffers so the hot loops run over raw
-/// pointers (class-stored Swift arrays measured 2.5–4× slower, `design/toolchain.md` §4).
+/// pointers (class-stored Swift arrays measured 2.5–4× slower, `docs/engineering.md` §4).
 ///
 /// 1. Proposal = the motion model with sampled noise: S1 step, L = s·L̂ + s·σ_L·ε, E += L sin ψ,
 ///    N += L cos ψ, ψ += Δψ + σ_Δψ·ε, s += σ_s·ε; S2 CV with the exact Gaussian of Q

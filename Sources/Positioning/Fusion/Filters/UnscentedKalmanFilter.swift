@@ -1,6 +1,6 @@
 import Foundation
 
-/// Merwe scaled sigma points (`design/estimators.md` §7.3, FilterPy `MerweScaledSigmaPoints`):
+/// Merwe scaled sigma points (`docs/models.md` §7.3, FilterPy `MerweScaledSigmaPoints`):
 /// λ = α²(n + κ) − n; W₀ᵐ = λ/(n + λ); W₀ᶜ = W₀ᵐ + 1 − α² + β; Wᵢ = 1/(2(n + λ)), i = 1…2n;
 /// χ₀ = x, χᵢ = x + (√((n+λ)P))ᵢ, χᵢ₊ₙ = x − (√((n+λ)P))ᵢ with the Cholesky factor's columns.
 /// For n = 4 the defaults α = 1, β = 2, κ = 0 give λ = 0, W₀ᵐ = 0 (no negative weights;

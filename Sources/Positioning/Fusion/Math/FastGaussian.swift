@@ -2,7 +2,7 @@ import Foundation
 
 /// xoshiro256** (Blackman & Vigna 2018) seeded through splitmix64: one seed in, one
 /// stream out. Used by the particle filter's hot loop, where GSL's `gsl_ran_gaussian`
-/// measured 2× slower (`design/toolchain.md` §4). Not cryptographic.
+/// measured 2× slower (`docs/engineering.md` §4). Not cryptographic.
 public struct Xoshiro256: RandomNumberGenerator, Sendable {
     @usableFromInline var s0, s1, s2, s3: UInt64
     public init(seed: UInt64) {

@@ -3,7 +3,7 @@ import Foundation
 /// A 4×4 matrix of Doubles stored as four `SIMD4` rows, for the fusion filters' fixed-size
 /// algebra (both state vectors, [E, N, ψ, s] and [E, N, v_E, v_N], have n = 4).
 ///
-/// `design/toolchain.md` §4: SIMD4 rows run a CV predict+update in 70–100 ns, GSL BLAS on
+/// `docs/engineering.md` §4: SIMD4 rows run a CV predict+update in 70–100 ns, GSL BLAS on
 /// 4×4 in 800–1000 ns (call overhead), so filters use this type and call GSL only for
 /// larger measurement blocks (via `Matrix`). Every operation is inlinable and allocation-free.
 public struct Mat4: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Pedestrian dead reckoning (`design/estimators.md` §6): steps, step lengths and heading
+/// Pedestrian dead reckoning (`docs/models.md` §6): steps, step lengths and heading
 /// from the accelerometer, gyroscope, magnetometer or rotation vector. One tracker per phone;
 /// HAPEL uses its heading and displacement, the fusion filters its steps (`takeSteps()`:
 /// model length L̂ and the heading change Δψ between steps from the gyroscope alone) and its

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Pipeline stages `ekf`, `ukf` and `pf`: one recursive filter per phone over pedestrian dead
-/// reckoning, fed by the upstream estimators (`design/estimators.md` §6–7).
+/// reckoning, fed by the upstream estimators (`docs/models.md` §6–7).
 ///
 /// **State.** S1 step-driven x = [E, N, ψ, s] (m, m, rad clockwise from true north, step-length
 /// scale) when the phone has an accelerometer; S2 constant velocity x = [E, N, v_E, v_N] otherwise

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Per-source update counters of a fusion filter (`design/estimators.md` §7.5–7.6).
+/// Per-source update counters of a fusion filter (`docs/models.md` §7.5–7.6).
 public struct SourceCounters: Sendable, Equatable {
     public var accepted = 0
     public var gated = 0

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The slowly varying part of a phone's GNSS error, estimated as two extra states beside the
-/// filter's four (`design/estimators.md` §7.4; the error model of `docs/simulator.md` GNSS).
+/// filter's four (`docs/models.md` §7.4; the error model of `docs/simulator.md` GNSS).
 ///
 /// **Model.** A GNSS fix is z = p + b + w: p the phone position (E, N, m), w white with
 /// covariance R_w, and b = [b_E, b_N] (m) a first-order Gauss–Markov bias (multipath,

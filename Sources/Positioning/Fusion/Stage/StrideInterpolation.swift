@@ -7,7 +7,7 @@ import Foundation
 /// arrives half-way through the next stride finds the walker ≈ L̂/2 ahead of the last step's
 /// position; the filter corrects to it, and the next step then adds a full L̂ again — the track
 /// overshoots by the part of the stride walked before the fix (office-acoustic: 0.3–0.5 m at
-/// step outputs against 1 cm TDoA fixes). This is S3 of `design/estimators.md` §7.2 in
+/// step outputs against 1 cm TDoA fixes). This is S3 of `docs/models.md` §7.2 in
 /// discrete form, without new states:
 /// 1. After step k at t_k (period T_k = t_k − t_{k−1} ≤ `maxPeriod`, length L̂_k), the walker is
 ///    assumed to go on at v = L̂_k / T_k along ψ: before a prediction to t the filter is moved by

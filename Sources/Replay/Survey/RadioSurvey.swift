@@ -1,5 +1,8 @@
 import Foundation
 import Positioning
+import Scoring
+import Storage
+import TraceIO
 
 /// A recorded walk as the radio builders and evaluators see it: header + events in time order.
 public struct RecordedWalk: Sendable {

@@ -1,5 +1,7 @@
 import Foundation
 import Positioning
+import Storage
+import TraceIO
 
 /// Runs the importer for `format` over `urls` (already expanded) into one trace.
 public func importTrace(format: ImportFormat, urls: [URL], options: ImportOptions) throws -> ImportedTrace {

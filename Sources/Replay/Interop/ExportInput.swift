@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Where exported positions come from: ground truth of a trace, and the estimates of
 /// running the default pipeline over it.

@@ -15,17 +15,17 @@ import Darwin
 /// (a `properties` that is not an object counts as empty; the Feature's own `id` when
 /// `properties` has none); `accuracy` is read when `accuracy_m` is absent; `t` counts only when it
 /// is a number; text outside the `evidence` array must be valid UTF-8.
-struct ReportRecordParser {
+package struct ReportRecordParser {
     /// A report, its evidence still as byte ranges of the record.
-    struct Report {
-        var id: String?
-        var latitude: Double, longitude: Double, accuracy: Double
-        var time: Double?
+    package struct Report {
+        package var id: String?
+        package var latitude: Double, longitude: Double, accuracy: Double
+        package var time: Double?
         /// Byte ranges (in the record) of the `evidence` events; all are objects.
-        var evidence: UnsafeBufferPointer<JField>
+        package var evidence: UnsafeBufferPointer<JField>
     }
 
-    enum Failure: Error {
+    package enum Failure: Error {
         /// Not a JSON object (reason from the scanner), counted as malformed (no id).
         case malformed(String)
         /// A JSON object that is not a valid report.
@@ -39,16 +39,16 @@ struct ReportRecordParser {
     private var elements: [JField] = []
     /// The id an error record of the record being parsed carries (its `id`, else its
     /// properties' `id`), for errors raised after parsing.
-    private(set) var errorID: String?
+    package private(set) var errorID: String?
 
-    init() {
+    package init() {
         top.reserveCapacity(16); properties.reserveCapacity(16); geometry.reserveCapacity(4)
         coordinates.reserveCapacity(4); elements.reserveCapacity(4096)
     }
 
     /// Parses the record `p[0..<count]` (`p[count]` readable) and calls `body` with it; the
     /// evidence ranges are valid during the call.
-    mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
+    package mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
         var s = JSONLineScanner(p: p, count: count)
         s.maxDepth = 512                         // as deep as Foundation's parser went (the reader before 0.x)
         top.removeAll(keepingCapacity: true)

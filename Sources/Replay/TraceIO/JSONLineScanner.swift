@@ -9,15 +9,15 @@ enum JKind: UInt8 { case number, string, bool, null, object, array }
 
 /// One `"key": value` member of a scanned JSON object. Offsets are byte offsets from
 /// the start of the line (so error columns are `offset + 1`).
-struct JField {
+public struct JField {
     var keyStart: Int
     var keyLength: Int
     var kind: JKind
     /// The number (kind `.number`), 1/0 (kind `.bool`).
     var number: Double
     /// String content without quotes (kind `.string`), or the whole `{…}` / `[…]` text.
-    var start: Int
-    var end: Int
+    package var start: Int
+    package var end: Int
     /// The string contains backslash escapes (decode with `JSONLineScanner.string`).
     var escaped: Bool
 }
@@ -39,9 +39,9 @@ struct JField {
 /// 3. Errors name the first offending byte and its 1-based column.
 ///
 /// `p[count]` must be readable (the reader keeps a terminator byte after each line).
-struct JSONLineScanner {
-    let p: UnsafePointer<UInt8>
-    let count: Int
+public struct JSONLineScanner {
+    package let p: UnsafePointer<UInt8>
+    package let count: Int
     /// Deepest nesting accepted (a guard for the recursive descent): 64 for trace lines, more for
     /// report records (which carry whatever an app nests in keys posfuse ignores).
     var maxDepth = 64

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TraceIO
 
 /// Any error from Foundation, POSIX or SQLite turned into one line and an exit status
 /// (sysexits: 74 for I/O, 65 for a file whose content is not what it should be), so that the

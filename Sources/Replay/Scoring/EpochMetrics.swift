@@ -1,8 +1,9 @@
 import Foundation
 import CGSL
+import TraceIO
 
 /// Summary metrics recomputed from per-epoch samples, with the definitions of
-/// `design/estimators.md` §8, so that a bootstrap replicate is scored exactly like a run.
+/// `docs/models.md` §8, so that a bootstrap replicate is scored exactly like a run.
 ///
 /// * `mean_m` = (1/N) Σ e_k; `rmse_m` = √((1/N) Σ e_k²); `max_m` = max e_k.
 /// * `median_m`, `p75_m`, `p90_m`, `p95_m`: Hyndman–Fan type 7 quantiles of the errors

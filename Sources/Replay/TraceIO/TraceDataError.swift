@@ -21,11 +21,11 @@ public struct TraceDataError: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 /// A problem found in one line, before the file name and line number are attached.
-struct LineIssue: Error {
-    var code: String
-    var message: String
+public struct LineIssue: Error {
+    public var code: String
+    public var message: String
 
-    static func json(_ m: String) -> LineIssue { LineIssue(code: "invalid_json", message: "invalid JSON: " + m) }
+    package static func json(_ m: String) -> LineIssue { LineIssue(code: "invalid_json", message: "invalid JSON: " + m) }
     static func missing(_ key: String) -> LineIssue { LineIssue(code: "missing_key", message: "missing key '\(key)'") }
     static func wrongType(_ key: String, expected: String, got: String) -> LineIssue {
         LineIssue(code: "wrong_type", message: "key '\(key)' must be \(expected), got \(got)")

@@ -1,7 +1,7 @@
 import Positioning
 
 /// What one trace line decodes to.
-enum DecodedLine {
+public enum DecodedLine {
     case event(TraceEvent)
     /// A syntactically valid event whose `type` this version does not know.
     case unknown(type: String, time: Double)
@@ -10,18 +10,18 @@ enum DecodedLine {
 /// Turns one JSON Lines line into a `TraceHeader` or `TraceEvent` (trace format v1,
 /// `docs/trace-format.md`). Keys not in the format are ignored (forward compatibility);
 /// `null` counts as absent for optional keys. Reuses its field buffers across lines.
-struct TraceLineDecoder {
+public struct TraceLineDecoder {
     private var fields: [JField] = []
     private var nested: [JField] = []
     private var elements: [JField] = []
 
-    init() {
+    public init() {
         fields.reserveCapacity(32); nested.reserveCapacity(16); elements.reserveCapacity(64)
     }
 
     // MARK: events
 
-    mutating func event(_ p: UnsafePointer<UInt8>, count: Int) throws(LineIssue) -> DecodedLine {
+    public mutating func event(_ p: UnsafePointer<UInt8>, count: Int) throws(LineIssue) -> DecodedLine {
         let s = JSONLineScanner(p: p, count: count)
         fields.removeAll(keepingCapacity: true)
         try s.line(into: &fields)

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Importer for NMEA 0183 logs (`$--GGA`, `$--RMC`, optional `$--GST`; any talker id).
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Positioning
+import TraceIO
 
 /// A cell tower (site) record of the cell database, in WGS84.
 public struct CellTower: Sendable, Equatable {

@@ -4,21 +4,24 @@ import Foundation
 /// ticks, grid, polylines, filled bands, points and a legend. Output is plain inline SVG
 /// text (no scripts, no external resources); coordinates are rounded to 0.1 px to keep the
 /// file small.
-struct SVGPlot {
-    struct Axis {
-        var min: Double
-        var max: Double
-        var log: Bool = false
-        var label: String
+package struct SVGPlot {
+    package struct Axis {
+        package var min: Double
+        package var max: Double
+        package var log: Bool = false
+        package var label: String
+        package init(min: Double, max: Double, log: Bool = false, label: String) {
+            self.min = min; self.max = max; self.log = log; self.label = label
+        }
         /// Map a data value to [0, 1].
-        func unit(_ v: Double) -> Double {
+        package func unit(_ v: Double) -> Double {
             if log {
                 let a = Foundation.log10(Swift.max(min, 1e-300)), b = Foundation.log10(Swift.max(max, 1e-300))
                 return (Foundation.log10(Swift.max(v, 1e-300)) - a) / (b - a)
             }
             return (v - min) / (max - min)
         }
-        func ticks() -> [Double] {
+        package func ticks() -> [Double] {
             if log {
                 let a = Int(Foundation.log10(min).rounded(.down)), b = Int(Foundation.log10(max).rounded(.up))
                 return (a...b).map { pow(10, Double($0)) }.filter { $0 >= min * 0.999 && $0 <= max * 1.001 }
@@ -32,39 +35,39 @@ struct SVGPlot {
     }
 
     /// 1, 2 or 5 × 10^k closest above `raw`.
-    static func niceStep(_ raw: Double) -> Double {
+    package static func niceStep(_ raw: Double) -> Double {
         guard raw > 0, raw.isFinite else { return 1 }
         let p = pow(10, (Foundation.log10(raw)).rounded(.down))
         let f = raw / p
         return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p
     }
 
-    var width: Double = 560
-    var height: Double = 300
-    var left: Double = 56, right: Double = 16, top: Double = 14, bottom: Double = 44
-    var x: Axis
-    var y: Axis
-    var id: String
-    var title: String
+    package var width: Double = 560
+    package var height: Double = 300
+    package var left: Double = 56, right: Double = 16, top: Double = 14, bottom: Double = 44
+    package var x: Axis
+    package var y: Axis
+    package var id: String
+    package var title: String
     private var body = ""
     private var legend: [(String, String, Bool)] = []   // label, colour, dashed
 
-    init(id: String, title: String, x: Axis, y: Axis, width: Double = 560, height: Double = 300) {
+    package init(id: String, title: String, x: Axis, y: Axis, width: Double = 560, height: Double = 300) {
         self.id = id; self.title = title; self.x = x; self.y = y; self.width = width; self.height = height
     }
 
-    var plotW: Double { width - left - right }
-    var plotH: Double { height - top - bottom }
-    func px(_ v: Double) -> Double { left + x.unit(v) * plotW }
-    func py(_ v: Double) -> Double { top + (1 - y.unit(v)) * plotH }
+    package var plotW: Double { width - left - right }
+    package var plotH: Double { height - top - bottom }
+    package func px(_ v: Double) -> Double { left + x.unit(v) * plotW }
+    package func py(_ v: Double) -> Double { top + (1 - y.unit(v)) * plotH }
 
-    static func r(_ v: Double) -> String {
+    package static func r(_ v: Double) -> String {
         let q = (v * 10).rounded() / 10
         return q == q.rounded() ? String(Int(q)) : String(q)
     }
 
     /// Polyline through the points (data coordinates); non-finite points break the line.
-    mutating func line(_ pts: [(Double, Double)], color: String, width w: Double = 1.5, dashed: Bool = false,
+    package mutating func line(_ pts: [(Double, Double)], color: String, width w: Double = 1.5, dashed: Bool = false,
                        label: String? = nil, cls: String = "series") {
         var segs: [[String]] = [[]]
         for (a, b) in pts {
@@ -77,7 +80,7 @@ struct SVGPlot {
     }
 
     /// Filled band between lower and upper curves over x (data coordinates).
-    mutating func band(_ pts: [(x: Double, lo: Double, hi: Double)], color: String, opacity: Double = 0.2, label: String? = nil) {
+    package mutating func band(_ pts: [(x: Double, lo: Double, hi: Double)], color: String, opacity: Double = 0.2, label: String? = nil) {
         guard pts.count >= 2 else { return }
         let upper = pts.map { "\(Self.r(px($0.x))),\(Self.r(py($0.hi)))" }
         let lower = pts.reversed().map { "\(Self.r(px($0.x))),\(Self.r(py($0.lo)))" }
@@ -86,14 +89,14 @@ struct SVGPlot {
     }
 
     /// Horizontal reference line at y = v.
-    mutating func hline(_ v: Double, color: String, dashed: Bool = true, label: String? = nil) {
+    package mutating func hline(_ v: Double, color: String, dashed: Bool = true, label: String? = nil) {
         guard v >= Swift.min(y.min, y.max), v <= Swift.max(y.min, y.max) else { return }
         body += "<line class=\"ref\" x1=\"\(Self.r(left))\" x2=\"\(Self.r(left + plotW))\" y1=\"\(Self.r(py(v)))\" y2=\"\(Self.r(py(v)))\" stroke=\"\(color)\" stroke-width=\"1\"\(dashed ? " stroke-dasharray=\"4 3\"" : "")/>"
         if let label { legend.append((label, color, dashed)) }
     }
 
     /// Small dots.
-    mutating func points(_ pts: [(Double, Double)], color: String, radius: Double = 1.6, label: String? = nil) {
+    package mutating func points(_ pts: [(Double, Double)], color: String, radius: Double = 1.6, label: String? = nil) {
         var d = ""
         for (a, b) in pts where a.isFinite && b.isFinite {
             let cx = px(a), cy = py(b)
@@ -104,10 +107,10 @@ struct SVGPlot {
     }
 
     /// Raw SVG in the plot area (already in pixel coordinates).
-    mutating func raw(_ s: String) { body += s }
+    package mutating func raw(_ s: String) { body += s }
 
     /// The finished `<svg>` element: axes, grid, clipped content, legend.
-    func render(tickFormat: (Double) -> String = SVGPlot.tick, xTicks: Bool = true, yTicks: Bool = true) -> String {
+    package func render(tickFormat: (Double) -> String = SVGPlot.tick, xTicks: Bool = true, yTicks: Bool = true) -> String {
         var s = "<svg id=\"\(id)\" class=\"plot\" viewBox=\"0 0 \(Self.r(width)) \(Self.r(height))\" role=\"img\" aria-label=\"\(htmlEscape(title))\">"
         s += "<title>\(htmlEscape(title))</title>"
         s += "<defs><clipPath id=\"\(id)-clip\"><rect x=\"\(Self.r(left))\" y=\"\(Self.r(top))\" width=\"\(Self.r(plotW))\" height=\"\(Self.r(plotH))\"/></clipPath></defs>"
@@ -146,7 +149,7 @@ struct SVGPlot {
         return s
     }
 
-    static func tick(_ v: Double) -> String {
+    package static func tick(_ v: Double) -> String {
         if v == 0 { return "0" }
         let a = abs(v)
         if a >= 1e5 || a < 1e-3 { return String(format: "%.0e", v) }
@@ -156,7 +159,7 @@ struct SVGPlot {
 }
 
 /// Escape text for HTML/SVG content and attributes.
-func htmlEscape(_ s: String) -> String {
+package func htmlEscape(_ s: String) -> String {
     var o = ""
     for c in s {
         switch c {

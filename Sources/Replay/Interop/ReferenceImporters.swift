@@ -1,5 +1,7 @@
 import Foundation
 import Positioning
+import Storage
+import TraceIO
 
 /// OpenCellID cell export CSV:
 /// `radio,mcc,net,area,cell,unit,lon,lat,range,samples,changeable,created,updated,averageSignal`.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Positioning
+import TraceIO
 
 /// Replay results in SQLite (GRDB): one row in `runs` per replayed trace, its estimates
 /// and its scores (`docs/cli.md`, "Results database").
@@ -19,7 +20,7 @@ import Positioning
 /// ```
 /// A run is written in **one transaction** (`record`): a replay that throws or is killed
 /// midway leaves no row of that run. Estimates are inserted with a cached prepared
-/// statement (Codable record inserts are about 5× slower, `design/toolchain.md`).
+/// statement (Codable record inserts are about 5× slower, `docs/engineering.md`).
 public final class ResultStore {
     public let queue: DatabaseQueue
 
@@ -84,33 +85,50 @@ public final class ResultStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         }
-        public func insert(_ s: ScoredEstimate) throws {
-            let f = s.fix, c = f.covariance
+        /// Inserts one estimate row; `error`, `truth`, `nees` are nil when it was not scored,
+        /// `unscored` is then the reason code. A covariance with a non-finite entry is stored as NULLs.
+        public func insert(source: String, subject: String, time: Double, position: SIMD2<Double>,
+                           covariance c: (ee: Double, en: Double, nn: Double),
+                           error: Double?, truth: SIMD2<Double>?, nees: Double?, unscored: String?) throws {
             let finite = c.ee.isFinite && c.en.isFinite && c.nn.isFinite
             try statement.execute(arguments: [
-                run, f.source.rawValue, f.subject, f.time, f.position.x, f.position.y,
+                run, source, subject, time, position.x, position.y,
                 finite ? c.ee : nil, finite ? c.en : nil, finite ? c.nn : nil,
-                s.error, s.truth?.x, s.truth?.y, s.nees, s.unscored?.rawValue,
+                error, truth?.x, truth?.y, nees, unscored,
             ])
             estimates += 1
         }
     }
 
+    /// Work done inside a run's transaction after its rows are written: (database, run id).
+    public typealias RunHook = (Database, Int64) throws -> Void
+
+    /// What a recorded run adds to its `runs` row besides `RunInfo`, and its score rows
+    /// (source key, metric, value).
+    public struct RunSummary: Sendable {
+        public var events: Int
+        public var skipped: Int
+        public var scores: [(source: String, metric: String, value: Double)]
+        public init(events: Int, skipped: Int, scores: [(source: String, metric: String, value: Double)]) {
+            self.events = events; self.skipped = skipped; self.scores = scores
+        }
+    }
+
     /// Records one run in one transaction: inserts the run, calls `body` with a writer for
-    /// its estimates (hook it to `Replayer.onEstimate`), then stores the scores of the
-    /// result and commits. If anything throws, the transaction is rolled back and the
-    /// error rethrown: no part of the run remains. Returns the run id and the result.
+    /// its estimates, then stores `summary(result)` and commits. If anything throws, the
+    /// transaction is rolled back and the error rethrown: no part of the run remains.
     /// `then` runs last in the same transaction with the run id (e.g. `posfuse sweep` adds
     /// the run's grid point there, so a run and its point are stored together or not at all).
-    public func record(_ info: RunInfo, then: ((Database, Int64) throws -> Void)? = nil,
-                       _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+    /// (`record(_:then:_:)` in Scoring is the form that takes a `ReplayResult`.)
+    public func recordRun<R>(_ info: RunInfo, summary: (R) -> RunSummary, then: RunHook? = nil,
+                             _ body: (RunWriter) throws -> R) throws -> (run: Int64, result: R) {
         // IMMEDIATE: the write lock is taken (or waited for, `busyTimeout`) before any work, so two
         // processes recording into one database queue up instead of one failing with SQLITE_BUSY.
         do {
             return try queue.writeWithoutTransaction { db in
-                var out: (run: Int64, result: ReplayResult)!
+                var out: (run: Int64, result: R)!
                 try db.inTransaction(.immediate) {
-                    out = try recordRun(db, info, then, body)
+                    out = try recordRun(db, info, summary, then, body)
                     return .commit
                 }
                 return out
@@ -120,8 +138,8 @@ public final class ResultStore {
         }
     }
 
-    private func recordRun(_ db: Database, _ info: RunInfo, _ then: ((Database, Int64) throws -> Void)?,
-                           _ body: (RunWriter) throws -> ReplayResult) throws -> (run: Int64, result: ReplayResult) {
+    private func recordRun<R>(_ db: Database, _ info: RunInfo, _ summary: (R) -> RunSummary, _ then: RunHook?,
+                              _ body: (RunWriter) throws -> R) throws -> (run: Int64, result: R) {
         do {
             try db.execute(sql: """
                 INSERT INTO runs (started, pipeline, trace, trace_name, version, parameters) VALUES (?, ?, ?, ?, ?, ?)
@@ -129,28 +147,16 @@ public final class ResultStore {
             let run = db.lastInsertedRowID
             let writer = try RunWriter(db: db, run: run)
             let result = try body(writer)
+            let sum = summary(result)
             try db.execute(sql: "UPDATE runs SET events = ?, skipped = ? WHERE id = ?",
-                           arguments: [result.stats.events, result.stats.skippedTotal, run])
+                           arguments: [sum.events, sum.skipped, run])
             let insert = try db.cachedStatement(sql: "INSERT INTO scores (run, source, metric, value) VALUES (?, ?, ?, ?)")
-            for (source, metric, value) in Self.scoreRows(result.scores) {
-                try insert.execute(arguments: [run, source, metric, value])
+            for row in sum.scores {
+                try insert.execute(arguments: [run, row.source, row.metric, row.value])
             }
             try then?(db, run)
             return (run, result)
         }
-    }
-
-    /// The stored metric rows of a trace's scores: every metric of `ScoreReport.metrics`
-    /// per source key, plus failures as `failure:<reason>` per source.
-    static func scoreRows(_ s: TraceScores) -> [(String, String, Double)] {
-        var rows: [(String, String, Double)] = []
-        for src in s.sources {
-            for (k, v) in ScoreReport.metrics(src) { rows.append((src.key, k, v)) }
-        }
-        for (src, reasons) in s.failures.sorted(by: { $0.key < $1.key }) {
-            for (r, n) in reasons.sorted(by: { $0.key < $1.key }) { rows.append((src, "failure:" + r, Double(n))) }
-        }
-        return rows
     }
 
     /// A stored run.
@@ -208,9 +214,9 @@ public final class ResultStore {
                 let metrics = sc[key]!.filter { !$0.key.hasPrefix("failure:") }
                 if metrics.isEmpty { continue }
                 let epochs: [EpochSample] = try queue.read { db in
-                    let (src, group) = Self.splitKey(key)
-                    let like = group == .objects ? "object:%" : "%"
-                    let notObject = group == .phones
+                    let (src, objects) = Self.splitKey(key)
+                    let like = objects ? "object:%" : "%"
+                    let notObject = !objects
                     return try Row.fetchAll(db, sql: """
                         SELECT t, error, nees, e, n, truth_e, truth_n FROM estimates
                         WHERE run = ? AND source = ? AND error IS NOT NULL AND subject LIKE ? AND (? = 0 OR subject NOT LIKE 'object:%')
@@ -228,8 +234,9 @@ public final class ResultStore {
         return RunResults(label: "results database", traces: traces)
     }
 
-    static func splitKey(_ key: String) -> (String, SubjectGroup) {
-        key.hasSuffix(":object") ? (String(key.dropLast(":object".count)), .objects) : (key, .phones)
+    /// A score key's source and whether it scores objects ("camloc:object") or phones.
+    static func splitKey(_ key: String) -> (source: String, objects: Bool) {
+        key.hasSuffix(":object") ? (String(key.dropLast(":object".count)), true) : (key, false)
     }
 
     static func iso8601(_ d: Date) -> String {

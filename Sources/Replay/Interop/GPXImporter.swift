@@ -3,6 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 import Positioning
+import TraceIO
 
 /// Importer for GPX 1.0/1.1 (`trk/trkseg/trkpt`, `rte/rtept`, `wpt`) as ground truth.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Byte-level helpers for the text importers: files are read once into a NUL-terminated
 /// byte buffer, split into lines and fields without creating a String per field, and

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// A malformed record in a foreign file: the project's data error, printed as
 /// `file:line: reason` (CLI exit 65; code `io` on line 0 → exit 64).

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Output formats of `posfuse export` (see `docs/formats.md`).
 public enum ExportFormat: String, CaseIterable, Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// Importers for the formats `posfuse export` writes (GeoJSON, CSV, TUM), so exported
 /// tracks can be read back (round trip) and third-party tracks in these formats used as

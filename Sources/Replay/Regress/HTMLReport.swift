@@ -1,6 +1,8 @@
 import Foundation
 import CGSL
 import Positioning
+import Scoring
+import TraceIO
 
 /// One trace of a report: the scored sources with their per-epoch samples, the ground-truth
 /// track and the floor plan (ENU m).
@@ -36,7 +38,7 @@ public struct ReportTrace: Sendable {
 /// 5. per source, NEES ε_k = e_kᵀP_k⁻¹e_k over time (log axis) with the two-sided 95 %
 ///    χ²₂ band [0.0506, 7.38] of a single epoch, the ideal mean 2, and the moving average
 ///    over W = min(20, N) epochs with its χ²_{2W}/W bounds (dashed). Real errors are
-///    autocorrelated, so the moving-average bounds are optimistic (`design/estimators.md` §7.6).
+///    autocorrelated, so the moving-average bounds are optimistic (`docs/models.md` §7.6).
 /// Series longer than 1500 points are thinned by a constant stride for drawing only.
 public struct HTMLReport: Sendable {
     public var title: String

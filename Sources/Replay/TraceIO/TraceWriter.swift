@@ -128,26 +128,27 @@ public final class TraceWriter {
 
 /// Formats a Double for the trace: shortest round-trip decimal; integers without ".0";
 /// non-finite values are not representable in JSON and are written as null.
-@inline(__always) func num(_ v: Double) -> String {
+@inline(__always) public func num(_ v: Double) -> String {
     guard v.isFinite else { return "null" }
     if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
     return v.description
 }
 
 /// Builds one JSON object line with keys in insertion order.
-struct JSONLine {
+public struct JSONLine {
     private var s = "{"
     private var first = true
+    public init() {}
     private mutating func key(_ k: String) {
         if !first { s += "," }
         first = false
         s += "\""; s += k; s += "\":"
     }
-    mutating func number(_ k: String, _ v: Double) { key(k); s += num(v) }
-    mutating func int(_ k: String, _ v: Int) { key(k); s += String(v) }
-    mutating func string(_ k: String, _ v: String) { key(k); s += jsonEscaped(v) }
-    mutating func raw(_ k: String, _ v: String) { key(k); s += v }
-    func finish() -> String { s + "}" }
+    public mutating func number(_ k: String, _ v: Double) { key(k); s += num(v) }
+    public mutating func int(_ k: String, _ v: Int) { key(k); s += String(v) }
+    public mutating func string(_ k: String, _ v: String) { key(k); s += jsonEscaped(v) }
+    public mutating func raw(_ k: String, _ v: String) { key(k); s += v }
+    public func finish() -> String { s + "}" }
 }
 
 /// JSON string literal with escaping per RFC 8259.

@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import TraceIO
 
 /// One position to export: an estimate (`Fix`), a phone GNSS fix or a ground-truth sample,
 /// in both WGS84 and the trace's local ENU frame.

@@ -1,12 +1,13 @@
 import Foundation
 import Positioning
+import TraceIO
 
 extension ReportTrace {
     /// A report trace from a scored trace result plus what the trace file itself holds:
     /// the ground-truth tracks of every phone (gt events, in ENU; `subject` is primary) and the floor-plan walls of
     /// its reference side file. Throws `TraceDataError` for an unreadable trace.
     public static func load(result: TraceResult, location: TraceLocation, subject: String = Fix.defaultSubject,
-                            progress: Progress? = nil) throws -> ReportTrace {
+                            progress: TraceIO.Progress? = nil) throws -> ReportTrace {
         let reader = try TraceReader(url: location.trace, mode: .lenient)
         let frame = reader.header.frame
         var tracks: [String: [(time: Double, position: SIMD2<Double>)]] = [:]
