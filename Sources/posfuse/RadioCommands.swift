@@ -68,6 +68,7 @@ struct EvaluateRadio: ParsableCommand {
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Flag(help: "gsdc, gnsslogger: fail (exit 65, file:line: reason) on a sentence defect that leaves the data intact (wrong checksum, unknown talker id, missing hemisphere letter); by default such sentences are kept and counted per reason.") var strict = false
     @Option(name: .customLong("handset-family"), parsing: .singleValue, help: "gsdc: NAME=FAMILY, the model family of a phone name (repeatable; default rules: text after the first '_' and a trailing Modded/Modified/Mod/Custom/Rooted dropped, e.g. Pixel4XLModded -> Pixel4XL). Calibrations learned with --train apply per family; truth is matched by name, then family.") var handsetFamily: [String] = []
+    @Option(name: .customLong("min-located"), help: "lte-walks: fail (exit 1) when the coverage map locates less than this share (0-1) of the test epochs, for cell or cell-ta. The share located and the reasons for the rest are always printed (stderr; --json: coverage.located_cell, located_cell-ta).") var minLocated: Double?
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
     @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
@@ -85,6 +86,7 @@ struct EvaluateRadio: ParsableCommand {
         if let t = truthPoint, parseGeodetic(t) == nil { throw ValidationError("--truth-point must be 'lat,lon[,h]'") }
         if HAPELEstimator.Variant(rawValue: variant) == nil { throw ValidationError("--variant: expected v1 or v2") }
         if !(trainFraction > 0 && trainFraction < 1) { throw ValidationError("--train-fraction must be in (0, 1)") }
+        if let m = minLocated, !(m >= 0 && m <= 1) { throw ValidationError("--min-located must be a share in [0, 1]") }
     }
 
     func urls(_ paths: [String], _ ds: RadioDataset?) throws -> [URL] {
@@ -99,6 +101,7 @@ struct EvaluateRadio: ParsableCommand {
         let w = try wcl.estimator()
         var out: [String: Any] = [:]
         var text: [String] = []
+        var belowMinimum: [String] = []
         if let f = folder, FileManager.default.fileExists(atPath: (f as NSString).appendingPathComponent("trace.jsonl")) {
             try runScenario(f)
             return
@@ -146,6 +149,18 @@ struct EvaluateRadio: ParsableCommand {
                 text.append(String(format: "coverage map: cell-ta median %.1f m  P95 %.1f m  inside95 %.3f  (n=%d, %.0f%% from a TA area)",
                                    c.cellTA.median_m ?? .nan, c.cellTA.p95_m ?? .nan, c.cellTAInside95 ?? .nan, c.cellTA.count,
                                    100 * (c.taAreaShare ?? .nan)))
+                text.append(String(format: "coverage map: ANEES cell %.2f  cell-ta %.2f", c.cellANEES ?? .nan, c.cellTAANEES ?? .nan))
+                for (name, l) in [("cell", c.locatedCell), ("cell-ta", c.locatedCellTA)] {
+                    let line = "coverage map: \(name) \(l.summary)"
+                    text.append(line)
+                    printError(line)
+                    if let sh = l.share, sh < LocatedShare.warnBelow {
+                        printError("coverage map: \(name) located almost nothing (\(String(format: "%.1f", 100 * sh)) %): the training walks do not cover the test walks' cells; the figures above describe \(l.located) epoch(s)")
+                    }
+                    if let min = minLocated, (l.share ?? 0) < min {
+                        belowMinimum.append(String(format: "%@ located %.3f < --min-located %.3f", name, l.share ?? 0, min))
+                    }
+                }
             case .msIndoor, .traces:
                 var ev = WLANEvaluation(wcl: w, hapelVariant: hv)
                 if let pipeline, let o = try loadPipelineStages(pipeline)["ekf"] {
@@ -231,6 +246,10 @@ struct EvaluateRadio: ParsableCommand {
             print(String(decoding: d, as: UTF8.self))
         } else {
             print(text.joined(separator: "\n"))
+        }
+        if !belowMinimum.isEmpty {
+            printError("evaluate radio: " + belowMinimum.joined(separator: "; "))
+            throw ExitCode(ExitStatus.regression)
         }
     }
 }

@@ -123,3 +123,49 @@ enum GSDCFixture {
         if case .success = HandsetFamilies.parse(["a"]) { Issue.record("NAME=FAMILY expected") }
     }
 }
+
+/// Cell coverage in another district (issue 21 item 3): a map learned on walks that served
+/// cells A and B, tested on a walk whose reports are of cell C (never seen) but for a few of B:
+/// the run reports the share located and the reasons (unknown_anchor), warns, and with
+/// `--min-located` exits 1.
+@Suite struct CellLocatedShareCLITests {
+    static func walk(_ cells: [Int], start: Int, lat0: Double) -> String {
+        var lines = ["mcc,mnc,lac,cellid,lat,lon,signal,measured_at,rating,speed,direction,act,ta,psc,tac,pci,sid,nid,bid"]
+        for (k, c) in cells.enumerated() {
+            let lat = lat0 + Double(k) * 2e-5, lon = -75.70 + Double(k) * 3e-5
+            lines.append("302,720,29100,\(c),\(lat),\(lon),-90,\(1_600_000_000_000 + (start + k) * 5000),5.0,1.0,0,LTE,\(2 + k % 3),,29100,269,,,")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    @Test func unknownCellsAreCountedAndMinLocatedFails() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-cells-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var train: [String] = []
+        for i in 0..<3 {
+            let u = dir.appendingPathComponent("OpenCellID_train\(i).csv")
+            try Self.walk(Array(repeating: 9_751_830, count: 20) + Array(repeating: 9_751_831, count: 20), start: i * 100, lat0: 45.41 + Double(i) * 1e-4)
+                .write(to: u, atomically: true, encoding: .utf8)
+            train.append(u.path)
+        }
+        let test = dir.appendingPathComponent("OpenCellID_test.csv")
+        try Self.walk(Array(repeating: 9_751_831, count: 4) + Array(repeating: 9_999_999, count: 36), start: 1000, lat0: 45.4105)
+            .write(to: test, atomically: true, encoding: .utf8)
+        let args = ["evaluate", "radio", "--train"] + train + ["--test", test.path, "--dataset", "lte-walks"]
+        let r = try CLI.run(args + ["--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let cov = try #require((o["cell"] as? [String: Any])?["coverage"] as? [String: Any])
+        let located = try #require(cov["located_cell"] as? [String: Any])
+        #expect(located["epochs"] as? Int == 40 && located["located"] as? Int == 4, "\(located)")
+        #expect((located["not_located"] as? [String: Int]) == ["unknown_anchor": 36])
+        #expect(abs((located["share"] as? Double ?? 0) - 0.1) < 1e-12)
+        #expect(r.stderr.contains("cell located 4 of 40 (10.0 %); not located: unknown_anchor 36"), "\(r.stderr)")
+        #expect(r.stderr.contains("located almost nothing"))
+        let strict = try CLI.run(args + ["--min-located", "0.5"])
+        #expect(strict.status == 1 && strict.stderr.contains("cell located 0.100 < --min-located 0.500"), "\(strict.status) \(strict.stderr)")
+        #expect(try CLI.run(args + ["--min-located", "0.05"]).status == 0)
+        #expect(try CLI.run(args + ["--min-located", "2"]).status == 64)
+    }
+}

@@ -189,7 +189,7 @@ import Testing
         let lat0 = 40.75, lon0 = -73.99, mLat = 1 / 111_034.0, mLon = 1 / (111_320.0 * cos(lat0 * .pi / 180))
         let ref = dir.appendingPathComponent("ref.json"), reports = dir.appendingPathComponent("r.jsonl")
         let id = #""rat":"lte","mcc":310,"mnc":260,"area":7001,"cid":40002"#
-        try #"{"cells":[{\#(id),"lat":\#(lat0),"lon":\#(lon0),"h":30}],"cell_coverage":[{\#(id),"ta":5,"lat":\#(lat0 + 10 * mLat),"lon":\#(lon0 + 400 * mLon),"cov_m2":[900,0,2500],"count":20},{\#(id),"ta":9,"lat":\#(lat0),"lon":\#(lon0 + 700 * mLon),"cov_m2":[0,0,0],"count":1},{\#(id),"lat":\#(lat0 - 100 * mLat),"lon":\#(lon0 + 300 * mLon),"cov_m2":[40000,0,40000],"count":40}]}"#
+        try #"{"cells":[{\#(id),"lat":\#(lat0),"lon":\#(lon0),"h":30}],"cell_coverage":[{\#(id),"ta":5,"lat":\#(lat0 + 10 * mLat),"lon":\#(lon0 + 400 * mLon),"cov_m2":[900,0,2500],"count":20,"walks":20},{\#(id),"ta":9,"lat":\#(lat0),"lon":\#(lon0 + 700 * mLon),"cov_m2":[0,0,0],"count":1},{\#(id),"lat":\#(lat0 - 100 * mLat),"lon":\#(lon0 + 300 * mLon),"cov_m2":[40000,0,40000],"count":40,"walks":40}]}"#
             .write(to: ref, atomically: true, encoding: .utf8)
         let cell = #"{"t":9,"type":"cell",\#(id),"serving":true,"ta_unit":"lte_16ts","rsrp":-75"#
         try ([#"{"id":"ta5","lat":\#(lat0),"lon":\#(lon0),"accuracy_m":2000,"t":10,"evidence":[\#(cell),"ta":5}]}"#,

@@ -62,11 +62,12 @@ import PostgresNIO
             let f = LocalFrame(origin: Fixture.center)
             let en = f.en(latitude: lat, longitude: lng)
             #expect(abs(en.x) < 1e-3 && abs(en.y) < 1e-3, "\(kind): \(en)")
-            // 4 positions at (±20, ±20): S = diag(533.3), ×(1 + 1/4), + σ_f² of LTE (78.07/√12)²;
-            // the filter takes a cell-ta fix with its calibrated inflation α (R × α²).
-            let sf = CellCoverageMap.floorSigma(.lte), alpha = try #require(FusionStage.Settings.defaultInflation[.cellTA])
-            let v = (1600.0 / 3 * 1.25 + sf * sf) * alpha * alpha
-            let expected = Covariance2(ee: v, en: 0, nn: v).circularRadius(probability: 0.95)
+            // 4 positions at (±20, ±20) of one submission (one walk): S = diag(533.3); the fix
+            // covariance is the coverage map's (`predictiveCovariance`: Student-t 95 % region
+            // of S + σ_f², ν = 2), taken by the filter with its calibrated inflation α (R × α²).
+            let alpha = try #require(FusionStage.Settings.defaultInflation[.cellTA])
+            let c = CellCoverageMap.predictiveCovariance(.init(mean: .zero, covariance: Covariance2(ee: 1600.0 / 3, en: 0, nn: 1600.0 / 3), count: 4, walks: 1), rat: .lte)
+            let expected = Covariance2(ee: c.ee * alpha * alpha, en: 0, nn: c.nn * alpha * alpha).circularRadius(probability: 0.95)
             let acc = try #require(o["accuracy"] as? Double)
             #expect(abs(acc - expected) < 1e-6, "\(kind): \(acc) vs \(expected)")
             let fx_geolocate_response = try Fixture.json("geolocate-response.json")
@@ -165,13 +166,16 @@ import PostgresNIO
             let known = try await store.lookup(cells: [Fixture.cell], bssids: Set(Fixture.aps))
             let frame = LocalFrame(origin: Fixture.center)
             var b = CellCoverageMap.Builder()
-            for (i, p) in sq.enumerated() { b.add(cell: Fixture.cell, timingAdvance: i == 0 ? 2 : 3, at: frame.en(latitude: p.latitude, longitude: p.longitude)) }
+            // One submission = one walk: the first position is walk 0, the other three walk 1.
+            for (i, p) in sq.enumerated() {
+                b.add(cell: Fixture.cell, timingAdvance: i == 0 ? 2 : 3, at: frame.en(latitude: p.latitude, longitude: p.longitude), walk: i == 0 ? 0 : 1)
+            }
             let want = b.map
             let got = CellCoverageRecord.map(known.coverage, frame: frame)
             #expect(Set(got.areas.keys) == Set(want.areas.keys), "\(kind)")
             for (k, a) in want.areas {
                 let g = try #require(got.areas[k])
-                #expect(g.count == a.count)
+                #expect(g.count == a.count && g.walks == a.walks, "\(kind) \(k): \(g.walks) walks vs \(a.walks)")
                 #expect(abs(g.mean.x - a.mean.x) < 1e-6 && abs(g.mean.y - a.mean.y) < 1e-6, "\(kind) \(k): \(g.mean) vs \(a.mean)")
                 // Covariances to 10⁻² m² (of 533): the ENU frames of the merge (at the cell's first position)
                 // and of this check (28 m away) differ by a rotation of ≈ 4·10⁻⁶ rad.
@@ -189,6 +193,36 @@ import PostgresNIO
             }
             #expect(try await store.statistics() == StoreStatistics(cells: 1, coverageAreas: 3, aps: 3, submissions: 2))
         }
+    }
+
+    /// `WalkSums` added walk by walk give `Builder`'s area of all walks (the celldb build model)
+    /// on seeded random walks; a celldb-build row used as a seed is reproduced unchanged.
+    @Test func walkSumsEqualTheBuilder() throws {
+        var rng = SystemRandomNumberGenerator()
+        _ = rng
+        var seed: UInt64 = 42
+        func next() -> Double { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return Double(seed >> 11) / Double(1 << 53) * 200 - 100 }
+        let cell = Fixture.cell
+        var all = CellCoverageMap.Builder(), sums = CellCoverageMap.WalkSums()
+        for w in 0..<5 {
+            var one = CellCoverageMap.Builder()
+            for _ in 0..<(w + 1) * 3 {
+                let p = SIMD2(next() + Double(w) * 30, next())
+                all.add(cell: cell, timingAdvance: nil, at: p, walk: w); one.add(cell: cell, timingAdvance: nil, at: p)
+            }
+            sums = sums + CellCoverageMap.WalkSums(walk: try #require(one.map.areas.values.first))
+        }
+        let want = try #require(all.map.areas.values.first), got = try #require(sums.area)
+        #expect(got.count == want.count && got.walks == want.walks)
+        #expect(abs(got.mean.x - want.mean.x) < 1e-9 && abs(got.mean.y - want.mean.y) < 1e-9)
+        #expect(abs(got.covariance.ee - want.covariance.ee) < 1e-6 * want.covariance.ee && abs(got.covariance.nn - want.covariance.nn) < 1e-6 * want.covariance.nn
+                && abs(got.covariance.en - want.covariance.en) < 1e-6 * want.covariance.ee, "\(got.covariance) vs \(want.covariance)")
+        // A stored row as seed, with an empty batch of another cell: nothing changes.
+        let row = CellCoverageRecord(cell: cell, ta: nil, position: Fixture.center, covariance: Covariance2(ee: 400, en: 10, nn: 300), count: 12, walks: 3)
+        let item = Submission(position: Fixture.square[0], cells: [CellObservation(cell: cell, serving: true)])
+        let learned = Learner.coverage([item], state: [], seed: [row])
+        let merged = try #require(learned.records.first { $0.ta == nil })
+        #expect(merged.count == 13 && merged.walks == 4)
     }
 
     /// The documented geosubmit fixture: accepted ({}), the serving cell learned (the

@@ -82,6 +82,54 @@ public enum RadioWalkLoader {
 /// training walks (`CellSiteBuilder`), against the phone's own GNSS (the walks' `gt`); and of
 /// the same two from a coverage map of the training walks (`CellCoverageMap`: where phones
 /// were when they reported the cell and TA) instead of the tower positions.
+/// How many epochs a source located, and why the others were not (`EstimationFailure.code`):
+/// the share-located report of a run (stderr and `--json`), with `--min-located` failing a run
+/// that locates too little. A run that locates almost nothing must say so, not print a
+/// one-sample median.
+public struct LocatedShare: Codable, Sendable, Equatable {
+    public var epochs = 0
+    public var located = 0
+    /// Epochs not located, per failure code.
+    public var notLocated: [String: Int] = [:]
+    public init() {}
+
+    public var share: Double? { epochs > 0 ? Double(located) / Double(epochs) : nil }
+
+    public mutating func record<T>(_ r: Result<T, EstimationFailure>) {
+        epochs += 1
+        switch r {
+        case .success: located += 1
+        case .failure(let f): notLocated[f.code, default: 0] += 1
+        }
+    }
+    public mutating func merge(_ o: LocatedShare) {
+        epochs += o.epochs; located += o.located
+        for (k, v) in o.notLocated { notLocated[k, default: 0] += v }
+    }
+    /// `located 1568 of 1734 (90.4 %); not located: unknown_anchor 120, missing_input 46`.
+    public var summary: String {
+        var s = "located \(located) of \(epochs)" + (share.map { String(format: " (%.1f %%)", 100 * $0) } ?? "")
+        if !notLocated.isEmpty {
+            s += "; not located: " + notLocated.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        }
+        return s
+    }
+    /// Below this share a run "locates almost nothing" and says so even without `--min-located`.
+    public static let warnBelow = 0.5
+
+    enum CodingKeys: String, CodingKey { case epochs, located, share, notLocated = "not_located" }
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(epochs, forKey: .epochs); try c.encode(located, forKey: .located)
+        try c.encodeIfPresent(share, forKey: .share); try c.encode(notLocated, forKey: .notLocated)
+    }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        epochs = try c.decode(Int.self, forKey: .epochs); located = try c.decode(Int.self, forKey: .located)
+        notLocated = try c.decode([String: Int].self, forKey: .notLocated)
+    }
+}
+
 public struct CellEvaluation: Sendable {
     public var builder: CellSiteBuilder
     /// Calibrate β on the training walks against the estimated sites (β̂ = median(d/Δ − TA)).
@@ -133,11 +181,15 @@ public struct CellEvaluation: Sendable {
         public var sameEpochsCell: ErrorSummary
         public var sameEpochsCellTA: ErrorSummary
         public var epochsWithoutCoverage: Int
+        /// Serving-cell epochs located by the coverage map, and why not (`cell`: every serving
+        /// epoch; `cell-ta`: those with a TA).
+        public var locatedCell: LocatedShare
+        public var locatedCellTA: LocatedShare
         enum CodingKeys: String, CodingKey {
             case cell, cellTA = "cell-ta", cellInside95 = "cell_inside95", cellTAInside95 = "cell-ta_inside95"
             case cellANEES = "cell_anees", cellTAANEES = "cell-ta_anees", taAreaShare = "ta_area_share"
             case sameEpochsCell = "same_epochs_cell", sameEpochsCellTA = "same_epochs_cell-ta"
-            case epochsWithoutCoverage = "epochs_without_coverage"
+            case epochsWithoutCoverage = "epochs_without_coverage", locatedCell = "located_cell", locatedCellTA = "located_cell-ta"
         }
     }
 
@@ -161,6 +213,7 @@ public struct CellEvaluation: Sendable {
         public var coverageSameCell: [Double] = []
         public var coverageSameCellTA: [Double] = []
         public var noCoverage = 0
+        public var locatedCell = LocatedShare(), locatedCellTA = LocatedShare()
         public init() {}
 
         /// Pools another fold (β: the caller's choice; step: the other's).
@@ -171,6 +224,7 @@ public struct CellEvaluation: Sendable {
             coverageCellNEES += r.coverageCellNEES; coverageCellTANEES += r.coverageCellTANEES
             coverageTAAreas += r.coverageTAAreas; coverageSameCell += r.coverageSameCell
             coverageSameCellTA += r.coverageSameCellTA; noCoverage += r.noCoverage
+            locatedCell.merge(r.locatedCell); locatedCellTA.merge(r.locatedCellTA)
         }
     }
 
@@ -207,8 +261,11 @@ public struct CellEvaluation: Sendable {
             for e in w.events {
                 guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
                 // The stages' rule: cell-ta only for a report with a TA.
-                let c1 = coverageUse.fix(o, source: .cell, time: e.time, subject: w.name, map: coverage)
-                let c2 = coverageUse.fix(o, source: .cellTA, time: e.time, subject: w.name, map: coverage)
+                let r1 = coverageUse.result(o, source: .cell, time: e.time, subject: w.name, map: coverage)
+                let r2 = coverageUse.result(o, source: .cellTA, time: e.time, subject: w.name, map: coverage)
+                if let r1 { raw.locatedCell.record(r1) }
+                if let r2 { raw.locatedCellTA.record(r2) }
+                let c1 = try? r1?.get(), c2 = try? r2?.get()
                 if let c1 {
                     raw.coverageCell.append(norm(c1.position - p))
                     if let n = c1.covariance.mahalanobis2(c1.position - p) { raw.coverageCellNEES.append(n) }
@@ -245,7 +302,7 @@ public struct CellEvaluation: Sendable {
                 cellANEES: RadioStats.mean(raw.coverageCellNEES), cellTAANEES: RadioStats.mean(raw.coverageCellTANEES),
                 taAreaShare: raw.coverageCellTA.isEmpty ? nil : Double(raw.coverageTAAreas) / Double(raw.coverageCellTA.count),
                 sameEpochsCell: ErrorSummary(raw.coverageSameCell), sameEpochsCellTA: ErrorSummary(raw.coverageSameCellTA),
-                epochsWithoutCoverage: raw.noCoverage))
+                epochsWithoutCoverage: raw.noCoverage, locatedCell: raw.locatedCell, locatedCellTA: raw.locatedCellTA))
     }
 }
 

@@ -274,10 +274,10 @@ public enum GeoAPI {
         let frame = LocalFrame(origin: Geodetic(latitude: first.position.latitude, longitude: first.position.longitude))
         let map = CellCoverageRecord.map(areas, frame: frame)
         let sorted = map.areas.sorted { $0.key.cell.description < $1.key.cell.description }.map(\.value)
-        guard let all = sorted.dropFirst().reduce(sorted.first, { $0?.merged(with: $1) }) else { return nil }
-        // A draw from the positions of the whole area, as `CellCoverageMap.fix`: S(1 + 1/n) + σ_f².
-        let g = 1 + 1 / Double(all.count), f = CellCoverageMap.floorSigma(q.cells[0].cell.rat)
-        let c = Covariance2(ee: all.covariance.ee * g + f * f, en: all.covariance.en * g, nn: all.covariance.nn * g + f * f)
+        // The cells of the area pooled as walks of one area (`CellCoverageMap.WalkSums`), and
+        // its fix covariance as a cell's (`CellCoverageMap.predictiveCovariance`).
+        guard let all = sorted.reduce(CellCoverageMap.WalkSums(), { $0 + CellCoverageMap.WalkSums(walk: $1) }).area else { return nil }
+        let c = CellCoverageMap.predictiveCovariance(all, rat: q.cells[0].cell.rat)
         let p = frame.geodetic(east: all.mean.x, north: all.mean.y, up: 0)
         notes.append("lacf: \(sorted.count) learned cell(s) of the location area")
         return Answer(latitude: p.latitude, longitude: p.longitude, accuracy: c.circularRadius(probability: 0.95), covariance: c,

@@ -91,10 +91,21 @@ public enum Learner {
     /// Samples of one AP the estimate uses (the newest): bounds the work of one submission.
     public static let maxSamplesPerAP = 500
 
-    /// The serving-cell reports of `items` merged into the `existing` areas (keyed by cell and
-    /// TA, −1 = whole cell): the rows to write. Each cell's areas are merged in an ENU frame at
-    /// its whole-cell area's mean (else its first new position).
-    public static func coverage(_ items: [Submission], existing: [CellCoverageRecord]) -> [CellCoverageRecord] {
+    /// The learning state of one coverage area: `CellCoverageMap.WalkSums` in the ENU frame at
+    /// `origin` (one origin per cell, shared by its TA areas).
+    public struct CoverageState: Sendable, Equatable {
+        public var key: CellCoverageMap.Key
+        public var origin: Geodetic
+        public var sums: CellCoverageMap.WalkSums
+    }
+
+    /// The serving-cell reports of `items` — one submission, one walk (`CellCoverageMap.Builder`,
+    /// walk 0) — added to the stored `state` of their areas; an area known only as a row of the
+    /// cell database (`seed`, e.g. from `celldb build`) starts from that row taken as its
+    /// `walks` walks at its mean with its covariance within them. Returns the rows to write in
+    /// `cell_coverage` (the area `Builder` makes of every walk so far) and the new states.
+    public static func coverage(_ items: [Submission], state: [CoverageState], seed: [CellCoverageRecord])
+        -> (records: [CellCoverageRecord], state: [CoverageState]) {
         var byCell: [CellID: [(CellObservation, Geodetic)]] = [:]
         var order: [CellID] = []
         for s in items {
@@ -103,22 +114,36 @@ public enum Learner {
                 byCell[o.cell, default: []].append((o, s.position))
             }
         }
-        var old: [CellCoverageMap.Key: CellCoverageRecord] = [:]
-        for r in existing { old[.init(cell: r.cell, timingAdvance: r.ta)] = r }
-        var out: [CellCoverageRecord] = []
+        var old: [CellCoverageMap.Key: CoverageState] = [:]
+        for x in state { old[x.key] = x }
+        var rows: [CellCoverageMap.Key: CellCoverageRecord] = [:]
+        for r in seed { rows[.init(cell: r.cell, timingAdvance: r.ta)] = r }
+        var records: [CellCoverageRecord] = [], states: [CoverageState] = []
         for cell in order {
             let obs = byCell[cell]!
-            let origin = old[.init(cell: cell, timingAdvance: nil)]?.position ?? obs[0].1
-            let frame = LocalFrame(origin: Geodetic(latitude: origin.latitude, longitude: origin.longitude))
+            let whole = CellCoverageMap.Key(cell: cell, timingAdvance: nil)
+            let o = old[whole]?.origin ?? rows[whole]?.position ?? obs[0].1
+            let origin = Geodetic(latitude: o.latitude, longitude: o.longitude)
+            let frame = LocalFrame(origin: origin)
             var b = CellCoverageMap.Builder()
-            for (o, p) in obs { b.add(cell: o.cell, timingAdvance: o.timingAdvance, at: frame.en(latitude: p.latitude, longitude: p.longitude)) }
-            var areas = b.map.areas
-            for (k, a) in areas {
-                if let r = old[k], let prior = CellCoverageRecord.map([r], frame: frame).areas[k] { areas[k] = prior.merged(with: a) }
+            for (x, p) in obs { b.add(cell: x.cell, timingAdvance: x.timingAdvance, at: frame.en(latitude: p.latitude, longitude: p.longitude)) }
+            for (k, a) in b.map.areas.sorted(by: { ($0.key.timingAdvance ?? -1) < ($1.key.timingAdvance ?? -1) }) {
+                var prior = old[k]?.sums ?? CellCoverageMap.WalkSums()
+                if old[k] == nil, let r = rows[k], let s = CellCoverageRecord.map([r], frame: frame).areas[k], s.count >= s.walks {
+                    let m = Double(s.walks)
+                    prior.walks = s.walks; prior.count = s.count; prior.dof = s.count - s.walks
+                    prior.sumMean = s.mean * m
+                    prior.sumOuter = Covariance2(ee: m * s.mean.x * s.mean.x, en: m * s.mean.x * s.mean.y, nn: m * s.mean.y * s.mean.y)
+                    let d = Double(s.count - s.walks)
+                    prior.scatter = Covariance2(ee: s.covariance.ee * d, en: s.covariance.en * d, nn: s.covariance.nn * d)
+                }
+                let total = prior + CellCoverageMap.WalkSums(walk: a)
+                guard let area = total.area else { continue }
+                states.append(CoverageState(key: k, origin: origin, sums: total))
+                records += CellCoverageRecord.records(CellCoverageMap(areas: [k: area]), frame: frame)
             }
-            out += CellCoverageRecord.records(CellCoverageMap(areas: areas), frame: frame)
         }
-        return out
+        return (records, states)
     }
 
     /// The WiFi samples of `items` (BSSIDs normalised; the privacy filter ran at parsing).

@@ -63,6 +63,14 @@ public final class PostgresStore: LocationStore {
             rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL, ta BIGINT NOT NULL,
             lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, h DOUBLE PRECISION NOT NULL DEFAULT 0,
             cov_ee DOUBLE PRECISION NOT NULL, cov_en DOUBLE PRECISION NOT NULL, cov_nn DOUBLE PRECISION NOT NULL, n BIGINT NOT NULL,
+            walks BIGINT NOT NULL DEFAULT 1, PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS coverage_sums (
+            rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL, ta BIGINT NOT NULL,
+            olat DOUBLE PRECISION NOT NULL, olon DOUBLE PRECISION NOT NULL, walks BIGINT NOT NULL, n BIGINT NOT NULL, dof BIGINT NOT NULL,
+            smx DOUBLE PRECISION NOT NULL, smy DOUBLE PRECISION NOT NULL, oee DOUBLE PRECISION NOT NULL, oen DOUBLE PRECISION NOT NULL,
+            onn DOUBLE PRECISION NOT NULL, wee DOUBLE PRECISION NOT NULL, wen DOUBLE PRECISION NOT NULL, wnn DOUBLE PRECISION NOT NULL,
             PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
         """,
         """
@@ -83,19 +91,19 @@ public final class PostgresStore: LocationStore {
         "CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest)",
     ]
 
-    typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int)
-    static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n"
+    typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int)
+    static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks"
 
     static func coverage(_ r: CoverageRow) -> CellCoverageRecord? {
         guard let rat = RAT(rawValue: r.0) else { return nil }
         return CellCoverageRecord(cell: CellID(rat: rat, mcc: r.1, mnc: r.2, area: r.3, cid: r.4), ta: r.5 < 0 ? nil : r.5,
                                   position: Geodetic(latitude: r.6, longitude: r.7, height: r.8),
-                                  covariance: Covariance2(ee: r.9, en: r.10, nn: r.11), count: r.12)
+                                  covariance: Covariance2(ee: r.9, en: r.10, nn: r.11), count: r.12, walks: r.13)
     }
 
     static func coverageRows(_ c: PostgresConnection, cell: CellID, logger: Logger) async throws -> [CellCoverageRecord] {
         let rows = try await c.query("""
-            SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n FROM cell_coverage
+            SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks FROM cell_coverage
             WHERE rat = \(cell.rat.rawValue) AND mcc = \(cell.mcc) AND mnc = \(cell.mnc) AND area = \(cell.area) AND cid = \(cell.cid)
             ORDER BY ta
             """, logger: logger)
@@ -137,7 +145,7 @@ public final class PostgresStore: LocationStore {
             var out: [CellCoverageRecord] = []
             for a in areas.sorted(by: { $0.description < $1.description }) {
                 let rows = try await c.query("""
-                    SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n FROM cell_coverage
+                    SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks FROM cell_coverage
                     WHERE rat = \(a.rat.rawValue) AND mcc = \(a.mcc) AND mnc = \(a.mnc) AND area = \(a.area) AND ta = -1
                     """, logger: logger)
                 for try await r in rows.decode(CoverageRow.self) { if let x = Self.coverage(r) { out.append(x) } }
@@ -152,15 +160,39 @@ public final class PostgresStore: LocationStore {
         let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
         try await client.withTransaction(logger: logger) { c in
             _ = try await c.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
-            var existing: [CellCoverageRecord] = []
-            for cell in cells { existing += try await Self.coverageRows(c, cell: cell, logger: logger) }
-            for r in Learner.coverage(items, existing: existing) {
+            var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = []
+            for cell in cells {
+                seed += try await Self.coverageRows(c, cell: cell, logger: logger)
+                let rows = try await c.query("""
+                    SELECT ta, olat, olon, walks, n, dof, smx, smy, oee, oen, onn, wee, wen, wnn FROM coverage_sums
+                    WHERE rat = \(cell.rat.rawValue) AND mcc = \(cell.mcc) AND mnc = \(cell.mnc) AND area = \(cell.area) AND cid = \(cell.cid)
+                    """, logger: logger)
+                for try await r in rows.decode((Int, Double, Double, Int, Int, Int, Double, Double, Double, Double, Double, Double, Double, Double).self) {
+                    var w = CellCoverageMap.WalkSums()
+                    w.walks = r.3; w.count = r.4; w.dof = r.5; w.sumMean = SIMD2(r.6, r.7)
+                    w.sumOuter = Covariance2(ee: r.8, en: r.9, nn: r.10); w.scatter = Covariance2(ee: r.11, en: r.12, nn: r.13)
+                    state.append(.init(key: .init(cell: cell, timingAdvance: r.0 < 0 ? nil : r.0), origin: Geodetic(latitude: r.1, longitude: r.2), sums: w))
+                }
+            }
+            let learned = Learner.coverage(items, state: state, seed: seed)
+            for r in learned.records {
                 _ = try await c.query("""
                     INSERT INTO cell_coverage (\(unescaped: Self.coverageColumns)) VALUES (\(r.cell.rat.rawValue), \(r.cell.mcc), \(r.cell.mnc),
                         \(r.cell.area), \(r.cell.cid), \(r.ta ?? -1), \(r.position.latitude), \(r.position.longitude), \(r.position.height),
-                        \(r.covariance.ee), \(r.covariance.en), \(r.covariance.nn), \(r.count))
+                        \(r.covariance.ee), \(r.covariance.en), \(r.covariance.nn), \(r.count), \(r.walks))
                     ON CONFLICT (rat, mcc, mnc, area, cid, ta) DO UPDATE SET lat = EXCLUDED.lat, lon = EXCLUDED.lon, h = EXCLUDED.h,
-                        cov_ee = EXCLUDED.cov_ee, cov_en = EXCLUDED.cov_en, cov_nn = EXCLUDED.cov_nn, n = EXCLUDED.n
+                        cov_ee = EXCLUDED.cov_ee, cov_en = EXCLUDED.cov_en, cov_nn = EXCLUDED.cov_nn, n = EXCLUDED.n, walks = EXCLUDED.walks
+                    """, logger: logger)
+            }
+            for x in learned.state {
+                let k = x.key.cell, w = x.sums
+                _ = try await c.query("""
+                    INSERT INTO coverage_sums VALUES (\(k.rat.rawValue), \(k.mcc), \(k.mnc), \(k.area), \(k.cid), \(x.key.timingAdvance ?? -1),
+                        \(x.origin.latitude), \(x.origin.longitude), \(w.walks), \(w.count), \(w.dof), \(w.sumMean.x), \(w.sumMean.y),
+                        \(w.sumOuter.ee), \(w.sumOuter.en), \(w.sumOuter.nn), \(w.scatter.ee), \(w.scatter.en), \(w.scatter.nn))
+                    ON CONFLICT (rat, mcc, mnc, area, cid, ta) DO UPDATE SET walks = EXCLUDED.walks, n = EXCLUDED.n, dof = EXCLUDED.dof,
+                        smx = EXCLUDED.smx, smy = EXCLUDED.smy, oee = EXCLUDED.oee, oen = EXCLUDED.oen, onn = EXCLUDED.onn,
+                        wee = EXCLUDED.wee, wen = EXCLUDED.wen, wnn = EXCLUDED.wnn
                     """, logger: logger)
             }
             for s in samples {

@@ -27,6 +27,11 @@ public final class SQLiteStore: LocationStore {
                     seq INTEGER PRIMARY KEY AUTOINCREMENT, bssid TEXT NOT NULL,
                     lat REAL NOT NULL, lon REAL NOT NULL, rss REAL NOT NULL);
                 CREATE INDEX IF NOT EXISTS ap_samples_bssid ON ap_samples(bssid, seq);
+                CREATE TABLE IF NOT EXISTS coverage_sums (
+                    rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL, area INTEGER NOT NULL, cid INTEGER NOT NULL,
+                    ta INTEGER NOT NULL, olat REAL NOT NULL, olon REAL NOT NULL, walks INTEGER NOT NULL, n INTEGER NOT NULL,
+                    dof INTEGER NOT NULL, smx REAL NOT NULL, smy REAL NOT NULL, oee REAL NOT NULL, oen REAL NOT NULL, onn REAL NOT NULL,
+                    wee REAL NOT NULL, wen REAL NOT NULL, wnn REAL NOT NULL, PRIMARY KEY (rat, mcc, mnc, area, cid, ta)) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS submissions (
                     id INTEGER PRIMARY KEY AUTOINCREMENT, received REAL NOT NULL, items INTEGER NOT NULL, digest TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest);
@@ -74,16 +79,35 @@ public final class SQLiteStore: LocationStore {
         let samples = Learner.samples(items)
         let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
         try await pool.write { db in
-            var existing: [CellCoverageRecord] = []
+            var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = []
             let cs = try db.cachedStatement(sql: "SELECT * FROM cell_coverage WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?")
-            for c in cells { existing += try Row.fetchAll(cs, arguments: [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid]).compactMap(CellDatabase.coverageRecord) }
-            try CellDatabase.insert([], coverage: Learner.coverage(items, existing: existing), db: db)
+            let ss = try db.cachedStatement(sql: "SELECT * FROM coverage_sums WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?")
+            for c in cells {
+                let args: StatementArguments = [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid]
+                seed += try Row.fetchAll(cs, arguments: args).compactMap(CellDatabase.coverageRecord)
+                for r in try Row.fetchAll(ss, arguments: args) {
+                    let ta: Int = r["ta"]
+                    var w = CellCoverageMap.WalkSums()
+                    w.walks = r["walks"]; w.count = r["n"]; w.dof = r["dof"]; w.sumMean = SIMD2(r["smx"], r["smy"])
+                    w.sumOuter = Covariance2(ee: r["oee"], en: r["oen"], nn: r["onn"]); w.scatter = Covariance2(ee: r["wee"], en: r["wen"], nn: r["wnn"])
+                    state.append(.init(key: .init(cell: c, timingAdvance: ta < 0 ? nil : ta), origin: Geodetic(latitude: r["olat"], longitude: r["olon"]), sums: w))
+                }
+            }
+            let learned = Learner.coverage(items, state: state, seed: seed)
+            try CellDatabase.insert([], coverage: learned.records, db: db)
+            let up = try db.cachedStatement(sql: "INSERT OR REPLACE INTO coverage_sums VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+            for x in learned.state {
+                let c = x.key.cell, w = x.sums
+                try up.execute(arguments: [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid, x.key.timingAdvance ?? -1, x.origin.latitude,
+                                           x.origin.longitude, w.walks, w.count, w.dof, w.sumMean.x, w.sumMean.y, w.sumOuter.ee,
+                                           w.sumOuter.en, w.sumOuter.nn, w.scatter.ee, w.scatter.en, w.scatter.nn])
+            }
 
             let ins = try db.cachedStatement(sql: "INSERT INTO ap_samples (bssid, lat, lon, rss) VALUES (?, ?, ?, ?)")
             for s in samples { try ins.execute(arguments: [s.bssid, s.position.latitude, s.position.longitude, s.rss]) }
             let origin = try Self.mapOrigin(db, default: samples.first?.position)
             let sel = try db.cachedStatement(sql: "SELECT bssid, lat, lon, rss FROM ap_samples WHERE bssid = ? ORDER BY seq DESC LIMIT ?")
-            let up = try db.cachedStatement(sql: """
+            let upAP = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO aps (bssid, e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
                 """)
@@ -92,7 +116,7 @@ public final class SQLiteStore: LocationStore {
                 let all = rows.map { APSample(bssid: $0["bssid"], position: Geodetic(latitude: $0["lat"], longitude: $0["lon"]), rss: $0["rss"]) }
                 guard let ap = Learner.estimate(bssid: b, samples: all), let origin else { continue }
                 let v = LocalFrame(origin: origin).enu(ap.position)
-                try up.execute(arguments: [ap.bssid, v.x, v.y, v.z, ap.position.latitude, ap.position.longitude, ap.floor, ap.p0,
+                try upAP.execute(arguments: [ap.bssid, v.x, v.y, v.z, ap.position.latitude, ap.position.longitude, ap.floor, ap.p0,
                                            ap.pathLossExponent, ap.samples, ap.modelFitted])
             }
             try db.execute(sql: "INSERT INTO submissions (received, items, digest) VALUES (?, ?, ?)",

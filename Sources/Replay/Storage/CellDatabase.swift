@@ -45,8 +45,11 @@ public struct CellCoverageRecord: Sendable, Equatable {
     /// Sample covariance of the positions, local east/north m².
     public var covariance: Covariance2
     public var count: Int
-    public init(cell: CellID, ta: Int?, position: Geodetic, covariance: Covariance2, count: Int) {
+    /// Recordings that contributed (`CellCoverageMap.Area.walks`).
+    public var walks: Int
+    public init(cell: CellID, ta: Int?, position: Geodetic, covariance: Covariance2, count: Int, walks: Int = 1) {
         self.cell = cell; self.ta = ta; self.position = position; self.covariance = covariance; self.count = count
+        self.walks = walks
     }
 
     /// The areas of `map` (positions in `frame`), sorted by cell and TA; a mean is a point on
@@ -54,7 +57,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
     public static func records(_ map: CellCoverageMap, frame: LocalFrame) -> [CellCoverageRecord] {
         map.areas.map { k, a in
             CellCoverageRecord(cell: k.cell, ta: k.timingAdvance, position: frame.groundGeodetic(east: a.mean.x, north: a.mean.y),
-                               covariance: a.covariance, count: a.count)
+                               covariance: a.covariance, count: a.count, walks: a.walks)
         }.sorted { ($0.cell.description, $0.ta ?? -1) < ($1.cell.description, $1.ta ?? -1) }
     }
 
@@ -63,7 +66,8 @@ public struct CellCoverageRecord: Sendable, Equatable {
         var areas: [CellCoverageMap.Key: CellCoverageMap.Area] = [:]
         for r in records {
             let p = frame.enu(r.position)
-            areas[.init(cell: r.cell, timingAdvance: r.ta)] = .init(mean: SIMD2(p.x, p.y), covariance: r.covariance, count: r.count)
+            areas[.init(cell: r.cell, timingAdvance: r.ta)] = .init(mean: SIMD2(p.x, p.y), covariance: r.covariance, count: r.count,
+                                                                   walks: r.walks)
         }
         return CellCoverageMap(areas: areas)
     }
@@ -73,7 +77,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
         records.map { r in
             var d = r.cell.referenceJSON
             d["lat"] = r.position.latitude; d["lon"] = r.position.longitude; d["h"] = r.position.height
-            d["cov_m2"] = [r.covariance.ee, r.covariance.en, r.covariance.nn]; d["count"] = r.count
+            d["cov_m2"] = [r.covariance.ee, r.covariance.en, r.covariance.nn]; d["count"] = r.count; d["walks"] = r.walks
             if let t = r.ta { d["ta"] = t }
             return d
         }
@@ -144,6 +148,10 @@ public final class CellDatabase {
             if try !db.columns(in: "cell_coverage").contains(where: { $0.name == "h" }) {
                 try db.execute(sql: "ALTER TABLE cell_coverage ADD COLUMN h REAL NOT NULL DEFAULT 0")
             }
+            // ... and before its walk count (24 Nov 2026): 1, the conservative reading.
+            if try !db.columns(in: "cell_coverage").contains(where: { $0.name == "walks" }) {
+                try db.execute(sql: "ALTER TABLE cell_coverage ADD COLUMN walks INTEGER NOT NULL DEFAULT 1")
+            }
         }
     }
 
@@ -157,13 +165,13 @@ public final class CellDatabase {
     @discardableResult
     public static func insert(_ towers: [CellTower], coverage: [CellCoverageRecord], db: Database) throws -> Int {
         let cs = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n)
-            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
+            INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
             """)
         for r in coverage {
             try cs.execute(arguments: [r.cell.rat.rawValue, r.cell.mcc, r.cell.mnc, r.cell.area, r.cell.cid, r.ta ?? -1,
                                        r.position.latitude, r.position.longitude, r.position.height, r.covariance.ee, r.covariance.en,
-                                       r.covariance.nn, r.count])
+                                       r.covariance.nn, r.count, r.walks])
         }
         let st = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO cells (rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci,
@@ -255,7 +263,8 @@ public final class CellDatabase {
         guard TraceDomain.height.contains(h), ee >= 0, nn >= 0, abs(ee) <= 1e14, abs(nn) <= 1e14, abs(en) <= 1e14 else { return nil }
         return CellCoverageRecord(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid),
                                   ta: ta < 0 ? nil : ta, position: Geodetic(latitude: lat, longitude: lon, height: h),
-                                  covariance: Covariance2(ee: ee, en: en, nn: nn), count: n)
+                                  covariance: Covariance2(ee: ee, en: en, nn: nn), count: n,
+                                  walks: max(1, min(r.int("walks") ?? 1, n)))
     }
 
     /// The latitude/longitude box around `center` that holds every point within `radius` m.

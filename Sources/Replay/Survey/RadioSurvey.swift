@@ -289,14 +289,15 @@ public struct FingerprintMapBuilder: Sendable {
 
 extension CellCoverageMap {
     /// The coverage map of walks: every serving-cell report at the walk's ground truth (else
-    /// its GNSS), with its TA index when reported — what `posfuse celldb build` stores.
+    /// its GNSS), with its TA index when reported, and per area the number of walks that saw
+    /// it — what `posfuse celldb build` stores.
     public init(walks: [RecordedWalk], frame: LocalFrame) {
         var b = Builder()
-        for w in walks {
+        for (i, w) in walks.enumerated() {
             let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
             for e in w.events {
                 guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
-                b.add(cell: o.cell, timingAdvance: o.timingAdvance, at: p)
+                b.add(cell: o.cell, timingAdvance: o.timingAdvance, at: p, walk: i)
             }
         }
         self = b.map

@@ -138,7 +138,7 @@ private struct Parser {
         return CellID(rat: rat, mcc: try int(o, "mcc", at), mnc: try int(o, "mnc", at), area: try int(o, "area", at), cid: try int(o, "cid", at))
     }
 
-    /// `cell_coverage`: `[{cell identity, "ta"?, position, "cov_m2": [ee, en, nn], "count"}, …]` — one
+    /// `cell_coverage`: `[{cell identity, "ta"?, position, "cov_m2": [ee, en, nn], "count", "walks"?}, …]` — one
     /// area per cell (no `ta`) and per (cell, TA index) (docs/trace-format.md).
     func cellCoverage(_ list: [[String: Any]]) throws -> CellCoverageMap {
         var areas: [CellCoverageMap.Key: CellCoverageMap.Area] = [:]
@@ -157,8 +157,10 @@ private struct Parser {
             let n = try int(o, "count", at)
             guard n >= 1 else { throw fail(at, "count must be ≥ 1, got \(n)") }
             guard areas[key] == nil else { throw fail(at, "duplicate area for \(key.cell) ta \(key.timingAdvance.map(String.init) ?? "none")") }
+            let walks = try optInt(o, "walks", at) ?? 1
+            guard walks >= 1, walks <= n else { throw fail(at, "walks must be in 1…count (\(n)), got \(walks)") }
             let pos = try position(o, at)
-            areas[key] = .init(mean: SIMD2(pos.x, pos.y), covariance: Covariance2(ee: v[0], en: v[1], nn: v[2]), count: n)
+            areas[key] = .init(mean: SIMD2(pos.x, pos.y), covariance: Covariance2(ee: v[0], en: v[1], nn: v[2]), count: n, walks: walks)
         }
         return CellCoverageMap(areas: areas)
     }

@@ -8,13 +8,28 @@ import Foundation
 ///
 /// Model: the position p of a phone that reports serving cell c with TA index k is a draw from
 /// the distribution of the positions at which (c, k) was reported before. With n such
-/// positions x_1…x_n (ENU m) of sample mean x̄ and sample covariance S (n − 1 denominator),
-/// the posterior-mean fix is x̄ and its predictive covariance, for a new draw from the same
-/// area, S·(1 + 1/n), plus σ_f²·I with σ_f = Δ/√12 of the RAT's default TA unit (no area is
-/// known better than one TA step: guards a walk along one street, whose S is thin across it,
-/// and few samples). Unlike the ring around a tower, this uses where phones actually go
-/// (streets, buildings) and needs no site position, sector or NLOS model: with the tower only,
-/// an omni ring's centroid is the tower itself, and TA adds nothing (`docs/radio.md`).
+/// positions x_1…x_n (ENU m) from m walks, the fix is the mean x̄ of the walk means. Its uncertainty is a predictive distribution with heavy tails:
+///
+/// - The n positions are not n independent draws: consecutive reports of one walk sit along
+///   one street, and a new walk may use another. The number of independent draws is taken as
+///   m = the number of recordings that contributed to the area (`walks`, ≤ n), and the spread
+///   S a new walk's report has is the pooled within-walk covariance plus the sample covariance
+///   of the walk means (`Builder.area`; one walk: the sample covariance of its reports).
+/// - Normal–inverse-Wishart posterior of the area's (mean, covariance) from m draws with the
+///   observed spread Σ̂ = S + σ_f²·I (σ_f = Δ/√12 of the RAT's default TA unit: no area is
+///   known better than one TA step) and ν₀ = `priorDegrees` (2) prior degrees of freedom; its
+///   predictive for a new phone is a bivariate Student t with ν = ν₀ + m − 1 degrees of
+///   freedom, location x̄ and scale Σ_t = Σ̂·(1 + 1/m) (Gelman et al., Bayesian Data Analysis,
+///   3rd ed., §3.6, with the prior scale replaced by the observed spread).
+/// - The fix must carry a Gaussian covariance (every consumer uses one), so Σ_t is mapped to
+///   the covariance C whose 95 % ellipse equals the t's 95 % region: for the bivariate t,
+///   dᵀΣ_t⁻¹d / 2 ~ F(2, ν), so C = Σ_t · 2F₀.₉₅(2, ν) / χ²₂,₀.₉₅ with the closed form
+///   F₀.₉₅(2, ν) = (ν/2)(0.05^(−2/ν) − 1). One walk (ν = 2): C = 12.7 Σ̂ (σ × 3.6); three
+///   (ν = 4): 3.1 Σ̂; thirteen (ν = 14): 1.34 Σ̂; many: Σ̂.
+///
+/// Unlike the ring around a tower, this uses where phones actually go (streets, buildings) and
+/// needs no site position, sector or NLOS model: with the tower only, an omni ring's centroid
+/// is the tower itself, and TA adds nothing (`docs/radio.md`).
 ///
 /// Areas: per (cell, TA index) and per cell (all TA values and records without TA). A fix uses
 /// the (cell, TA) area when it has at least `minCount` positions, else the cell's area, else
@@ -24,11 +39,15 @@ public struct CellCoverageMap: Sendable, Equatable {
     /// Sample statistics of the positions of one area, ENU m.
     public struct Area: Sendable, Equatable {
         public var mean: SIMD2<Double>
-        /// Sample covariance (n − 1 denominator; zero for one position).
+        /// Spread of a new walk's report about `mean` (`Builder.area`: one walk, the sample
+        /// covariance, n − 1 denominator, zero for one position).
         public var covariance: Covariance2
         public var count: Int
-        public init(mean: SIMD2<Double>, covariance: Covariance2, count: Int) {
-            self.mean = mean; self.covariance = covariance; self.count = count
+        /// Recordings (walks) that contributed positions: the independent draws m of the
+        /// predictive (1 when unknown, e.g. a map written before walks were counted).
+        public var walks: Int
+        public init(mean: SIMD2<Double>, covariance: Covariance2, count: Int, walks: Int = 1) {
+            self.mean = mean; self.covariance = covariance; self.count = count; self.walks = max(1, min(walks, count))
         }
     }
 
@@ -57,22 +76,43 @@ public struct CellCoverageMap: Sendable, Equatable {
                 let d2 = x - mean
                 ee += d.x * d2.x; en += d.x * d2.y; nn += d.y * d2.y
             }
-            var area: Area {
-                let k = n > 1 ? 1 / Double(n - 1) : 0
-                return Area(mean: mean, covariance: Covariance2(ee: ee * k, en: en * k, nn: nn * k), count: n)
-            }
         }
-        private var moments: [Key: Moments] = [:]
+        /// Per area, the running moments of each walk's reports.
+        private var moments: [Key: [Int: Moments]] = [:]
         public init() {}
 
-        /// One serving-cell report at position `p` (ENU m), with its TA index when reported (a
-        /// negative index, an invalid report, counts for the cell's area only).
-        public mutating func add(cell: CellID, timingAdvance: Int?, at p: SIMD2<Double>) {
-            moments[Key(cell: cell, timingAdvance: nil), default: Moments()].add(p)
-            if let k = timingAdvance, k >= 0 { moments[Key(cell: cell, timingAdvance: k), default: Moments()].add(p) }
+        /// The area of per-walk moments: mean = the mean of the walk means; covariance = the
+        /// pooled within-walk covariance W = Σ(n_i − 1)S_i / Σ(n_i − 1) plus the sample
+        /// covariance B of the walk means (m − 1 denominator; 0 for one walk) — the spread a
+        /// new walk's report has about the mean. One walk: the plain sample moments.
+        private static func area(_ perWalk: [Int: Moments]) -> Area {
+            let ws = perWalk.sorted { $0.key < $1.key }.map(\.value)
+            let n = ws.reduce(0) { $0 + $1.n }, m = ws.count
+            let dofW = ws.reduce(0) { $0 + $1.n - 1 }
+            var ee = 0.0, en = 0.0, nn = 0.0
+            if dofW > 0 {
+                for w in ws { ee += w.ee; en += w.en; nn += w.nn }
+                ee /= Double(dofW); en /= Double(dofW); nn /= Double(dofW)
+            }
+            let mean = ws.reduce(SIMD2<Double>(0, 0)) { $0 + $1.mean } / Double(m)
+            if m > 1 {
+                let k = 1 / Double(m - 1)
+                for w in ws {
+                    let d = w.mean - mean
+                    ee += d.x * d.x * k; en += d.x * d.y * k; nn += d.y * d.y * k
+                }
+            }
+            return Area(mean: mean, covariance: Covariance2(ee: ee, en: en, nn: nn), count: n, walks: m)
         }
 
-        public var map: CellCoverageMap { CellCoverageMap(areas: moments.mapValues(\.area)) }
+        /// One serving-cell report at position `p` (ENU m) of recording number `walk`, with its TA
+        /// index when reported (a negative index, an invalid report, counts for the cell's area only).
+        public mutating func add(cell: CellID, timingAdvance: Int?, at p: SIMD2<Double>, walk: Int = 0) {
+            moments[Key(cell: cell, timingAdvance: nil), default: [:]][walk, default: Moments()].add(p)
+            if let k = timingAdvance, k >= 0 { moments[Key(cell: cell, timingAdvance: k), default: [:]][walk, default: Moments()].add(p) }
+        }
+
+        public var map: CellCoverageMap { CellCoverageMap(areas: moments.mapValues(Self.area)) }
     }
 
     /// σ_f of a RAT: Δ/√12 of its default TA unit (UMTS has none: the LTE value).
@@ -94,33 +134,77 @@ public struct CellCoverageMap: Sendable, Equatable {
     public func fix(_ obs: CellObservation, useTA: Bool, minCount: Int = defaultMinCount, time: Double, source: Source,
                     subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
         guard let (a, _) = area(for: obs, useTA: useTA, minCount: max(minCount, 1)) else {
-            let n = areas[Key(cell: obs.cell, timingAdvance: nil)]?.count ?? 0
+            // A cell the map never saw is an unknown anchor; one seen too rarely lacks input.
+            guard let n = areas[Key(cell: obs.cell, timingAdvance: nil)]?.count else {
+                return .failure(.unknownAnchor("cell \(obs.cell) (not in the coverage map)"))
+            }
             return .failure(.missingInput("cell coverage: \(n) position(s) for \(obs.cell), need \(minCount)"))
         }
-        let f = Self.floorSigma(obs.cell.rat), g = 1 + 1 / Double(a.count)
-        let c = Covariance2(ee: a.covariance.ee * g + f * f, en: a.covariance.en * g, nn: a.covariance.nn * g + f * f)
-        return .success(Fix(time: time, position: a.mean, covariance: c, source: source, subject: subject, usedCount: a.count))
+        return .success(Fix(time: time, position: a.mean, covariance: Self.predictiveCovariance(a, rat: obs.cell.rat),
+                            source: source, subject: subject, usedCount: a.count))
+    }
+
+    /// Prior degrees of freedom ν₀ of the predictive (model above).
+    public static let priorDegrees = 1.0
+
+    /// 2F₀.₉₅(2, ν)/χ²₂,₀.₉₅: the factor that gives a covariance the 95 % region of a bivariate t
+    /// with ν degrees of freedom and unit scale (→ 1 as ν → ∞).
+    public static func studentT95Factor(degrees nu: Double) -> Double {
+        let f = nu / 2 * (pow(0.05, -2 / nu) - 1)
+        return 2 * f / (-2 * log(0.05))
+    }
+
+    /// The Gaussian covariance of a fix from area `a` (model above): Σ̂(1 + 1/m) scaled to the
+    /// Student-t predictive's 95 % region, Σ̂ = S + σ_f² I.
+    public static func predictiveCovariance(_ a: Area, rat: RAT) -> Covariance2 {
+        let f = floorSigma(rat), m = Double(max(1, min(a.walks, a.count)))
+        let k = (1 + 1 / m) * studentT95Factor(degrees: priorDegrees + m - 1)
+        return Covariance2(ee: (a.covariance.ee + f * f) * k, en: a.covariance.en * k, nn: (a.covariance.nn + f * f) * k)
     }
 }
 
-extension CellCoverageMap.Area {
-    /// The statistics of the union of the positions behind `self` and `other` (both in one
-    /// frame): n = n_a + n_b, x̄ = x̄_a + δ n_b/n with δ = x̄_b − x̄_a, and the scatter
-    /// M = M_a + M_b + δδᵀ n_a n_b/n with M = S·(n − 1) — the pairwise form of Welford's update
-    /// (Chan, Golub & LeVeque, "Updating formulae and a pairwise algorithm for computing sample
-    /// variances", 1979). Merging the areas of two sets of positions gives the area of all of
-    /// them, so a coverage map can learn batch by batch (`posfuse serve`'s geosubmit) and equal
-    /// the map `Builder` makes of everything at once.
-    public func merged(with other: Self) -> Self {
-        guard count > 0 else { return other }
-        guard other.count > 0 else { return self }
-        let na = Double(count), nb = Double(other.count), n = na + nb
-        let d = other.mean - mean
-        let w = na * nb / n
-        let me = covariance.ee * (na - 1) + other.covariance.ee * (nb - 1) + d.x * d.x * w
-        let mc = covariance.en * (na - 1) + other.covariance.en * (nb - 1) + d.x * d.y * w
-        let mn = covariance.nn * (na - 1) + other.covariance.nn * (nb - 1) + d.y * d.y * w
-        let k = 1 / (n - 1)
-        return .init(mean: mean + d * (nb / n), covariance: Covariance2(ee: me * k, en: mc * k, nn: mn * k), count: count + other.count)
+extension CellCoverageMap {
+    /// The sufficient statistics of an area learned walk by walk (`posfuse serve`'s geosubmit,
+    /// one submission = one walk), from which `Builder`'s area follows exactly: m walks, n
+    /// positions, Σ of the walk means μᵢ and of μᵢμᵢᵀ, and the pooled within-walk scatter
+    /// Σ(nᵢ − 1)Sᵢ with its degrees of freedom Σ(nᵢ − 1). Sums add, so two sets of walks merge
+    /// by adding (a batch never needs the positions of earlier ones); `area` is `Builder.area`'s
+    /// rule: mean = Σμᵢ/m, covariance = W + B with W = scatter/dof and B the sample covariance of
+    /// the walk means (m − 1 denominator). Positions are ENU m of one frame.
+    public struct WalkSums: Sendable, Equatable {
+        public var walks = 0, count = 0, dof = 0
+        public var sumMean = SIMD2<Double>(0, 0)
+        public var sumOuter = Covariance2(ee: 0, en: 0, nn: 0)
+        public var scatter = Covariance2(ee: 0, en: 0, nn: 0)
+        public init() {}
+
+        /// One walk whose positions have the sample moments `a` (`Builder` of that walk alone).
+        public init(walk a: Area) {
+            walks = 1; count = a.count; dof = a.count - 1; sumMean = a.mean
+            sumOuter = Covariance2(ee: a.mean.x * a.mean.x, en: a.mean.x * a.mean.y, nn: a.mean.y * a.mean.y)
+            let k = Double(a.count - 1)
+            scatter = Covariance2(ee: a.covariance.ee * k, en: a.covariance.en * k, nn: a.covariance.nn * k)
+        }
+
+        public static func + (a: Self, b: Self) -> Self {
+            var s = a
+            s.walks += b.walks; s.count += b.count; s.dof += b.dof; s.sumMean += b.sumMean
+            s.sumOuter = Covariance2(ee: a.sumOuter.ee + b.sumOuter.ee, en: a.sumOuter.en + b.sumOuter.en, nn: a.sumOuter.nn + b.sumOuter.nn)
+            s.scatter = Covariance2(ee: a.scatter.ee + b.scatter.ee, en: a.scatter.en + b.scatter.en, nn: a.scatter.nn + b.scatter.nn)
+            return s
+        }
+
+        public var area: Area? {
+            guard walks > 0 else { return nil }
+            let m = Double(walks), mean = sumMean / m
+            var ee = 0.0, en = 0.0, nn = 0.0
+            if dof > 0 { ee = scatter.ee / Double(dof); en = scatter.en / Double(dof); nn = scatter.nn / Double(dof) }
+            if walks > 1 {
+                ee += (sumOuter.ee - m * mean.x * mean.x) / (m - 1)
+                en += (sumOuter.en - m * mean.x * mean.y) / (m - 1)
+                nn += (sumOuter.nn - m * mean.y * mean.y) / (m - 1)
+            }
+            return Area(mean: mean, covariance: Covariance2(ee: max(0, ee), en: en, nn: max(0, nn)), count: count, walks: walks)
+        }
     }
 }

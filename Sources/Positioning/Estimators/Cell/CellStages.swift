@@ -89,10 +89,17 @@ public struct CellCoverageUse: Sendable {
     /// cell's (`cell`), or the (cell, TA) area else the cell's for a report with a TA (`cell-ta`;
     /// none without a TA, as the ring). `CellEvaluation` scores the same rule.
     public func fix(_ obs: CellObservation, source: Source, time: Double, subject: String, map: CellCoverageMap?) -> Fix? {
-        guard enabled, let map, source == .cell || obs.timingAdvance != nil,
-              case .success(let f) = map.fix(obs, useTA: source == .cellTA, minCount: minCount, time: time, source: source, subject: subject)
-        else { return nil }
+        guard case .success(let f)? = result(obs, source: source, time: time, subject: subject, map: map) else { return nil }
         return f
+    }
+
+    /// The coverage fix or why there is none (`unknownAnchor`: a cell the map never saw;
+    /// `missingInput`: too few positions); nil when the rule does not apply (coverage off, no
+    /// map, `cell-ta` for a report without TA).
+    public func result(_ obs: CellObservation, source: Source, time: Double, subject: String, map: CellCoverageMap?)
+        -> Result<Fix, EstimationFailure>? {
+        guard enabled, let map, source == .cell || obs.timingAdvance != nil else { return nil }
+        return map.fix(obs, useTA: source == .cellTA, minCount: minCount, time: time, source: source, subject: subject)
     }
 }
 
