@@ -103,7 +103,8 @@ struct SweepRun: ParsableCommand {
         let study: Study
         do { study = try Study.load(path: self.study) } catch let e as StudyError {
             printError("error: \(e.description)")
-            throw ExitCode(e.isIO ? ExitStatus.usage : ExitStatus.dataError)
+            // A missing file is a usage error, an unreadable one an I/O error, a bad one bad data.
+            throw ExitCode(!e.isIO ? ExitStatus.dataError : FileManager.default.fileExists(atPath: self.study) ? 74 : ExitStatus.usage)
         }
         let plan = SweepPlan(study: study)
         if slurm { return try writeSlurm(plan) }
@@ -154,8 +155,8 @@ struct SweepRun: ParsableCommand {
     }
 
     func writeAtomically(_ text: String, to path: String) throws {
-        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
-            throw ResultsDataError(file: path, reason: "cannot write: \(error.localizedDescription)")
+        do { try OutputFile.write(Data(text.utf8), to: URL(fileURLWithPath: path)) } catch {
+            throw ResultsDataError(file: path, reason: "cannot write: \(error)")
         }
     }
 

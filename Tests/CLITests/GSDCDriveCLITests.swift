@@ -111,6 +111,39 @@ enum GSDCFixture {
         #expect(try CLI.run(["evaluate", "radio", "--test", dir.path, "--handset-family", "nonsense"]).status == 64)
     }
 
+    /// One path from reader to scorer (issue 19/21 item 5): `evaluate radio` on a drive gives
+    /// exactly the figures of `posfuse import nmea … --truth …` followed by `posfuse replay`
+    /// with the smoother on.
+    @Test func evaluateRadioEqualsReplay() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-gsdc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try GSDCFixture.write(to: dir)
+        let ev = try CLI.run(["evaluate", "radio", "--test", dir.path, "--json"])
+        #expect(ev.status == 0, "\(ev.stderr)")
+        let recs = try #require((try JSONSerialization.jsonObject(with: Data(ev.stdout.utf8)) as? [String: Any])?["recordings"] as? [[String: Any]])
+        let b = try #require(recs.first { ($0["name"] as? String)?.hasSuffix("PhoneB_chipset") == true })
+        let trace = dir.appendingPathComponent("b.jsonl"), yaml = dir.appendingPathComponent("s.yaml")
+        let imp = try CLI.run(["import", "nmea", dir.appendingPathComponent("PhoneB_chipset.nmea").path,
+                               "--truth", dir.appendingPathComponent("SPAN_PhoneB_1Hz.nmea").path, "-o", trace.path])
+        #expect(imp.status == 0, "\(imp.stderr)")
+        try "stages:\n  smoother: {enabled: true}\n".write(to: yaml, atomically: true, encoding: .utf8)
+        let rp = try CLI.run(["replay", trace.path, "--pipeline", yaml.path, "--json"])
+        #expect(rp.status == 0, "\(rp.stderr)")
+        let rj = try #require(try JSONSerialization.jsonObject(with: Data(rp.stdout.utf8)) as? [String: Any])
+        let scores = try #require(((rj["traces"] as? [[String: Any]])?.first)?["scores"] as? [[String: Any]])
+        for src in ["gnss", "ekf", "smoother"] {
+            let r = try #require(scores.first { $0["source"] as? String == src })
+            let e = try #require((b["sources"] as? [String: Any])?[src] as? [String: Any])
+            let errs = try #require(e["errors"] as? [String: Any])
+            #expect(errs["count"] as? Int == r["count"] as? Int, "\(src)")
+            for (mine, theirs) in [("mean_m", "mean_m"), ("median_m", "median_m"), ("p95_m", "p95_m")] {
+                #expect(errs[mine] as? Double == r[theirs] as? Double, "\(src) \(mine)")
+            }
+            #expect(e["inside95"] as? Double == r["inside95"] as? Double && e["anees"] as? Double == r["anees"] as? Double, "\(src)")
+        }
+    }
+
     @Test func handsetFamilies() {
         let f = HandsetFamilies()
         #expect(f.family(of: "Pixel4XLModded") == "Pixel4XL")

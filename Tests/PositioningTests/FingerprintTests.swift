@@ -129,8 +129,11 @@ import Foundation
             try e.estimate(scan(["a": -50, "b": -60, "z": -70]), time: 0, map: map).get()
         }
         // Extreme mismatch: weights stay finite (log domain).
-        let f = try? e.estimate(scan(["a": 0, "b": 0, "c": 0]), time: 0, map: map).get()
+        let spaced = FingerprintMap(points: map.points, threshold: -90, spacing: 2)
+        let f = try? e.estimate(scan(["a": 0, "b": 0, "c": 0]), time: 0, map: spaced).get()
         #expect(f.map { $0.position.x.isFinite && $0.covariance.ee.isFinite } == true)
+        // One point and no spacing_m: no resolution to report, a typed failure (not a zero covariance).
+        #expect(throws: EstimationFailure.collinearGeometry) { try e.estimate(scan(["a": -50, "b": -60, "c": -70]), time: 0, map: map).get() }
     }
 }
 

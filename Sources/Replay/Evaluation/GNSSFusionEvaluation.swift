@@ -2,6 +2,7 @@ import Foundation
 import Positioning
 import Interop
 import Survey
+import Scoring
 
 /// GNSS recordings `posfuse evaluate radio` knows besides the radio datasets.
 public enum GNSSRecordingKind: String, Sendable, CaseIterable {
@@ -35,8 +36,9 @@ public enum GNSSRecordingKind: String, Sendable, CaseIterable {
 
 /// The fusion filters over a phone's own GNSS fixes on real recordings (`posfuse evaluate radio
 /// --dataset gsdc|gnsslogger`, docs/radio.md "GNSS recordings"): the default pipeline with the
-/// offline smoother switched on replays each recording in memory, and every `gnss`, `ekf` and
-/// `smoother` fix is scored against the recording's truth, interpolated at the fix time:
+/// offline smoother switched on replays each recording in memory through `Replayer` (the
+/// pipeline → `Scorer` path of `posfuse replay`), so every `gnss`, `ekf` and `smoother` figure
+/// is the one `posfuse replay` gives on the imported trace (CLI test `evaluateRadioEqualsReplay`):
 ///
 /// - `gsdc`: a drive folder of the Google Smartphone Decimeter Challenge 2020 layout, phones'
 ///   chipset fixes `<phone>_chipset.nmea`, each against its own NovAtel SPAN track (`matchTruth`;
@@ -247,39 +249,22 @@ public enum GNSSFusionEvaluation {
     public static func evaluate(_ walk: RecordedWalk, isStatic: Bool, stages: [String: StageOptions] = [:]) throws -> Recording {
         var stages = stages
         if stages["smoother"] == nil { stages["smoother"] = StageOptions(name: "smoother", values: ["enabled": .bool(true)]) }
-        let pipeline = try StageRegistry.pipeline(options: stages)
-        let context = PipelineContext(header: walk.header)
-        let truth = TruthTrack(walk: walk, frame: walk.header.frame, maxGap: 5)
-        var fixes: [Source: [Fix]] = [:]
+        // The one path from events to scores: `Replayer` (pipeline → `Scorer`, truth interpolated
+        // with the replay's 5 s gap rule), so these figures are what `posfuse replay` gives.
+        let replayer = Replayer(options: ReplayOptions(stages: stages))
+        var last: [Source: (error: Double, r95: Double)] = [:]
+        replayer.onEstimate = { e in
+            guard Self.sources.contains(e.fix.source), let err = e.error else { return }
+            last[e.fix.source] = (err, e.fix.covariance.circularRadius(probability: 0.95))
+        }
+        let result = try replayer.run(header: walk.header, events: walk.events, name: walk.name)
         var accuracies: [Double] = []
-        func collect(_ results: [StageResult]) {
-            for r in results {
-                if case .fix(let f) = r, sources.contains(f.source) { fixes[f.source, default: []].append(f) }
-            }
-        }
-        for e in walk.events {
-            if case .gnss(let g) = e.payload, g.accuracy > 0 { accuracies.append(g.accuracy) }
-            collect(pipeline.process(e, context: context))
-        }
-        collect(pipeline.finish(context: context))
+        for e in walk.events { if case .gnss(let g) = e.payload, g.accuracy > 0 { accuracies.append(g.accuracy) } }
         var out = Recording(name: walk.name, sources: [:], reportedAccuracy_m: RadioStats.median(accuracies))
         for s in sources {
-            var errors: [Double] = [], inside = 0, nees: [Double] = []
-            var last: (Double, Double)?
-            for f in fixes[s] ?? [] {
-                guard let p = truth.position(at: f.time) else { continue }
-                let e = norm(f.position - p)
-                errors.append(e)
-                if let m2 = f.covariance.mahalanobis2(f.position - p) {
-                    nees.append(m2)
-                    if m2 <= ChiSquare.quantile(0.95, dof: 2) { inside += 1 }
-                }
-                last = (e, f.covariance.circularRadius(probability: 0.95))
-            }
-            guard !errors.isEmpty else { continue }
-            out.sources[s.rawValue] = SourceSummary(errors: ErrorSummary(errors),
-                                                    inside95: nees.isEmpty ? nil : Double(inside) / Double(nees.count),
-                                                    anees: RadioStats.mean(nees), finalError_m: last?.0, finalR95_m: last?.1)
+            guard let st = result.scores.score(s.rawValue)?.statistics else { continue }
+            out.sources[s.rawValue] = SourceSummary(errors: ErrorSummary(st), inside95: st.inside95, anees: st.anees,
+                                                    finalError_m: last[s]?.error, finalR95_m: last[s]?.r95)
         }
         out.accuracyCalibration = out.sources[Source.gnss.rawValue]?.anees.map { ($0 / 2).squareRoot() }
         if isStatic, let acc = out.reportedAccuracy_m {

@@ -3,6 +3,7 @@ import Positioning
 import Interop
 import Survey
 import TraceIO
+import Scoring
 
 /// Error statistics of one estimator on one evaluation (m; percentiles Hyndman–Fan type 7).
 public struct ErrorSummary: Codable, Sendable, Equatable {
@@ -12,6 +13,11 @@ public struct ErrorSummary: Codable, Sendable, Equatable {
     public var p75_m: Double?
     public var p95_m: Double?
     public var rmse_m: Double?
+
+    /// The replay scorer's statistics (`posfuse replay`'s figures, the same quantile rule).
+    public init(_ st: ErrorStatistics) {
+        count = st.count; mean_m = st.mean; median_m = st.median; p75_m = st.p75; p95_m = st.p95; rmse_m = st.rmse
+    }
 
     public init(_ e: [Double]) {
         count = e.count

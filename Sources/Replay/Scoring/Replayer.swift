@@ -91,6 +91,31 @@ public final class Replayer {
 }
 
 extension Replayer {
+    /// Replays events already in memory (an imported recording: `RecordedWalk.header`,
+    /// `.events`) through the same pipeline → scorer loop as `run(_:)`, without a reader:
+    /// events are taken in time order (stable for equal times); `reference` plays the part of
+    /// the trace's reference.json (the cell database of `options` joins it as in `run`).
+    /// The result's `location` names `name` (no file); `stats` counts the events by type.
+    public func run(header: TraceHeader, events: [TraceEvent], reference: ReferenceData = .empty, name: String) throws -> ReplayResult {
+        var reference = reference
+        if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
+        let pipeline = try StageRegistry.pipeline(options: options.stages)
+        let context = PipelineContext(header: header, reference: reference)
+        let scorer = Scorer(frame: header.frame, options: options.scoring)
+        scorer.onEstimate = onEstimate
+        var stats = TraceReaderStats()
+        let ordered = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        for event in ordered {
+            stats.events += 1; stats.eventsByType[event.typeName, default: 0] += 1
+            try scorer.add(event: event)
+            try scorer.add(pipeline.process(event, context: context))
+        }
+        try scorer.add(pipeline.finish(context: context))
+        let url = URL(fileURLWithPath: name)
+        return ReplayResult(location: TraceLocation(trace: url, reference: nil, name: name), header: header, scores: try scorer.finish(),
+                            stats: stats, pipelineSources: pipeline.sources)
+    }
+
     /// Scores estimates made elsewhere (`posfuse score --estimates`) against the ground
     /// truth of a trace: the trace is read (for its `gt` events only) with the same reader
     /// and options, the estimates are scored exactly as a replay's would be.

@@ -76,8 +76,8 @@ public struct Study: Sendable {
     /// Reads and parses a study file. Throws `StudyError`.
     public static func load(path: String) throws -> Study {
         let text: String
-        do { text = try String(contentsOf: URL(fileURLWithPath: path), encoding: .utf8) } catch {
-            throw StudyError(file: path, line: 0, key: nil, reason: "cannot read: \(error.localizedDescription)", isIO: true)
+        do { text = try InputFile.text(URL(fileURLWithPath: path)) } catch let e as TraceDataError {
+            throw StudyError(file: path, line: e.line, key: nil, reason: e.reason, isIO: e.code == "io")
         }
         return try parse(yaml: text, file: path, directory: URL(fileURLWithPath: path).deletingLastPathComponent())
     }

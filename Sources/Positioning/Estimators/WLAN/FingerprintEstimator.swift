@@ -120,10 +120,41 @@ public struct FingerprintEstimator: Sendable {
 
     /// Posterior mean and covariance of a scan's position.
     public func estimate(_ scan: WiFiScan, time: Double, map: FingerprintMap, subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
-        match(scan, time: time, map: map).map { m in
-            let (mean, cov, floor) = Self.posterior(m.ll, map: map)
-            return Fix(time: time, position: mean, covariance: cov, source: .fingerprint, subject: subject, usedCount: m.known, floor: floor)
+        match(scan, time: time, map: map).flatMap { m in
+            let (mean, c0, floor) = Self.posterior(m.ll, map: map)
+            var cov = c0
+            if !Self.positiveDefinite(cov) {
+                // A map without `spacing_m` adds no quantisation term, so a posterior on one point
+                // or on a line of points had a singular covariance (exact along some direction:
+                // NEES = ∞). Its resolution is then the distance from the most probable point to
+                // its nearest neighbour on the same floor, d, as a uniform cell: d²/12 per axis
+                // (the same term `spacing_m` gives). A map of one point has no resolution at all.
+                guard let d = Self.nearestNeighbourDistance(m.ll, map: map, floor: floor), d > 0 else {
+                    return .failure(.collinearGeometry)
+                }
+                cov = Covariance2(ee: cov.ee + d * d / 12, en: cov.en, nn: cov.nn + d * d / 12)
+                guard Self.positiveDefinite(cov) else { return .failure(.collinearGeometry) }
+            }
+            return .success(Fix(time: time, position: mean, covariance: cov, source: .fingerprint, subject: subject,
+                                usedCount: m.known, floor: floor))
         }
+    }
+
+    static func positiveDefinite(_ c: Covariance2) -> Bool {
+        c.ee.isFinite && c.en.isFinite && c.nn.isFinite && c.ee > 0 && c.nn > 0 && c.ee * c.nn - c.en * c.en > 1e-9 * c.ee * c.nn
+    }
+
+    /// Distance from the most probable point to the nearest other point of its floor (nil: none).
+    static func nearestNeighbourDistance(_ ll: [Double], map: FingerprintMap, floor: Int?) -> Double? {
+        let pos = map.positions, floors = map.floors
+        guard let best = ll.indices.filter({ floors[$0] == floor }).max(by: { ll[$0] < ll[$1] }) else { return nil }
+        var d2 = Double.infinity
+        for i in pos.indices where i != best && floors[i] == floor {
+            let v = pos[i] - pos[best]
+            let q = (v * v).sum()
+            if q > 0 { d2 = min(d2, q) }
+        }
+        return d2.isFinite ? d2.squareRoot() : nil
     }
 
     /// Posterior moments of log-weights `ll` over the map's points on the most probable floor,

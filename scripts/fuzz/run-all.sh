@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs every fuzz target (or the ones named) with libFuzzer for a chosen time each and prints
+# one line per target: executions, new corpus files, crashes/oracle failures/timeouts/OOMs.
+#
+#   scripts/fuzz/run-all.sh [-t SECONDS_PER_TARGET] [-j PARALLEL] [-c debug|release] [TARGET...]
+#
+# Defaults: 60 s per target, 1 at a time, release build. Oracles live in the targets
+# (Tests/Fuzz/posfuse-fuzz/Targets.swift); libFuzzer adds: -timeout=10 (a hang is a finding),
+# -rss_limit_mb=2048 (bounded memory), -max_len=65536. Findings go to
+# .build-fuzz/findings/<target>/ (crash-*, timeout-*, oom-*); reproduce one with
+#   POSFUSE_FUZZ_TARGET=<target> <binary> <file>   or   .build/debug/posfuse-fuzz <target> <file>
+# Results: .build-fuzz/results/<target>.log and summary.tsv. Exit 1 if any target found something.
+# Set NICE=19 to run behind other work (long campaigns on a shared machine).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=60; jobs=1; config=release
+while getopts "t:j:c:" o; do
+  case "$o" in t) secs="$OPTARG" ;; j) jobs="$OPTARG" ;; c) config="$OPTARG" ;; *) exit 64 ;; esac
+done
+shift $((OPTIND - 1))
+if [ "$config" = release ]; then
+  bin="$(scripts/fuzz/build.sh)"
+else
+  swift build --scratch-path .build-fuzz-debug --product posfuse-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING >&2
+  bin="$(swift build --scratch-path .build-fuzz-debug --show-bin-path)/posfuse-fuzz"
+fi
+corpus="$(scripts/fuzz/seed-corpus.sh .build-fuzz/corpus)"
+mkdir -p .build-fuzz/results .build-fuzz/findings
+if [ "$#" -gt 0 ]; then targets=("$@"); else
+  # The plain (non-libFuzzer) build lists the targets.
+  swift build --product posfuse-fuzz >/dev/null
+  mapfile -t targets < <("$(swift build --show-bin-path)/posfuse-fuzz" --list)
+fi
+
+run_one() {
+  local t="$1"
+  mkdir -p "$corpus/$t" ".build-fuzz/findings/$t"
+  local before; before=$(ls "$corpus/$t" | wc -l)
+  local start; start=$(date +%s)
+  POSFUSE_FUZZ_TARGET="$t" nice -n "${NICE:-0}" "$bin" "$corpus/$t" -max_total_time="$secs" -timeout=10 \
+    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix=".build-fuzz/findings/$t/" \
+    > ".build-fuzz/results/$t.log" 2>&1 || true
+  local end; end=$(date +%s)
+  local execs; execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' ".build-fuzz/results/$t.log" | grep -o '[0-9]*$' | tail -1)
+  local after; after=$(ls "$corpus/$t" | wc -l)
+  local found; found=$(ls ".build-fuzz/findings/$t" 2>/dev/null | wc -l)
+  printf '%s\t%d\t%s\t%d\t%d\n' "$t" "$((end - start))" "${execs:-0}" "$((after - before))" "$found"
+}
+export -f run_one; export bin corpus secs
+printf 'target\tseconds\texecutions\tnew_corpus\tfindings\n' | tee .build-fuzz/results/summary.tsv
+printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}' | tee -a .build-fuzz/results/summary.tsv
+if awk -F'\t' 'NR > 1 && $5 > 0 { bad = 1 } END { exit !bad }' .build-fuzz/results/summary.tsv; then
+  echo "findings: see .build-fuzz/findings/ and .build-fuzz/results/<target>.log" >&2
+  exit 1
+fi
