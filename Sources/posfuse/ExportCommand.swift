@@ -47,7 +47,7 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let fmt = ExportFormat(rawValue: format)!
-        if trace.hasSuffix(".json") || Self.isSQLite(trace) { return try exportRun(fmt) }
+        if trace.hasSuffix(".json") || SQLiteFile.isDatabase(path: trace) { return try exportRun(fmt) }
         try withExitCodes {
             let loc = try TraceLocation.resolve(trace)
             let reader = try TraceReader(url: loc.trace, mode: strict ? .strict : .lenient)
@@ -72,17 +72,12 @@ struct Export: ParsableCommand {
         }
     }
 
-    static func isSQLite(_ path: String) -> Bool {
-        guard let h = FileHandle(forReadingAtPath: path), let head = try? h.read(upToCount: 16) else { return false }
-        return String(decoding: head.prefix(15), as: UTF8.self) == "SQLite format 3"
-    }
-
     /// Export of a finished run: `posfuse replay --json --epochs` output or a results
     /// database (its latest run of the chosen trace).
     func exportRun(_ fmt: ExportFormat) throws {
         let run: RunResults
         do {
-            run = Self.isSQLite(trace) ? try ResultStore(path: trace).runResults() : try RunResults.load(url: URL(fileURLWithPath: trace))
+            run = SQLiteFile.isDatabase(path: trace) ? try ResultStore(path: trace).runResults() : try RunResults.load(url: URL(fileURLWithPath: trace))
         } catch let e as ResultsDataError {
             printError(e.description); throw ExitCode(ExitStatus.dataError)
         }

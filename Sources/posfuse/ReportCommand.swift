@@ -33,7 +33,7 @@ struct Report: ParsableCommand {
         try withExitCodes {
             do {
                 var reportTraces: [ReportTrace] = []
-                if input.hasSuffix(".json") || isSQLite(input) {
+                if input.hasSuffix(".json") || SQLiteFile.isDatabase(path: input) {
                     // A finished run: JSON output of replay, or a results database.
                     let r = try loadOrReplay(input, pipeline: nil)
                     for t in r.traces {
@@ -64,8 +64,3 @@ struct Report: ParsableCommand {
     }
 }
 
-/// Whether a file is an SQLite database (header "SQLite format 3").
-func isSQLite(_ path: String) -> Bool {
-    guard let h = FileHandle(forReadingAtPath: path), let head = try? h.read(upToCount: 16) else { return false }
-    return String(decoding: head.prefix(15), as: UTF8.self) == "SQLite format 3"
-}

@@ -21,9 +21,7 @@ func loadOrReplay(_ path: String, pipeline: String?, strict: Bool = false, progr
         guard FileManager.default.fileExists(atPath: path) else { throw ResultsDataError(file: path, reason: "no such file") }
         return try RunResults.load(url: URL(fileURLWithPath: path))
     }
-    // SQLite files start with "SQLite format 3\0".
-    if let h = FileHandle(forReadingAtPath: path), let head = try? h.read(upToCount: 16),
-       String(decoding: head.prefix(15), as: UTF8.self) == "SQLite format 3" {
+    if SQLiteFile.isDatabase(path: path) {
         do { return try ResultStore(path: path).runResults() } catch {
             throw ResultsDataError(file: path, reason: "cannot read results database: \(error)")
         }

@@ -18,32 +18,13 @@ import Testing
         return p
     }
 
-    /// 2 × 2 points × 3 seeds of 60 s of the mall walk, WCL only (12 short runs).
-    static func study(seeds: Int = 3, duration: Int = 60) -> String {
-        """
-        name: cli-small
-        inputs:
-          - scenario: \(CLI.root.appendingPathComponent("Traces/mall-sparse-ap").path)
-            seeds: \(seeds)
-            duration_s: \(duration)
-        stages:
-          gnss: {enabled: false}
-          cell: {enabled: false}
-          cell-ta: {enabled: false}
-          rss: {enabled: false}
-          hapel: {enabled: false}
-          fingerprint: {enabled: false}
-          tdoa: {enabled: false}
-          peer: {enabled: false}
-          camloc: {enabled: false}
-          ekf: {enabled: false}
-        grid:
-          wcl:
-            weight_law: [power, db]
-            exponent: [0.3, 1]
-        sources: [wcl]
-        metrics: [median_m, p95_m]
-        """
+    /// Traces/studies/smoke.yaml (2 × 2 WCL points × 3 seeds of 60 s of the mall walk, 12 short
+    /// runs) with other seeds and duration, and the scenario path made absolute.
+    static func study(seeds: Int = 3, duration: Int = 60) throws -> String {
+        try String(contentsOf: CLI.root.appendingPathComponent("Traces/studies/smoke.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "scenario: ../mall-sparse-ap", with: "scenario: \(CLI.root.appendingPathComponent("Traces/mall-sparse-ap").path)")
+            .replacingOccurrences(of: "seeds: 3", with: "seeds: \(seeds)")
+            .replacingOccurrences(of: "duration_s: 60", with: "duration_s: \(duration)")
     }
 
     @Test func badStudyFilesExit65NamingKeyAndLine() throws {
@@ -65,7 +46,7 @@ import Testing
     /// A study killed (SIGKILL) midway keeps only whole runs; started again it completes the
     /// study with every run exactly once, identical to a run that was never interrupted.
     @Test func killedStudyResumesWithoutDuplicates() throws {
-        let study = try Self.file("kill.yaml", Self.study(seeds: 4, duration: 120))
+        let study = try Self.file("kill.yaml", try Self.study(seeds: 4, duration: 120))
         let db = try Self.file("kill.sqlite")
         let p = Process()
         p.executableURL = CLI.binary
@@ -105,7 +86,7 @@ import Testing
     }
 
     @Test func shardsMergeToTheLocalRunAndSummaryOutputs() throws {
-        let study = try Self.file("shard.yaml", Self.study())
+        let study = try Self.file("shard.yaml", try Self.study())
         let local = try Self.file("local.sqlite")
         let csv = try Self.file("s.csv"), html = try Self.file("s.html")
         let l = try CLI.run(["sweep", study, "--db", local, "--csv", csv, "--html", html])
@@ -114,10 +95,10 @@ import Testing
         #expect(l.stdout.contains("best point per metric:"))
         let csvText = try String(contentsOfFile: csv, encoding: .utf8)
         #expect(csvText.hasPrefix("input,source,wcl.weight_law,wcl.exponent,metric,n,mean,ci_low,ci_high,diff"))
-        #expect(csvText.components(separatedBy: "\r\n").count == 1 + 4 * 2 + 1)
+        #expect(csvText.components(separatedBy: "\r\n").count == 1 + 4 * 3 + 1)
         let page = try String(contentsOfFile: html, encoding: .utf8)
         #expect(page.contains("<section class=\"trace\" id=\"sweep\">"))
-        #expect(page.components(separatedBy: "<svg").count - 1 == 2 * 2)   // 2 metrics × 2 swept options
+        #expect(page.components(separatedBy: "<svg").count - 1 == 3 * 2)   // 3 metrics × 2 swept options
         var shards: [String] = []
         for i in 1...3 {
             let s = try Self.file("shard-\(i).sqlite")
@@ -160,7 +141,7 @@ import Testing
             print("SweepCLITests.slurmSubmitEqualsLocalRun SKIPPED: Slurm cannot be started here: \(why)")
             return
         }
-        let study = try Self.file("slurm.yaml", Self.study())
+        let study = try Self.file("slurm.yaml", try Self.study())
         let local = try Self.file("slurm-local.sqlite")
         let l = try CLI.run(["sweep", study, "--db", local, "--jobs", "2"])
         #expect(l.status == 0, "\(l.stderr)")

@@ -17,32 +17,9 @@ import Testing
         return p
     }
 
-    /// Only WCL runs, 60 s of the mall walk: each run takes well under a second.
-    static let small = """
-        name: small
-        inputs:
-          - scenario: Traces/mall-sparse-ap
-            seeds: 3
-            duration_s: 60
-        stages:
-          gnss: {enabled: false}
-          cell: {enabled: false}
-          cell-ta: {enabled: false}
-          rss: {enabled: false}
-          hapel: {enabled: false}
-          fingerprint: {enabled: false}
-          tdoa: {enabled: false}
-          peer: {enabled: false}
-          camloc: {enabled: false}
-          ekf: {enabled: false}
-        grid:
-          wcl:
-            weight_law: [power, db]
-            exponent: [0.3, 1]
-        baseline: {wcl: {weight_law: power, exponent: 0.3}}
-        sources: [wcl]
-        metrics: [median_m, p95_m, inside95]
-        """
+    /// Traces/studies/smoke.yaml: only WCL runs, 60 s of the mall walk, 12 short runs.
+    static var small: String { (try? String(contentsOf: root.appendingPathComponent("Traces/studies/smoke.yaml"), encoding: .utf8)) ?? "" }
+    static let smallDirectory = root.appendingPathComponent("Traces/studies")
 
     static func parse(_ yaml: String) throws -> Study {
         try Study.parse(yaml: yaml, file: "study.yaml", directory: root)
@@ -55,8 +32,8 @@ import Testing
     // MARK: parsing
 
     @Test func parsesTheSmallStudy() throws {
-        let s = try Self.parse(Self.small)
-        #expect(s.name == "small")
+        let s = try Study.load(path: Self.smallDirectory.appendingPathComponent("smoke.yaml").path)
+        #expect(s.name == "smoke")
         #expect(s.parameters.map(\.name) == ["wcl.weight_law", "wcl.exponent"])
         #expect(s.parameters[1].values == [.number(0.3), .number(1)])
         #expect(s.inputs.count == 1 && s.inputs[0].seeds == [1, 2, 3])
@@ -149,7 +126,7 @@ import Testing
     // MARK: plan
 
     @Test func planOrderKeysAndShards() throws {
-        let plan = SweepPlan(study: try Self.parse(Self.small))
+        let plan = SweepPlan(study: try Study.parse(yaml: Self.small, file: "smoke.yaml", directory: Self.smallDirectory))
         #expect(plan.points.count == 4)
         #expect(plan.runs.count == 12)
         #expect(plan.pointLabel(1) == "weight_law=power exponent=1")
@@ -201,7 +178,7 @@ import Testing
     // MARK: execution
 
     @Test func parallelResumedAndShardedRunsAreIdentical() throws {
-        let plan = SweepPlan(study: try Self.parse(Self.small))
+        let plan = SweepPlan(study: try Study.parse(yaml: Self.small, file: "smoke.yaml", directory: Self.smallDirectory))
         // One job, all at once.
         let one = try SweepStore(path: Self.tmp("one.sqlite"))
         let r1 = try SweepRunner(plan: plan, store: one, jobs: 1, version: "test").run(plan.runs)

@@ -104,22 +104,3 @@ public enum ExportBuilder {
 /// Shortest round-trip decimal (as the trace writer).
 @inline(__always) func fmt(_ v: Double) -> String { num(v) }
 
-/// XML text/attribute escaping (the five predefined entities; control characters other
-/// than tab/newline/CR are not allowed in XML 1.0 and are dropped).
-func xmlEscaped(_ s: String) -> String {
-    var out = ""
-    out.reserveCapacity(s.utf8.count)
-    for u in s.unicodeScalars {
-        switch u {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        case "'": out += "&apos;"
-        default:
-            if u.value < 0x20 && u != "\t" && u != "\n" && u != "\r" { continue }
-            out.unicodeScalars.append(u)
-        }
-    }
-    return out
-}

@@ -71,22 +71,22 @@ public enum Exporter {
         <?xml version="1.0" encoding="UTF-8"?>
         <kml xmlns="http://www.opengis.net/kml/2.2" xmlns:gx="http://www.google.com/kml/ext/2.2">
         <Document>
-        <name>\(xmlEscaped(header.name ?? "posfuse export"))</name>
+        <name>\(XMLText.escape(header.name ?? "posfuse export"))</name>
 
         """
         let sources = Array(Set(tracks.map(\.source))).sorted()
         for src in sources {
-            s += "<Style id=\"\(xmlEscaped(src))\"><IconStyle><color>\(kmlColor(src))</color><scale>0.6</scale></IconStyle>"
+            s += "<Style id=\"\(XMLText.escape(src))\"><IconStyle><color>\(kmlColor(src))</color><scale>0.6</scale></IconStyle>"
             s += "<LineStyle><color>\(kmlColor(src))</color><width>\(src == "gt" ? 3 : 2)</width></LineStyle></Style>\n"
         }
         for tr in tracks {
-            s += "<Folder><name>\(xmlEscaped(tr.name))</name>\n"
-            s += "<Placemark><name>\(xmlEscaped(tr.name))</name><styleUrl>#\(xmlEscaped(tr.source))</styleUrl><gx:Track><altitudeMode>absolute</altitudeMode>\n"
+            s += "<Folder><name>\(XMLText.escape(tr.name))</name>\n"
+            s += "<Placemark><name>\(XMLText.escape(tr.name))</name><styleUrl>#\(XMLText.escape(tr.source))</styleUrl><gx:Track><altitudeMode>absolute</altitudeMode>\n"
             for p in tr.points { s += "<when>\(UTCTime.iso8601(p.time))</when>\n" }
             for p in tr.points { s += "<gx:coord>\(fmt(p.geodetic.longitude)) \(fmt(p.geodetic.latitude)) \(fmt(p.geodetic.height))</gx:coord>\n" }
             s += "</gx:Track></Placemark>\n"
             for p in tr.points where p.kind == "checkpoint" || p.covariance != nil && tr.points.count == 1 {
-                s += "<Placemark><name>\(xmlEscaped(tr.source)) \(UTCTime.iso8601(p.time))</name><styleUrl>#\(xmlEscaped(tr.source))</styleUrl>"
+                s += "<Placemark><name>\(XMLText.escape(tr.source)) \(UTCTime.iso8601(p.time))</name><styleUrl>#\(XMLText.escape(tr.source))</styleUrl>"
                 s += "<TimeStamp><when>\(UTCTime.iso8601(p.time))</when></TimeStamp>"
                 if let el = p.ellipse95 {
                     s += "<description>95 % ellipse: \(String(format: "%.2f", el.major)) x \(String(format: "%.2f", el.minor)) m, azimuth \(String(format: "%.1f", el.azimuthDeg)) deg</description>"
@@ -122,11 +122,11 @@ public enum Exporter {
         var s = """
         <?xml version="1.0" encoding="UTF-8"?>
         <gpx version="1.1" creator="posfuse" xmlns="http://www.topografix.com/GPX/1/1">
-        <metadata><name>\(xmlEscaped(header.name ?? "posfuse export"))</name></metadata>
+        <metadata><name>\(XMLText.escape(header.name ?? "posfuse export"))</name></metadata>
 
         """
         for tr in tracks {
-            s += "<trk><name>\(xmlEscaped(tr.name))</name><src>\(xmlEscaped(tr.source))</src><trkseg>\n"
+            s += "<trk><name>\(XMLText.escape(tr.name))</name><src>\(XMLText.escape(tr.source))</src><trkseg>\n"
             for p in tr.points {
                 s += "<trkpt lat=\"\(fmt(p.geodetic.latitude))\" lon=\"\(fmt(p.geodetic.longitude))\"><ele>\(fmt(p.geodetic.height))</ele><time>\(UTCTime.iso8601(p.time))</time></trkpt>\n"
             }

@@ -114,21 +114,21 @@ public struct RegressionReport: Sendable {
             let sources = byTrace[t]!
             let names = RunComparison.sortedSources(Set(sources.keys))
             let failed = sources.values.filter { $0.contains(where: \.isFailure) }.count
-            x += "  <testsuite name=\"\(xml(t))\" tests=\"\(names.count)\" failures=\"\(failed)\" errors=\"0\" skipped=\"0\">\n"
+            x += "  <testsuite name=\"\(XMLText.escape(t))\" tests=\"\(names.count)\" failures=\"\(failed)\" errors=\"0\" skipped=\"0\">\n"
             for s in names {
                 let fs = sources[s]!
-                x += "    <testcase classname=\"posfuse.regress.\(xml(t))\" name=\"\(xml(s))\" time=\"0\""
+                x += "    <testcase classname=\"posfuse.regress.\(XMLText.escape(t))\" name=\"\(XMLText.escape(s))\" time=\"0\""
                 let bad = fs.filter(\.isFailure)
                 x += ">\n"
                 if !bad.isEmpty {
                     let msg = "\(s) regressed on \(t): " + bad.map(\.metric).joined(separator: ", ")
-                    x += "      <failure type=\"AccuracyRegression\" message=\"\(xml(msg))\">"
-                    x += bad.map { xml($0.message) }.joined(separator: "\n")
+                    x += "      <failure type=\"AccuracyRegression\" message=\"\(XMLText.escape(msg))\">"
+                    x += bad.map { XMLText.escape($0.message) }.joined(separator: "\n")
                     x += "</failure>\n"
                 }
                 // Every metric, baseline → run, so the CI page shows the numbers of passing cases too.
                 let lines = fs.map { f in "\(f.metric): \(fmt4(f.old)) → \(fmt4(f.new)) [\(f.status.rawValue)]" }
-                x += "      <system-out>\(xml(lines.joined(separator: "\n")))</system-out>\n    </testcase>\n"
+                x += "      <system-out>\(XMLText.escape(lines.joined(separator: "\n")))</system-out>\n    </testcase>\n"
             }
             x += "  </testsuite>\n"
         }
@@ -137,23 +137,6 @@ public struct RegressionReport: Sendable {
     }
 }
 
-/// XML attribute/text escaping.
-func xml(_ s: String) -> String {
-    var o = ""
-    for c in s.unicodeScalars {
-        switch c {
-        case "&": o += "&amp;"
-        case "<": o += "&lt;"
-        case ">": o += "&gt;"
-        case "\"": o += "&quot;"
-        case "'": o += "&apos;"
-        case "\n": o += "&#10;"
-        default:
-            if c.value < 0x20 && c != "\t" { o += " " } else { o.unicodeScalars.append(c) }
-        }
-    }
-    return o
-}
 
 extension RegressionReport {
     /// JSON: {"passed": Bool, "failures": N, "findings": [{trace, source, metric, old, new, allowance, status}],

@@ -68,25 +68,35 @@ public final class Replayer {
     public func run(_ location: TraceLocation) throws -> ReplayResult {
         let reader = try TraceReader(url: location.trace, mode: options.mode, reorderWindow: options.reorderWindow)
         let header = reader.header
-        var reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
+        let reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
+        let size = (try? FileManager.default.attributesOfItem(atPath: location.trace.path)[.size] as? NSNumber)?.int64Value
+        var n = 0
+        let (scores, sources) = try replay(header: header, reference: reference) {
+            guard let event = try reader.next() else { return nil }
+            n += 1
+            if n % Self.progressInterval == 0 { progress?(reader.bytesRead, size) }
+            return event
+        }
+        progress?(reader.bytesRead, size ?? reader.bytesRead)
+        return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats, pipelineSources: sources)
+    }
+
+    /// The one loop: every event to the scorer (truth) and through the pipeline, the pipeline's
+    /// results to the scorer; at the end `Pipeline.finish`, then the scorer's. `reference` is
+    /// joined by the options' cell database.
+    private func replay(header: TraceHeader, reference: ReferenceData, next: () throws -> TraceEvent?) throws -> (TraceScores, [Source]) {
+        var reference = reference
         if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
         let pipeline = try StageRegistry.pipeline(options: options.stages)
         let context = PipelineContext(header: header, reference: reference)
         let scorer = Scorer(frame: header.frame, options: options.scoring)
         scorer.onEstimate = onEstimate
-        let size = (try? FileManager.default.attributesOfItem(atPath: location.trace.path)[.size] as? NSNumber)?.int64Value
-        var n = 0
-        while let event = try reader.next() {
+        while let event = try next() {
             try scorer.add(event: event)
             try scorer.add(pipeline.process(event, context: context))
-            n += 1
-            if n % Self.progressInterval == 0 { progress?(reader.bytesRead, size) }
         }
         try scorer.add(pipeline.finish(context: context))
-        let scores = try scorer.finish()
-        progress?(reader.bytesRead, size ?? reader.bytesRead)
-        return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats,
-                            pipelineSources: pipeline.sources)
+        return (try scorer.finish(), pipeline.sources)
     }
 }
 
@@ -97,23 +107,15 @@ extension Replayer {
     /// the trace's reference.json (the cell database of `options` joins it as in `run`).
     /// The result's `location` names `name` (no file); `stats` counts the events by type.
     public func run(header: TraceHeader, events: [TraceEvent], reference: ReferenceData = .empty, name: String) throws -> ReplayResult {
-        var reference = reference
-        if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
-        let pipeline = try StageRegistry.pipeline(options: options.stages)
-        let context = PipelineContext(header: header, reference: reference)
-        let scorer = Scorer(frame: header.frame, options: options.scoring)
-        scorer.onEstimate = onEstimate
         var stats = TraceReaderStats()
-        let ordered = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-        for event in ordered {
+        var it = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element).makeIterator()
+        let (scores, sources) = try replay(header: header, reference: reference) {
+            guard let event = it.next() else { return nil }
             stats.events += 1; stats.eventsByType[event.typeName, default: 0] += 1
-            try scorer.add(event: event)
-            try scorer.add(pipeline.process(event, context: context))
+            return event
         }
-        try scorer.add(pipeline.finish(context: context))
-        let url = URL(fileURLWithPath: name)
-        return ReplayResult(location: TraceLocation(trace: url, reference: nil, name: name), header: header, scores: try scorer.finish(),
-                            stats: stats, pipelineSources: pipeline.sources)
+        return ReplayResult(location: TraceLocation(trace: URL(fileURLWithPath: name), reference: nil, name: name), header: header,
+                            scores: scores, stats: stats, pipelineSources: sources)
     }
 
     /// Scores estimates made elsewhere (`posfuse score --estimates`) against the ground

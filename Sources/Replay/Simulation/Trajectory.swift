@@ -1,4 +1,5 @@
 import Foundation
+import Positioning
 
 /// One kinematic sample of a phone's true motion.
 public struct KinematicState: Sendable {
@@ -108,14 +109,14 @@ public struct Trajectory: Sendable {
                 let dx = w.e - st.e, dy = w.n - st.n, dist = (dx * dx + dy * dy).squareRoot()
                 let isStop = w.pause > 0 || (!path.loop && target == wps.count - 1)
                 let desired = atan2(dx, dy)
-                let err = wrapPi(desired - psi)
+                let err = Angle.wrap(desired - psi)
                 let omegaMax = min(path.maxTurnRate, path.lateralAcceleration / max(v, 0.05))
                 psiDot = max(-omegaMax, min(omegaMax, 4 * err))
                 var vt = path.speed
                 if isStop { vt = min(vt, max(0.02, (2 * path.acceleration * max(0, dist - 0.01)).squareRoot())) }
                 vt *= abs(err) < .pi / 2 ? max(0.3, cos(err)) : 0.3
                 v += max(-path.acceleration * dt, min(path.acceleration * dt, vt - v))
-                psi = wrapPi(psi + psiDot * dt)
+                psi = Angle.wrap(psi + psiDot * dt)
                 let step = v * dt
                 let reachR = isStop ? max(step * 1.5, 0.01) : max(0.3, v * v / path.lateralAcceleration + 0.2)
                 if dist <= reachR || (isStop && step >= dist) {
@@ -160,7 +161,7 @@ public struct Trajectory: Sendable {
         if f > 1e-9, i + 1 < samples.count {
             let b = samples[i + 1]
             s.e += f * (b.e - s.e); s.n += f * (b.n - s.n); s.u += f * (b.u - s.u)
-            s.heading = wrapPi(s.heading + f * wrapPi(b.heading - s.heading))
+            s.heading = Angle.wrap(s.heading + f * Angle.wrap(b.heading - s.heading))
             s.speed += f * (b.speed - s.speed); s.stepPhase += f * (b.stepPhase - s.stepPhase)
             s.odometer += f * (b.odometer - s.odometer)
             s.t = t
@@ -178,11 +179,4 @@ public struct Trajectory: Sendable {
         }
         return out
     }
-}
-
-/// Wraps an angle to (−π, π].
-@inline(__always) func wrapPi(_ a: Double) -> Double {
-    var x = a.truncatingRemainder(dividingBy: 2 * .pi)
-    if x > .pi { x -= 2 * .pi } else if x <= -.pi { x += 2 * .pi }
-    return x
 }

@@ -218,7 +218,7 @@ public final class CellDatabase {
     init(readOnly path: String) throws {
         self.path = path
         let head = try InputFile.prefix(URL(fileURLWithPath: path), count: 16)
-        guard head == Array("SQLite format 3\u{0}".utf8) else {
+        guard head == SQLiteFile.magic else {
             throw TraceDataError(file: path, line: 0, reason: head.isEmpty ? "empty file, not a cell database" : "not an SQLite database",
                                  code: "invalid_cell_db")
         }

@@ -42,7 +42,7 @@ struct CellSimulator {
         let d = max(1, (de * de + dn * dn + du * du).squareRoot())
         var gain = 0.0
         if let az = s.azimuth, let bw = s.beamwidth {
-            let phi = wrapPi(atan2(de, dn) - az * .pi / 180) * 180 / .pi
+            let phi = Angle.wrap(atan2(de, dn) - az * .pi / 180) * 180 / .pi
             gain = -min(12 * (phi / bw) * (phi / bw), spec.frontToBack)
         }
         return (s.p0 - 10 * spec.pathLossExponent * log10(d) + gain + fields[j].value(e, n), d)

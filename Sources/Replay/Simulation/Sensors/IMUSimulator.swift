@@ -34,7 +34,7 @@ struct MagneticEnvironment {
     /// field minus that of the Earth field.
     func compassError(_ e: Double, _ n: Double) -> Double {
         let b = earth + disturbance(e, n)
-        return wrapPi(atan2(b.x, b.y) - atan2(earth.x, earth.y))
+        return Angle.wrap(atan2(b.x, b.y) - atan2(earth.x, earth.y))
     }
 }
 

@@ -30,7 +30,7 @@ struct PhotoSimulator {
             let rho = (de * de + dn * dn).squareRoot()
             let beta = atan2(de, dn)
             let psiC = beta + rng.gaussian(camera.aimSigma * .pi / 180)
-            let alpha = wrapPi(beta - psiC)
+            let alpha = Angle.wrap(beta - psiC)
             let Z = rho * cos(alpha)
             let nx = rng.gaussian(camera.pixelSigma), ny = rng.gaussian(camera.pixelSigma)
             let nh = rng.gaussian(camera.pixelSigma * 2.0.squareRoot())
