@@ -31,6 +31,9 @@ public final class ReportRefiner {
     public let stages: [String: StageOptions]
     /// `stages` with refine's own defaults (GNSS inflation 1, no ukf/pf/smoother).
     private let refineStages: [String: StageOptions]
+    /// `refineStages` with the ekf off, and the ekf's place and parsed settings.
+    private let stagesBesideEKF: [String: StageOptions]
+    private let ekfSettings: (index: Int, settings: FusionStage.Settings)?
     private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
@@ -53,8 +56,21 @@ public final class ReportRefiner {
         if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
             _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
         }
-        refineStages = Self.reportOptions(stages)
+        var options = Self.reportOptions(stages)
+        refineStages = options
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
+        // The ekf's options are parsed once (a third of the per-report cost of building the
+        // pipeline); each report gets a fresh FusionStage with those settings, in its place.
+        let prototype = try StageRegistry.pipeline(options: options).stages
+        if let i = prototype.firstIndex(where: { ($0 as? FusionStage)?.source == .ekf }), let ekf = prototype[i] as? FusionStage {
+            ekfSettings = (i, ekf.settings)
+            var e = options["ekf"] ?? StageOptions(name: "ekf")
+            e.values["enabled"] = .bool(false)
+            options["ekf"] = e
+        } else {
+            ekfSettings = nil
+        }
+        stagesBesideEKF = options
     }
 
     /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
@@ -207,6 +223,9 @@ public final class ReportRefiner {
         }
         let context = PipelineContext(header: header, reference: reference)
         let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
+        var stages = try StageRegistry.pipeline(options: stagesBesideEKF).stages
+        if let (i, settings) = ekfSettings { stages.insert(FusionStage(settings: settings), at: i) }
+        let pipeline = Pipeline(stages: stages)
 
         // Evidence → trace events through the trace-format decoder (one schema, one set of
         // rules; an event's `device` defaults to the reporting phone there). An event that
@@ -234,7 +253,7 @@ public final class ReportRefiner {
             events = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
         }
 
-        let fused = try Self.fuse(events, rejected: &rejected, context: context, stages: refineStages)
+        let fused = try Self.fuse(events, rejected: &rejected, context: context, pipeline: pipeline)
         let used = fused.used, objectFix = fused.object
 
         let best = fused.best ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
@@ -293,12 +312,11 @@ public final class ReportRefiner {
         public var object: Fix?
     }
 
-    /// Runs `events` (in time order) through the estimator stages and the ekf of `stages`
-    /// (`reportOptions`), appending to `rejected` what was not used and why: the one fusion path
-    /// of `refine` and of `serve`'s geolocate.
+    /// Runs `events` (in time order) through `pipeline` (built from `reportOptions`, with its
+    /// ekf), appending to `rejected` what was not used and why: the one fusion path of `refine`
+    /// and of `serve`'s geolocate.
     public static func fuse(_ events: [TraceEvent], rejected: inout [Rejection], context: PipelineContext,
-                            stages: [String: StageOptions]) throws -> Fused {
-        let pipeline = try StageRegistry.pipeline(options: stages)
+                            pipeline: Pipeline) throws -> Fused {
         guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
             throw InputError(reason: "the ekf stage is disabled: refine needs it")
         }

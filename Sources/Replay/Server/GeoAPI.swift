@@ -258,7 +258,8 @@ public enum GeoAPI {
             if !wifi.isEmpty { events.append(TraceEvent(time: 0, payload: .wifi(WiFiScan(accessPoints: wifi)))) }
             let context = PipelineContext(header: TraceHeader(origin: frame.origin), reference: usable.reference(in: frame))
             var rejected: [ReportRefiner.Rejection] = []
-            let fused = try ReportRefiner.fuse(events, rejected: &rejected, context: context, stages: stages)
+            let fused = try ReportRefiner.fuse(events, rejected: &rejected, context: context,
+                                               pipeline: try StageRegistry.pipeline(options: stages))
             for r in rejected { notes.append("\(r.input): \(r.reason)") }
             if let f = fused.best {
                 let g = frame.geodetic(east: f.position.x, north: f.position.y, up: 0)
