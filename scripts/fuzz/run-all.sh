@@ -37,13 +37,15 @@ run_one() {
   mkdir -p "$corpus/$t" ".build-fuzz/findings/$t"
   local before; before=$(ls "$corpus/$t" | wc -l)
   local start; start=$(date +%s)
-  POSFUSE_FUZZ_TARGET="$t" nice -n "${NICE:-0}" "$bin" "$corpus/$t" -max_total_time="$secs" -timeout=10 \
+  POSFUSE_FUZZ_TARGET="$t" SWIFT_BACKTRACE=enable=no nice -n "${NICE:-0}" "$bin" "$corpus/$t" -max_total_time="$secs" -timeout=10 \
     -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix=".build-fuzz/findings/$t/" \
     > ".build-fuzz/results/$t.log" 2>&1 || true
   local end; end=$(date +%s)
   local execs; execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' ".build-fuzz/results/$t.log" | grep -o '[0-9]*$' | tail -1)
   local after; after=$(ls "$corpus/$t" | wc -l)
   local found; found=$(ls ".build-fuzz/findings/$t" 2>/dev/null | wc -l)
+  # An oracle failure or crash that left no artifact still counts.
+  if [ "$found" -eq 0 ] && grep -qE 'ORACLE FAILURE|Program crashed|ERROR: libFuzzer|ERROR: .*Sanitizer' ".build-fuzz/results/$t.log"; then found=1; fi
   printf '%s\t%d\t%s\t%d\t%d\n' "$t" "$((end - start))" "${execs:-0}" "$((after - before))" "$found"
 }
 export -f run_one; export bin corpus secs

@@ -42,7 +42,7 @@ public enum OpenCellIDTowerImporter {
             }
             let unit = i("unit")
             towers.append(CellTower(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid),
-                                    position: Geodetic(latitude: lat, longitude: lon, height: 0), range: d("range"),
+                                    position: Geodetic(latitude: lat, longitude: lon, height: 0), range: d("range").flatMap { (0...TraceDomain.localMetres.upperBound).contains($0) ? $0 : nil },
                                     samples: i("samples"), pci: rat == .gsm ? nil : unit,
                                     provenance: i("changeable") == 0 ? "antenna" : "centroid", updated: i("updated")))
             ctx.report.events["tower", default: 0] += 1
