@@ -31,7 +31,7 @@ public enum OpenCellIDTowerImporter {
             }
             func i(_ k: String) -> Int? { cols[k].flatMap { $0 < fields.count ? buf.int(fields[$0]) : nil } }
             func d(_ k: String) -> Double? { cols[k].flatMap { $0 < fields.count ? buf.double(fields[$0]) : nil } }
-            let radio = cols["radio"].map { buf.string(buf.trimmed(fields[$0])) } ?? ""
+            let radio = cols["radio"].flatMap { $0 < fields.count ? buf.string(buf.trimmed(fields[$0])) : nil } ?? ""   // a short row has no radio field
             guard let rat = OpenCellIDMeasurementsImporter.rat(forAct: radio) else {
                 if radio.isEmpty { try ctx.malformed("empty radio") } else { ctx.drop("radio \(radio) (no RAT in trace format)") }
                 return
