@@ -71,7 +71,10 @@ public enum GPXImporter {
         var start = 0
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
         while start < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start]) { start += 1 }
-        if bytes.count - start >= 5, bytes[start..<(start + 5)].elementsEqual(Array("<?xml".utf8)),
+        // The declaration is `<?xml` and then white space (`<?xmlfoo?>` is a processing
+        // instruction, and crashed the parser the same way: fuzz finding, CI seed 1).
+        if bytes.count - start >= 6, bytes[start..<(start + 5)].elementsEqual(Array("<?xml".utf8)),
+           [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start + 5]),
            let end = bytes[start...].firstIndex(of: UInt8(ascii: ">")) { start = end + 1 }
         var line = 1
         for i in 0..<bytes.count {
