@@ -69,11 +69,15 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
         // for any eccentricity (as s2 → 0 it flattens to 1 near φ = π/2 instead of peaking), so
         // the midpoint rule converges geometrically. (Polar coordinates in the unwhitened frame
         // peak within s2/s1 of the major axis: 64 nodes failed there for s2/s1 < 1e-3.)
-        let n = 128
-        var h = [Double](repeating: 0, count: n)
-        for i in 0..<n {
-            let phi = (Double(i) + 0.5) * 0.5 * Double.pi / Double(n)
-            h[i] = s1 * s1 * cos(phi) * cos(phi) + s2 * s2 * sin(phi) * sin(phi)
+        let n = Self.quadratureNodes
+        // h(φᵢ) on the stack (no allocation per call); cos φᵢ, sin φᵢ from a table computed once
+        // with the same expressions, so the result is bit-identical to computing them here.
+        return withUnsafeTemporaryAllocation(of: Double.self, capacity: n) { h in
+        Self.quadratureTrig.withUnsafeBufferPointer { t in
+            for i in 0..<n {
+                let c = t[2 * i], sn = t[2 * i + 1]
+                h[i] = s1 * s1 * c * c + s2 * s2 * sn * sn
+            }
         }
         /// P(r) − p and dP/dr.
         func residual(_ r: Double) -> (f: Double, df: Double) {
@@ -100,6 +104,15 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
             r = next
         }
         return r
+        }
+    }
+
+    /// Midpoint nodes of `circularRadius`'s angular integral over [0, π/2].
+    static let quadratureNodes = 128
+    /// cos φᵢ, sin φᵢ interleaved at the nodes φᵢ = (i + ½)·(π/2)/n.
+    static let quadratureTrig: [Double] = (0..<quadratureNodes).flatMap { i -> [Double] in
+        let phi = (Double(i) + 0.5) * 0.5 * Double.pi / Double(quadratureNodes)
+        return [cos(phi), sin(phi)]
     }
 
     /// (Σ + Σᵀ)/2 is a no-op for this storage; scaled copy.

@@ -31,6 +31,11 @@ public protocol PipelineStage: AnyObject {
     func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult]
     /// End of trace.
     func finish(context: PipelineContext) -> [StageResult]
+    /// A new stage with this one's configuration (its parsed options) and none of its per-trace
+    /// state: what `PipelinePrototype` hands each report or request instead of parsing the
+    /// options again. It only reads immutable configuration, so prototypes may be shared
+    /// across threads (`serve`).
+    func fresh() -> any PipelineStage
 }
 
 extension PipelineStage {
@@ -62,4 +67,23 @@ public final class Pipeline {
         for s in stages { results += s.finish(context: context) }
         return results
     }
+}
+
+/// A pipeline configuration parsed once: `make()` gives a pipeline of fresh stages (no state
+/// from any earlier trace) without parsing the options again. `refine` builds one per
+/// configuration and a new pipeline per report; `serve` one per server and a pipeline per
+/// request (measured: building a 12-stage pipeline from options per report was most of a
+/// report without evidence — docs/performance.md).
+///
+/// Thread safety: the prototype's stages are never run; `fresh()` reads only their immutable
+/// configuration, so one prototype serves concurrent requests.
+public final class PipelinePrototype: @unchecked Sendable {
+    private let stages: [any PipelineStage]
+    public init(stages: [any PipelineStage]) { self.stages = stages }
+    /// The stages' sources, in pipeline order.
+    public var sources: [Source] { stages.flatMap(\.sources) }
+    /// A new pipeline with fresh stages.
+    public func make() -> Pipeline { Pipeline(stages: stages.map { $0.fresh() }) }
+    /// The prototype's stages, for inspection (settings); never run them.
+    public var configuredStages: [any PipelineStage] { stages }
 }

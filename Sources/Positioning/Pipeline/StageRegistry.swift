@@ -61,4 +61,10 @@ public enum StageRegistry {
         }
         return Pipeline(stages: stages)
     }
+
+    /// The same configuration as `pipeline(options:)`, parsed once: `make()` on the result
+    /// gives an equal, fresh pipeline per trace, report or request.
+    public static func prototype(options: [String: StageOptions] = [:]) throws -> PipelinePrototype {
+        PipelinePrototype(stages: try pipeline(options: options).stages)
+    }
 }

@@ -31,9 +31,8 @@ public final class ReportRefiner {
     public let stages: [String: StageOptions]
     /// `stages` with refine's own defaults (GNSS inflation 1, no ukf/pf/smoother).
     private let refineStages: [String: StageOptions]
-    /// `refineStages` with the ekf off, and the ekf's place and parsed settings.
-    private let stagesBesideEKF: [String: StageOptions]
-    private let ekfSettings: (index: Int, settings: FusionStage.Settings)?
+    /// `refineStages` parsed once; each report gets a fresh pipeline from it.
+    private let prototype: PipelinePrototype
     private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
@@ -56,21 +55,9 @@ public final class ReportRefiner {
         if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
             _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
         }
-        var options = Self.reportOptions(stages)
-        refineStages = options
+        refineStages = Self.reportOptions(stages)
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
-        // The ekf's options are parsed once (a third of the per-report cost of building the
-        // pipeline); each report gets a fresh FusionStage with those settings, in its place.
-        let prototype = try StageRegistry.pipeline(options: options).stages
-        if let i = prototype.firstIndex(where: { ($0 as? FusionStage)?.source == .ekf }), let ekf = prototype[i] as? FusionStage {
-            ekfSettings = (i, ekf.settings)
-            var e = options["ekf"] ?? StageOptions(name: "ekf")
-            e.values["enabled"] = .bool(false)
-            options["ekf"] = e
-        } else {
-            ekfSettings = nil
-        }
-        stagesBesideEKF = options
+        prototype = try StageRegistry.prototype(options: refineStages)
     }
 
     /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
@@ -223,9 +210,7 @@ public final class ReportRefiner {
         }
         let context = PipelineContext(header: header, reference: reference)
         let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
-        var stages = try StageRegistry.pipeline(options: stagesBesideEKF).stages
-        if let (i, settings) = ekfSettings { stages.insert(FusionStage(settings: settings), at: i) }
-        let pipeline = Pipeline(stages: stages)
+        let pipeline = prototype.make()
 
         // Evidence → trace events through the trace-format decoder (one schema, one set of
         // rules; an event's `device` defaults to the reporting phone there). An event that

@@ -241,9 +241,10 @@ public enum GeoAPI {
     /// Locates `q` from what `store` knows, through the estimator stages and the ekf
     /// (`ReportRefiner.fuse`, the one fusion path of refine). WiFi is used only when at least
     /// two of the request's APs are known (ichnaea's rule: one AP would reveal its owner's
-    /// position to anyone who knows its MAC). `stages`: `ReportRefiner.reportOptions` of the
-    /// configuration. Nil = not found.
-    public static func locate(_ q: Query, store: any LocationStore, stages: [String: StageOptions]) async throws -> Answer? {
+    /// position to anyone who knows its MAC). `pipeline`: the prototype of
+    /// `ReportRefiner.reportOptions` of the configuration, parsed once per server; each request
+    /// gets a fresh pipeline from it. Nil = not found.
+    public static func locate(_ q: Query, store: any LocationStore, pipeline: PipelinePrototype) async throws -> Answer? {
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
         var notes: [String] = []
         let knownBSSIDs = Set(known.aps.map(\.bssid))
@@ -259,7 +260,7 @@ public enum GeoAPI {
             let context = PipelineContext(header: TraceHeader(origin: frame.origin), reference: usable.reference(in: frame))
             var rejected: [ReportRefiner.Rejection] = []
             let fused = try ReportRefiner.fuse(events, rejected: &rejected, context: context,
-                                               pipeline: try StageRegistry.pipeline(options: stages))
+                                               pipeline: pipeline.make())
             for r in rejected { notes.append("\(r.input): \(r.reason)") }
             if let f = fused.best {
                 let g = frame.geodetic(east: f.position.x, north: f.position.y, up: 0)

@@ -75,8 +75,14 @@ public protocol LocationStore: Sendable {
     /// Whole-cell coverage areas (TA −1) of the location areas (rat, mcc, mnc, area) of `cells`,
     /// for the ichnaea `lacf` fallback.
     func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord]
-    /// Learns from `items` in one transaction and records the submission (`digest` of its body).
+    /// Learns from `items` in one transaction and records the submission (`digest` of its body):
+    /// coverage areas are updated, the WiFi samples stored and their APs marked pending; the
+    /// APs' estimates are re-fitted outside the transaction (`refitPending`). `lookup` and
+    /// `statistics` re-fit the pending APs they read first, so no answer uses a stale AP.
     func submit(_ items: [Submission], digest: String) async throws
+    /// Re-fits up to `limit` pending APs from their stored samples in one transaction (the
+    /// pending marks are durable: a crash before it loses nothing); returns how many.
+    func refitPending(limit: Int) async throws -> Int
     func statistics() async throws -> StoreStatistics
     /// "ok" or the database's own complaint.
     func integrityCheck() async throws -> String

@@ -89,6 +89,7 @@ public final class PostgresStore: LocationStore {
             id BIGSERIAL PRIMARY KEY, received DOUBLE PRECISION NOT NULL, items BIGINT NOT NULL, digest TEXT NOT NULL)
         """,
         "CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest)",
+        "CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY)",
     ]
 
     typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int)
@@ -114,6 +115,15 @@ public final class PostgresStore: LocationStore {
 
     public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
         let logger = self.logger
+        // APs with samples not yet in their estimate are re-fitted first (see `LocationStore.submit`).
+        let pending = try await client.withConnection { c in
+            var p: [String] = []
+            for b in bssids.sorted() {
+                for try await _ in try await c.query("SELECT 1 FROM ap_pending WHERE bssid = \(b)", logger: logger).decode(Int.self) { p.append(b) }
+            }
+            return p
+        }
+        if !pending.isEmpty { try await refit(pending) }
         return try await client.withConnection { c in
             var out = KnownRadios()
             for cell in cells.sorted(by: { $0.description < $1.description }) {
@@ -199,7 +209,40 @@ public final class PostgresStore: LocationStore {
                 _ = try await c.query("INSERT INTO ap_samples (bssid, lat, lon, rss) VALUES (\(s.bssid), \(s.position.latitude), \(s.position.longitude), \(s.rss))",
                                       logger: logger)
             }
+            // The APs these samples change are marked pending, durably with the submission; their
+            // estimates are re-fitted outside it (`refitPending`; reads re-fit first).
             for b in Set(samples.map(\.bssid)).sorted() {
+                _ = try await c.query("INSERT INTO ap_pending (bssid) VALUES (\(b)) ON CONFLICT DO NOTHING", logger: logger)
+            }
+            _ = try await c.query("INSERT INTO submissions (received, items, digest) VALUES (\(Date().timeIntervalSince1970), \(items.count), \(digest))",
+                                  logger: logger)
+        }
+    }
+
+    public func refitPending(limit: Int) async throws -> Int {
+        let logger = self.logger
+        let names = try await client.withConnection { c in
+            var p: [String] = []
+            for try await b in try await c.query("SELECT bssid FROM ap_pending ORDER BY bssid LIMIT \(limit)", logger: logger).decode(String.self) {
+                p.append(b)
+            }
+            return p
+        }
+        if !names.isEmpty { try await refit(names) }
+        return names.count
+    }
+
+    /// Re-fits the APs `bssids` from their newest samples (`Learner.estimate`) and clears their
+    /// pending marks, in one transaction under the submissions' advisory lock (no lost update
+    /// between replicas).
+    func refit(_ bssids: [String]) async throws {
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { c in
+            _ = try await c.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
+            for b in bssids {
+                var marked = false
+                for try await _ in try await c.query("DELETE FROM ap_pending WHERE bssid = \(b) RETURNING 1", logger: logger).decode(Int.self) { marked = true }
+                guard marked else { continue }                   // another replica re-fitted it meanwhile
                 let rows = try await c.query("SELECT lat, lon, rss FROM ap_samples WHERE bssid = \(b) ORDER BY seq DESC LIMIT \(Learner.maxSamplesPerAP)",
                                              logger: logger)
                 var all: [APSample] = []
@@ -215,12 +258,11 @@ public final class PostgresStore: LocationStore {
                         n_exp = EXCLUDED.n_exp, samples = EXCLUDED.samples, model_fitted = EXCLUDED.model_fitted
                     """, logger: logger)
             }
-            _ = try await c.query("INSERT INTO submissions (received, items, digest) VALUES (\(Date().timeIntervalSince1970), \(items.count), \(digest))",
-                                  logger: logger)
         }
     }
 
     public func statistics() async throws -> StoreStatistics {
+        while try await refitPending(limit: 256) > 0 {}          // the counts include every acknowledged AP
         let rows = try await client.query("""
             SELECT (SELECT COUNT(*) FROM cell_coverage WHERE ta = -1), (SELECT COUNT(*) FROM cell_coverage),
                    (SELECT COUNT(*) FROM aps), (SELECT COUNT(*) FROM submissions)

@@ -35,12 +35,20 @@ public final class SQLiteStore: LocationStore {
                 CREATE TABLE IF NOT EXISTS submissions (
                     id INTEGER PRIMARY KEY AUTOINCREMENT, received REAL NOT NULL, items INTEGER NOT NULL, digest TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest);
+                CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY) WITHOUT ROWID;
                 """)
         }
     }
 
     public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
-        try await pool.read { db in
+        // APs with samples not yet in their estimate are re-fitted first (rare: the refit
+        // service drains them within a fraction of a second), so an answer never uses a stale AP.
+        let pending = try await pool.read { db in
+            let ps = try db.cachedStatement(sql: "SELECT 1 FROM ap_pending WHERE bssid = ?")
+            return try bssids.filter { try Bool.fetchOne(ps, arguments: [$0]) != nil }
+        }
+        if !pending.isEmpty { try await pool.write { db in try Self.refit(db, bssids: pending.sorted()) } }
+        return try await pool.read { db in
             var out = KnownRadios()
             let cellKey = "rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?"
             let ts = try db.cachedStatement(sql: "SELECT * FROM cells WHERE \(cellKey)")
@@ -103,24 +111,45 @@ public final class SQLiteStore: LocationStore {
                                            w.sumOuter.en, w.sumOuter.nn, w.scatter.ee, w.scatter.en, w.scatter.nn])
             }
 
+            // The samples and the names of the APs they change are durable with the submission;
+            // the APs' estimates are re-fitted outside it (`refitPending`; reads re-fit first).
             let ins = try db.cachedStatement(sql: "INSERT INTO ap_samples (bssid, lat, lon, rss) VALUES (?, ?, ?, ?)")
             for s in samples { try ins.execute(arguments: [s.bssid, s.position.latitude, s.position.longitude, s.rss]) }
-            let origin = try Self.mapOrigin(db, default: samples.first?.position)
-            let sel = try db.cachedStatement(sql: "SELECT bssid, lat, lon, rss FROM ap_samples WHERE bssid = ? ORDER BY seq DESC LIMIT ?")
-            let upAP = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO aps (bssid, e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
-                """)
-            for b in Set(samples.map(\.bssid)).sorted() {
-                let rows = try Row.fetchAll(sel, arguments: [b, Learner.maxSamplesPerAP]).reversed()
-                let all = rows.map { APSample(bssid: $0["bssid"], position: Geodetic(latitude: $0["lat"], longitude: $0["lon"]), rss: $0["rss"]) }
-                guard let ap = Learner.estimate(bssid: b, samples: all), let origin else { continue }
-                let v = LocalFrame(origin: origin).enu(ap.position)
-                try upAP.execute(arguments: [ap.bssid, v.x, v.y, v.z, ap.position.latitude, ap.position.longitude, ap.floor, ap.p0,
-                                           ap.pathLossExponent, ap.samples, ap.modelFitted])
-            }
+            _ = try Self.mapOrigin(db, default: samples.first?.position)
+            let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO ap_pending (bssid) VALUES (?)")
+            for b in Set(samples.map(\.bssid)).sorted() { try mark.execute(arguments: [b]) }
             try db.execute(sql: "INSERT INTO submissions (received, items, digest) VALUES (?, ?, ?)",
                            arguments: [Date().timeIntervalSince1970, items.count, digest])
+        }
+    }
+
+    public func refitPending(limit: Int) async throws -> Int {
+        try await pool.write { db in
+            let names = try String.fetchAll(db, sql: "SELECT bssid FROM ap_pending ORDER BY bssid LIMIT ?", arguments: [limit])
+            try Self.refit(db, bssids: names)
+            return names.count
+        }
+    }
+
+    /// Re-fits the APs `bssids` from their newest samples (`Learner.estimate`, `radiomap
+    /// build`'s estimator) and clears their pending marks, in the caller's transaction.
+    static func refit(_ db: Database, bssids: [String]) throws {
+        guard !bssids.isEmpty else { return }
+        let origin = try mapOrigin(db, default: nil)
+        let sel = try db.cachedStatement(sql: "SELECT bssid, lat, lon, rss FROM ap_samples WHERE bssid = ? ORDER BY seq DESC LIMIT ?")
+        let upAP = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO aps (bssid, e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+            """)
+        let done = try db.cachedStatement(sql: "DELETE FROM ap_pending WHERE bssid = ?")
+        for b in bssids {
+            try done.execute(arguments: [b])
+            let rows = try Row.fetchAll(sel, arguments: [b, Learner.maxSamplesPerAP]).reversed()
+            let all = rows.map { APSample(bssid: $0["bssid"], position: Geodetic(latitude: $0["lat"], longitude: $0["lon"]), rss: $0["rss"]) }
+            guard let ap = Learner.estimate(bssid: b, samples: all), let origin else { continue }
+            let v = LocalFrame(origin: origin).enu(ap.position)
+            try upAP.execute(arguments: [ap.bssid, v.x, v.y, v.z, ap.position.latitude, ap.position.longitude, ap.floor, ap.p0,
+                                       ap.pathLossExponent, ap.samples, ap.modelFitted])
         }
     }
 
@@ -136,7 +165,8 @@ public final class SQLiteStore: LocationStore {
     }
 
     public func statistics() async throws -> StoreStatistics {
-        try await pool.read { db in
+        while try await refitPending(limit: 256) > 0 {}          // the counts include every acknowledged AP
+        return try await pool.read { db in
             StoreStatistics(cells: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM cell_coverage WHERE ta = -1") ?? 0,
                             coverageAreas: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM cell_coverage") ?? 0,
                             aps: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM aps") ?? 0,

@@ -143,13 +143,13 @@ public final class LocationServer: Sendable {
     let limiter = RateLimiter()
     let refiner: LockedRefiner
     let logger: Logger
-    /// The stage options of geolocate: refine's (`ReportRefiner.reportOptions`).
-    let reportStages: [String: StageOptions]
+    /// The pipeline of geolocate: refine's options (`ReportRefiner.reportOptions`), parsed once.
+    let reportPipeline: PipelinePrototype
 
     public init(store: any LocationStore, options: ServerOptions, logger: Logger = Logger(label: "posfuse.serve")) throws {
         self.store = store; self.options = options; self.logger = logger
         refiner = LockedRefiner(try ReportRefiner(referenceURL: options.referenceURL, stages: options.stages))
-        reportStages = ReportRefiner.reportOptions(options.stages)
+        reportPipeline = try StageRegistry.prototype(options: ReportRefiner.reportOptions(options.stages))
     }
 
     /// The routes: what docs/openapi.yaml documents (the OpenAPI test compares the two).
@@ -169,14 +169,14 @@ public final class LocationServer: Sendable {
         return router
     }
 
-    /// The Hummingbird application (its services: the PostgreSQL client when there is one).
-    /// `onListening` gets the bound port (useful with port 0).
+    /// The Hummingbird application (its services: `services`, e.g. the PostgreSQL client, and
+    /// the AP re-fit service). `onListening` gets the bound port (useful with port 0).
     public func application(services: [any Service] = [], onListening: @escaping @Sendable (Int?) -> Void = { _ in })
         -> some ApplicationProtocol {
         Application(router: router(),
                     server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
                     configuration: .init(address: .hostname(options.host, port: options.port), serverName: "posfuse"),
-                    services: services, onServerRunning: { ch in onListening(ch.localAddress?.port) }, logger: logger)
+                    services: services + [APRefitService(store: store, logger: logger)], onServerRunning: { ch in onListening(ch.localAddress?.port) }, logger: logger)
     }
 
     // MARK: handlers
@@ -218,7 +218,7 @@ public final class LocationServer: Sendable {
     func geolocate(_ req: Request) async throws -> Response {
         let q = try GeoAPI.query(try await body(req))
         let answer: GeoAPI.Answer?
-        do { answer = try await GeoAPI.locate(q, store: store, stages: reportStages) } catch let e as GeoAPI.APIError { throw e } catch {
+        do { answer = try await GeoAPI.locate(q, store: store, pipeline: reportPipeline) } catch let e as GeoAPI.APIError { throw e } catch {
             logger.error("geolocate: store or pipeline failure: \(error)")
             throw GeoAPI.APIError.unavailable("The location store could not be read.")
         }
@@ -312,6 +312,27 @@ public final class LocationServer: Sendable {
         case "/metrics": return "metrics"
         case "/v0/empty": return "empty"
         default: return "other"
+        }
+    }
+}
+
+/// Re-fits the APs that geosubmit marked pending (`LocationStore.refitPending`), a batch at a
+/// time, outside the submissions' transactions: a submission is acknowledged once its samples
+/// and pending marks are committed, and the AP estimate (the `radiomap build` estimator over up
+/// to 500 samples, tens of ms) no longer sits in its critical path. The marks are durable, so a
+/// crash loses no re-fit (the next start, or the next read of the AP, does it); reads re-fit
+/// the pending APs they touch first, so answers never use a stale estimate.
+struct APRefitService: Service {
+    let store: any LocationStore
+    let logger: Logger
+    static let batch = 64
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            var n = 0
+            do { n = try await store.refitPending(limit: Self.batch) } catch {
+                logger.warning("AP re-fit failed (the APs stay pending): \(error)")
+            }
+            if n == 0 { try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(200)) } }
         }
     }
 }

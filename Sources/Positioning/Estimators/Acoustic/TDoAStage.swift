@@ -66,6 +66,9 @@ public final class TDoAStage: PipelineStage {
     }
 
     public var sources: [Source] { [.tdoa] }
+    public func fresh() -> any PipelineStage {
+        TDoAStage(estimator: estimator, phoneHeight: phoneHeight, floor: floor, temperature: temperature, emitMeasurements: emitMeasurements)
+    }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .acoustic(let a) = event.payload else { return [] }

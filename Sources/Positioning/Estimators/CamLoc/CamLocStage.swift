@@ -77,6 +77,11 @@ public final class CamLocStage: PipelineStage {
     }
 
     public var sources: [Source] { [.camloc] }
+    public func fresh() -> any PipelineStage {
+        CamLocStage(estimator: estimator, userSources: userSources, userMaxAge: userMaxAge, stepLength: stepLength,
+                    displacementSigmaRelative: displacementSigmaRelative, displacementSigmaAbsolute: displacementSigmaAbsolute,
+                    emitUserFix: emitUserFix)
+    }
 
     /// Appends a sample and prunes (`prune`, limit 20,000) with one dictionary access per sample.
     @inline(__always)

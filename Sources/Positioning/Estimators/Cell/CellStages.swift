@@ -114,6 +114,7 @@ public final class CellIDStage: PipelineStage {
         self.estimator = estimator; self.coverage = coverage
     }
     public var sources: [Source] { [.cell] }
+    public func fresh() -> any PipelineStage { CellIDStage(estimator: estimator, coverage: coverage) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .cell(let obs) = event.payload, obs.serving else { return [] }
@@ -161,6 +162,9 @@ public final class CellTAStage: PipelineStage {
         self.estimator = estimator; self.multiRing = multiRing; self.ringWindow = ringWindow; self.coverage = coverage
     }
     public var sources: [Source] { [.cellTA] }
+    public func fresh() -> any PipelineStage {
+        CellTAStage(estimator: estimator, multiRing: multiRing, ringWindow: ringWindow, coverage: coverage)
+    }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .cell(let obs) = event.payload, obs.serving else { return [] }

@@ -48,6 +48,7 @@ public final class GNSSStage: PipelineStage {
     public let estimator: GNSSEstimator
     public init(estimator: GNSSEstimator = GNSSEstimator()) { self.estimator = estimator }
     public var sources: [Source] { [.gnss] }
+    public func fresh() -> any PipelineStage { GNSSStage(estimator: estimator) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .gnss(let g) = event.payload else { return [] }

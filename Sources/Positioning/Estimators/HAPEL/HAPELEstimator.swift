@@ -139,6 +139,7 @@ public final class HAPELStage: PipelineStage {
         self.estimator = estimator; self.thresholdOverride = thresholdOverride
     }
     public var sources: [Source] { [.hapel] }
+    public func fresh() -> any PipelineStage { HAPELStage(estimator: estimator, thresholdOverride: thresholdOverride) }
 
     private func state(_ device: String, _ ctx: PipelineContext) -> State {
         states[device] ?? State(tracker: PedestrianDeadReckoning(declinationDegrees: ctx.header.declination), last: nil)

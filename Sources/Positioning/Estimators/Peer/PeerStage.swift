@@ -83,6 +83,11 @@ public final class PeerStage: PipelineStage {
     }
 
     public var sources: [Source] { [.peer] }
+    public func fresh() -> any PipelineStage {
+        PeerStage(solver: solver, anchorSources: anchorSources, anchorMaxAge: anchorMaxAge, rangeMaxAge: rangeMaxAge,
+                  motionSpeed: motionSpeed, onsetSigmaSamples: onsetSigmaSamples, defaultRangeSigma: defaultRangeSigma,
+                  rangeSigmaFloor: rangeSigmaFloor, temperature: temperature, emitMeasurements: emitMeasurements)
+    }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         var out: [StageResult] = []

@@ -25,6 +25,9 @@ public final class FingerprintStage: PipelineStage {
         self.method = .wknn; self.estimator = FingerprintEstimator(); self.knn = knn; self.phoneThreshold = nil
     }
     public var sources: [Source] { [.fingerprint] }
+    public func fresh() -> any PipelineStage {
+        method == .wknn ? FingerprintStage(knn: knn) : FingerprintStage(estimator: estimator, phoneThreshold: phoneThreshold)
+    }
 
     public static func make(_ o: StageOptions) throws -> FingerprintStage {
         let name = try o.string("method", default: Method.bayes.rawValue)

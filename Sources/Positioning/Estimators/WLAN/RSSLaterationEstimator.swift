@@ -132,6 +132,7 @@ public final class RSSStage: PipelineStage {
     public let estimator: RSSLaterationEstimator
     public init(estimator: RSSLaterationEstimator = RSSLaterationEstimator()) { self.estimator = estimator }
     public var sources: [Source] { [.rss] }
+    public func fresh() -> any PipelineStage { RSSStage(estimator: estimator) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }

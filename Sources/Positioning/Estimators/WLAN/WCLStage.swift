@@ -4,6 +4,7 @@ public final class WCLStage: PipelineStage {
     public let estimator: WCLEstimator
     public init(estimator: WCLEstimator = WCLEstimator()) { self.estimator = estimator }
     public var sources: [Source] { [.wcl] }
+    public func fresh() -> any PipelineStage { WCLStage(estimator: estimator) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }

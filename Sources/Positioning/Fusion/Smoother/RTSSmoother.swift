@@ -124,6 +124,7 @@ extension UnscentedKalmanFilter {
 /// measure the smoother's own consistency.
 public final class SmootherStage: PipelineStage {
     public var sources: [Source] { [.smoother] }
+    public func fresh() -> any PipelineStage { SmootherStage(settings: filter.settings) }
     let filter: FusionStage
 
     public init(settings: FusionStage.Settings) {

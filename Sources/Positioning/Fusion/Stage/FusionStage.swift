@@ -117,6 +117,11 @@ public final class FusionStage: PipelineStage {
     public let settings: Settings
     public let source: Source
     public var sources: [Source] { [source] }
+    public func fresh() -> any PipelineStage {
+        let s = FusionStage(settings: settings, emitting: source, recordEpochs: recordEpochs)
+        s.logNIS = logNIS
+        return s
+    }
     /// Keep per-epoch filter history for the RTS smoother (`SmootherStage`).
     let recordEpochs: Bool
     /// Keep every update's NIS (consistency evaluation).
