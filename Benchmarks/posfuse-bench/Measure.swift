@@ -94,7 +94,8 @@ struct RunResult: Codable {
 /// posfuse-bench subcommand that measures one file (`read`, `replay-one`); a missing
 /// Python interpreter leaves the Python column empty.
 func compareWithPython(lengths: String, dir: String, python: String, script: String, worker: String,
-                       repeat count: Int, eachRow: (RunResult, RunResult?) -> Void) throws -> [(swift: RunResult, python: RunResult?)] {
+                       repeat count: Int, eachRow: (RunResult, RunResult?) -> Void,
+                       floor: ((String, RunResult) throws -> Void)? = nil) throws -> [(swift: RunResult, python: RunResult?)] {
     let ns = lengths.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     guard !ns.isEmpty else { throw ValidationError("--lengths must list event counts") }
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -111,6 +112,7 @@ func compareWithPython(lengths: String, dir: String, python: String, script: Str
         var p: RunResult?
         if let py { p = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(py, [script, path]).utf8)) }
         eachRow(s, p)
+        try floor?(path, s)
         rows.append((s, p))
     }
     return rows

@@ -16,6 +16,7 @@ enum BenchCommands {
     static let all: [ParsableCommand.Type] = [
         GenerateTrace.self,
         ReadTrace.self,
+        FloorPass.self,
         ReaderSuite.self,
         ReplayOne.self,
         ReplaySuite.self,

@@ -103,12 +103,55 @@ struct ReadTrace: ParsableCommand {
     }
 }
 
+/// Worker: the floor of any line reader, the same file read with read(2) in 1 MiB chunks and its
+/// newlines counted with memchr (what `wc -l` does), in this process; prints a `RunResult`
+/// (events = lines after the header, so rows compare per event).
+struct FloorPass: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "floor", abstract: "read(2) + memchr newline count over a file; print lines/s as JSON.")
+    @Argument(help: "File path.") var path: String
+    @Option(name: .customLong("repeat"), help: "Repetitions (best time is reported).") var repeat_: Int = 1
+
+    static func countLines(_ path: String) throws -> Int {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw BenchError("cannot open \(path)") }
+        defer { close(fd) }
+        let size = 1 << 20
+        let buf = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
+        defer { buf.deallocate() }
+        var lines = 0
+        while true {
+            let n = read(fd, buf, size)
+            guard n > 0 else { break }
+            var p = UnsafeRawPointer(buf), left = n
+            while left > 0, let q = memchr(p, 0x0A, left) {
+                lines += 1
+                let k = p.distance(to: UnsafeRawPointer(q)) + 1
+                p += k; left -= k
+            }
+        }
+        return lines
+    }
+
+    func run() throws {
+        var best = Double.infinity, lines = 0
+        for _ in 0..<max(1, repeat_) {
+            let t0 = Measure.now()
+            lines = try Self.countLines(path)
+            best = min(best, Measure.now() - t0)
+        }
+        let r = RunResult(impl: "memchr floor", events: lines - 1, seconds: best, peak_rss_mib: Measure.peakRSSMiB())
+        print(String(decoding: try JSONEncoder().encode(r), as: UTF8.self))
+    }
+}
+
 /// The issue-2 acceptance benchmark: generates traces at two lengths, then for each runs
-/// the Swift reader and the plain Python reader (`scripts/bench/reader_python.py`) as
-/// separate processes (so peak RSS is per run) and prints a table.
+/// the Swift reader, the floor (read(2) + memchr over the same file, in process, and `wc -l` as
+/// a separate program) and the plain Python reader (`scripts/bench/reader_python.py`), each as
+/// its own process (so peak RSS is per run), and prints a table with MB/s: how close the reader
+/// is to the speed of merely finding the lines (issue 22).
 struct ReaderSuite: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "reader",
-                                                    abstract: "Reader throughput and peak memory vs Python's json module, at two trace lengths.")
+                                                    abstract: "Reader throughput and peak memory vs the memchr floor and Python's json module, at two trace lengths.")
     @Option(help: "Trace lengths in events, comma separated.") var lengths = "1000000,3000000"
     @Option(help: "Folder for generated traces (reused when present).") var dir = ".build/bench-data"
     @Option(help: "Python interpreter.") var python = "python3"
@@ -116,15 +159,27 @@ struct ReaderSuite: ParsableCommand {
     @Option(name: .customLong("repeat"), help: "Swift repetitions per length (best time is reported).") var repeat_: Int = 3
 
     func run() throws {
+        print("read trace (1 Hz GNSS + truth, 100 Hz acc/gyro/mag), one core, best of \(repeat_) for Swift and the floor")
+        print(RunResult.tableHeader + "   MB/s")
+        let me = Measure.executablePath
         let rows = try compareWithPython(lengths: lengths, dir: dir, python: python, script: script, worker: "read",
-                                         repeat: repeat_) { _, _ in }
-        printTable(rows)
-    }
-
-    private func printTable(_ rows: [(swift: RunResult, python: RunResult?)]) {
-        print("read trace (1 Hz GNSS + truth, 100 Hz acc/gyro/mag), one core, best of \(repeat_) for Swift")
-        print(RunResult.tableHeader)
-        for (s, p) in rows { printComparisonRows(s, p) }
+                                         repeat: repeat_, eachRow: printComparisonRows) { path, s in
+            let size = Double((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0)
+            let f = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(me, ["floor", path, "--repeat", String(repeat_)]).utf8))
+            var wc: RunResult?
+            if let w = Measure.which("wc") {
+                var best = Double.infinity
+                for _ in 0..<max(1, repeat_) {
+                    let t0 = Measure.now(); _ = try Measure.run(w, ["-l", path]); best = min(best, Measure.now() - t0)
+                }
+                wc = RunResult(impl: "wc -l (process)", events: f.events, seconds: best, peak_rss_mib: 0)
+            }
+            let mb = { (r: RunResult) in String(format: "%.0f", size / 1e6 / r.seconds) }
+            print(String(format: "file %.0f MB: reader %@ MB/s, memchr floor %@ MB/s%@ → reader at %.0f %% of the floor",
+                         size / 1e6, mb(s), mb(f), wc.map { ", wc -l \(mb($0)) MB/s" } ?? "", 100 * f.seconds / s.seconds))
+            print(f.row)
+            if let wc { print(wc.row) }
+        }
         if rows.count >= 2 {
             let a = rows.first!.swift, b = rows.last!.swift
             print(String(format: "memory vs length: Swift %.1f → %.1f MiB for %.1fx the events", a.peak_rss_mib, b.peak_rss_mib,

@@ -43,7 +43,13 @@ struct ReplaySuite: ParsableCommand {
     func run() throws {
         print("read + replay (default pipeline) + score, one core; Python: json reader only")
         print(RunResult.tableHeader)
+        let me = Measure.executablePath
         _ = try compareWithPython(lengths: lengths, dir: dir, python: python, script: script, worker: "replay-one",
-                                  repeat: repeat_, eachRow: printComparisonRows)
+                                  repeat: repeat_, eachRow: printComparisonRows) { path, s in
+            // The reader alone on the same file, in the same run: the pipeline's share (issue 22: within 2x).
+            let r = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(me, ["read", path, "--repeat", String(repeat_)]).utf8))
+            print(r.row)
+            print(String(format: "replay + score takes %.2fx the reader's own time on this file", s.seconds / r.seconds))
+        }
     }
 }

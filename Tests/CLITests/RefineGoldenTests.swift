@@ -18,6 +18,8 @@ import Testing
 /// the last place high); the scanner does. So the sample reports are compared with their numbers
 /// cut to 15 significant digits (`fifteenDigits`, where both parsers agree), and the unmodified
 /// file is compared value by value (same records, keys, strings; numbers within 1e-9 relative).
+/// Since then robust (issue 25) bounds `accuracy_m` (≤ 2e7 m): its error message says so and
+/// the `big-acc` record (1e300 m) is an error; the expected files carry that announced change.
 @Suite struct RefineGoldenTests {
     static let fixtures = "Tests/CLITests/Fixtures/refine"
     static let reference = CLI.root.appendingPathComponent("Traces/reports/reference.json").path

@@ -31,6 +31,9 @@ public final class ReportRefiner {
     public let stages: [String: StageOptions]
     /// `stages` with refine's own defaults (GNSS inflation 1, no ukf/pf/smoother).
     private let refineStages: [String: StageOptions]
+    /// `refineStages` with the ekf off, and the ekf's place and parsed settings.
+    private let stagesBesideEKF: [String: StageOptions]
+    private let ekfSettings: (index: Int, settings: FusionStage.Settings)?
     private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
@@ -66,6 +69,18 @@ public final class ReportRefiner {
         for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
         refineStages = options
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
+        // The ekf's options are parsed once (a third of the per-report cost of building the
+        // pipeline); each report gets a fresh FusionStage with those settings, in its place.
+        let prototype = try StageRegistry.pipeline(options: options).stages
+        if let i = prototype.firstIndex(where: { ($0 as? FusionStage)?.source == .ekf }), let ekf = prototype[i] as? FusionStage {
+            ekfSettings = (i, ekf.settings)
+            var e = options["ekf"] ?? StageOptions(name: "ekf")
+            e.values["enabled"] = .bool(false)
+            options["ekf"] = e
+        } else {
+            ekfSettings = nil
+        }
+        stagesBesideEKF = options
     }
 
     private func tile(_ lat: Double, _ lon: Double) throws -> (frame: LocalFrame, reference: ReferenceData) {
@@ -159,7 +174,9 @@ public final class ReportRefiner {
         let header = TraceHeader(origin: t.frame.origin)
         let context = PipelineContext(header: header, reference: t.reference)
         let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
-        let pipeline = try StageRegistry.pipeline(options: refineStages)
+        var stages = try StageRegistry.pipeline(options: stagesBesideEKF).stages
+        if let (i, settings) = ekfSettings { stages.insert(FusionStage(settings: settings), at: i) }
+        let pipeline = Pipeline(stages: stages)
         guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
             throw InputError(reason: "the ekf stage is disabled: refine needs it")
         }

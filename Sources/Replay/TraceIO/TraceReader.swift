@@ -283,6 +283,8 @@ public final class TraceReader {
 /// binary search and a shift of the (few) younger events.
 struct TimeOrderedRing {
     private var items: [TraceEvent?] = Array(repeating: nil, count: 64)
+    /// The events' times, slot for slot: comparisons never copy an event out of `items`.
+    private var times: [Double] = Array(repeating: 0, count: 64)
     private var head = 0
     private(set) var count = 0
 
@@ -292,24 +294,25 @@ struct TimeOrderedRing {
         if count == items.count { grow() }
         // First position whose time is > e.time (stable for ties).
         var lo = 0, hi = count
-        if count == 0 || items[slot(count - 1)]!.time <= e.time {
+        if count == 0 || times[slot(count - 1)] <= e.time {
             lo = count
         } else {
             while lo < hi {
                 let mid = (lo + hi) / 2
-                if items[slot(mid)]!.time <= e.time { lo = mid + 1 } else { hi = mid }
+                if times[slot(mid)] <= e.time { lo = mid + 1 } else { hi = mid }
             }
         }
         var k = count
-        while k > lo { items[slot(k)] = items[slot(k - 1)]; k -= 1 }
+        while k > lo { items.swapAt(slot(k), slot(k - 1)); times[slot(k)] = times[slot(k - 1)]; k -= 1 }
         items[slot(lo)] = e
+        times[slot(lo)] = e.time
         count += 1
     }
 
     /// Removes and returns the earliest event if its time is ≤ `limit`.
     mutating func popFirst(ifAtMost limit: Double) -> TraceEvent? {
-        guard count > 0, let e = items[head], e.time <= limit else { return nil }
-        items[head] = nil
+        guard count > 0, times[head] <= limit else { return nil }
+        let e = items[head].take()
         head = (head + 1) & (items.count - 1)
         count -= 1
         return e
@@ -317,7 +320,8 @@ struct TimeOrderedRing {
 
     private mutating func grow() {
         var bigger = [TraceEvent?](repeating: nil, count: items.count * 2)
-        for k in 0..<count { bigger[k] = items[slot(k)] }
-        items = bigger; head = 0
+        var biggerTimes = [Double](repeating: 0, count: items.count * 2)
+        for k in 0..<count { bigger[k] = items[slot(k)].take(); biggerTimes[k] = times[slot(k)] }
+        items = bigger; times = biggerTimes; head = 0
     }
 }

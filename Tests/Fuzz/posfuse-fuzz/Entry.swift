@@ -4,8 +4,25 @@ import Foundation
 nonisolated(unsafe) var selected: FuzzTarget? = nil
 
 #if FUZZING
-// Built by scripts/fuzz/build.sh with `-sanitize=fuzzer`: libFuzzer provides `main` and
-// calls this for every input.
+// Built by scripts/fuzz/build.sh with `-sanitize=fuzzer`. SwiftPM links an executable's entry
+// point as `<module>_main` (aliased to `main`), so that function hands control to libFuzzer's
+// driver, which calls `LLVMFuzzerTestOneInput` for every input.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
+                         _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("posfuse_fuzz_main")
+public func posfuseFuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var c = argc
+    var v = argv
+    return LLVMFuzzerRunDriver(&c, &v) { data, size in
+        guard let data else { return 0 }
+        return fuzzOne(data, size)
+    }
+}
+
+/// libFuzzer calls this for every input.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     if selected == nil {

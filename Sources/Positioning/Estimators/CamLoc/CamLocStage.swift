@@ -78,30 +78,31 @@ public final class CamLocStage: PipelineStage {
 
     public var sources: [Source] { [.camloc] }
 
+    /// Appends a sample and prunes (`prune`, limit 20,000) with one dictionary access per sample.
+    @inline(__always)
+    private static func buffer<T>(_ a: inout [(Double, T)], _ sample: (Double, T), _ horizon: Double) {
+        a.append(sample)
+        prune(&a, limit: 20_000) { $0.0 < sample.0 - horizon }
+    }
+
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         let dev = event.device
         for r in upstream {
             if case .fix(let f) = r, userSources.contains(f.source), !f.subject.hasPrefix("object:") {
                 userFixes[f.subject, default: []].append(f)
-                prune(&userFixes[f.subject]!, limit: 256) { $0.time < f.time - horizon }
+                Self.prune(&userFixes[f.subject]!, limit: 256) { $0.time < f.time - horizon }
             }
         }
         switch event.payload {
-        case .imu(let s) where s.kind == .accelerometer:
-            acc[dev, default: []].append((event.time, s.vector))
-            prune(&acc[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
-        case .imu(let s) where s.kind == .gyroscope:
-            gyro[dev, default: []].append((event.time, s.vector))
-            prune(&gyro[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
-        case .imu(let s) where s.kind == .magnetometer:
-            mag[dev, default: []].append((event.time, s.vector))
-            prune(&mag[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
+        // One dictionary access per sample (the buffer is modified in place).
+        case .imu(let s) where s.kind == .accelerometer: Self.buffer(&acc[dev, default: []], (event.time, s.vector), horizon)
+        case .imu(let s) where s.kind == .gyroscope: Self.buffer(&gyro[dev, default: []], (event.time, s.vector), horizon)
+        case .imu(let s) where s.kind == .magnetometer: Self.buffer(&mag[dev, default: []], (event.time, s.vector), horizon)
         case .imu(let s) where s.kind == .rotationVector:
-            att[dev, default: []].append((event.time, SIMD4(s.x, s.y, s.z, s.w)))
-            prune(&att[dev]!, limit: 20_000) { $0.0 < event.time - horizon }
+            Self.buffer(&att[dev, default: []], (event.time, SIMD4(s.x, s.y, s.z, s.w)), horizon)
         case .step(let s):
             steps[dev, default: []].append((event.time, s.length))
-            prune(&steps[dev]!, limit: 256) { $0.0 < event.time - horizon }
+            Self.prune(&steps[dev]!, limit: 256) { $0.0 < event.time - horizon }
         case .photo(let p):
             let key = dev + "|" + (p.pair ?? p.object)
             pending[key, default: []].append((p.exposureTime ?? event.time, p))
@@ -119,7 +120,7 @@ public final class CamLocStage: PipelineStage {
     /// entries share one time (a trace whose events all carry one `t` was quadratic: every
     /// append rescanned every buffered entry). Consumers select entries by time, so entries
     /// older than the horizon that are still buffered change no result.
-    private func prune<T>(_ a: inout [T], limit: Int, older: (T) -> Bool) {
+    private static func prune<T>(_ a: inout [T], limit: Int, older: (T) -> Bool) {
         guard a.count > limit else { return }
         a.removeAll(where: older)
         if a.count > limit / 2 { a.removeFirst(a.count - limit / 2) }

@@ -93,9 +93,9 @@ public struct PedestrianDeadReckoning: Sendable {
     private var hasRotationVector = false
     private var usesOSSteps = false
     // Step detector state: (t, |a|) history over 2.5 s, smoothed signal.
-    private var accHistory: [(t: Double, a: Double)] = []
+    private var accHistory = Window<(t: Double, a: Double)>()
     private var accSum = 0.0
-    private var smooth: [(t: Double, v: Double)] = []
+    private var smooth = Window<(t: Double, v: Double)>()
     private var smoothSum = 0.0
     private var lastSignal = 0.0
     // Filter outputs.
@@ -108,6 +108,7 @@ public struct PedestrianDeadReckoning: Sendable {
 
     /// Steps since the previous call, oldest first.
     public mutating func takeSteps() -> [Step] {
+        if steps.isEmpty { return [] }          // the common case (100 Hz samples): no copy of the buffer
         defer { steps.removeAll(keepingCapacity: true) }
         return steps
     }
@@ -212,7 +213,7 @@ public struct PedestrianDeadReckoning: Sendable {
         let threshold = 0.05 * 9.80665
         guard !usesOSSteps, lastSignal < threshold, sig >= threshold else { return }
         if let l = lastStepTime, time - l < 0.3 { return }
-        let recent = accHistory.filter { time - $0.t <= 0.7 }.map(\.a)
+        let recent = accHistory.elements.filter { time - $0.t <= 0.7 }.map(\.a)
         let span = (recent.max() ?? 0) - (recent.min() ?? 0)
         let root = pow(span, 0.25)
         let len = span > 0 ? min(1.2, max(0.3, weinbergK * root)) : defaultStepLength
@@ -302,4 +303,21 @@ public struct PedestrianDeadReckoning: Sendable {
         // Standing before the first step: refine the initial heading once a second.
         if stepCount == 0, time - (lastMagUpdate ?? -Double.infinity) >= 1 { applyCompass(time: time) }
     }
+}
+
+/// A first-in first-out window of samples (the step detector's 2.5 s and 0.2 s windows): removing
+/// the oldest sample moves a start index instead of shifting the array (which cost a 4 KiB
+/// memmove per 100 Hz accelerometer sample); the storage is compacted now and then.
+private struct Window<T: Sendable>: Sendable {
+    private var storage: [T] = []
+    private var head = 0
+    var count: Int { storage.count - head }
+    var first: T? { head < storage.count ? storage[head] : nil }
+    var last: T? { storage.last }
+    var elements: ArraySlice<T> { storage[head...] }
+    mutating func append(_ x: T) {
+        if head >= 256 && head * 2 >= storage.count { storage.removeFirst(head); head = 0 }
+        storage.append(x)
+    }
+    mutating func removeFirst() { head += 1 }
 }
