@@ -37,9 +37,13 @@ struct EvaluateRadio: ParsableCommand {
         towers estimated from the training walks (posfuse celldb build), cell and cell-ta scored on the
         test walks against the phone GNSS (median, P95, radial std vs Δ/√12); ms-indoor (path files): radio
         map from the training walks, wcl, hapel, rss and fingerprint scored at the test walks' waypoints;
-        ujiindoorloc (trainingData.csv): AP positions and a fingerprint map from a seeded fraction of the
-        rows, wcl and fingerprint on the rest.
-        Given one folder (or file) instead of --train/--test: leave-one-walk-out (UJI: row split).
+        ujiindoorloc (trainingData.csv; --train trainingData.csv --test validationData.csv): a fingerprint
+        map of the training rows, the kNN fingerprint estimator's representation, distance, k and weights
+        fitted on the training rows alone (leave one phone/user group out), the test rows replayed through
+        the fingerprint stage and scored, beside plain kNN (k = 3, Euclidean, not heard = -105 dBm) on the
+        same rows; wcl from an AP map of the same training rows. Errors in ground metres (EPSG:3857 metres
+        are about 1.30 times larger). One file: --split device (default), day or random (leaky).
+        Given one folder (or file) instead of --train/--test: leave-one-walk-out (UJI: --split).
         Given a scenario folder (trace.jsonl + reference.json, e.g. Traces/rural-cell): the radio stages run
         with the trace's own reference data (no learning); errors per source and the TA radial error std.
         GNSS recordings (--test or FOLDER alone; --train optional): gsdc (a GSDC 2020 drive folder,
@@ -53,6 +57,7 @@ struct EvaluateRadio: ParsableCommand {
 
         Examples:
           posfuse evaluate radio --train F3/a --test F3/b --json  # ms-indoor walks
+          posfuse evaluate radio ujiindoorloc/trainingData.csv --split device
           posfuse evaluate radio --test gsdc2020/2020-05-14-US-MTV-1
           posfuse evaluate radio --test gnsslogger-static \\
             --truth-point 37.422578,-122.081678,-28
@@ -69,8 +74,9 @@ struct EvaluateRadio: ParsableCommand {
     @Flag(help: "gsdc, gnsslogger: fail (exit 65, file:line: reason) on a sentence defect that leaves the data intact (wrong checksum, unknown talker id, missing hemisphere letter); by default such sentences are kept and counted per reason.") var strict = false
     @Option(name: .customLong("handset-family"), parsing: .singleValue, help: "gsdc: NAME=FAMILY, the model family of a phone name (repeatable; default rules: text after the first '_' and a trailing Modded/Modified/Mod/Custom/Rooted dropped, e.g. Pixel4XLModded -> Pixel4XL). Calibrations learned with --train apply per family; truth is matched by name, then family.") var handsetFamily: [String] = []
     @Option(name: .customLong("min-located"), help: "lte-walks: fail (exit 1) when the coverage map locates less than this share (0-1) of the test epochs, for cell or cell-ta. The share located and the reasons for the rest are always printed (stderr; --json: coverage.located_cell, located_cell-ta).") var minLocated: Double?
-    @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc: fraction of rows for AP positions.") var trainFraction: Double = 0.7
-    @Option(help: "Seed of the UJIIndoorLoc row split.") var seed: UInt64 = 1
+    @Option(help: "UJIIndoorLoc (one file): device = leave one USERID/PHONEID group out (default), day = leave one day out, random = seeded random rows (leaky; comparison only).") var split: String = UJISplit.device.rawValue
+    @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc --split random: fraction of rows in the map.") var trainFraction: Double = 0.7
+    @Option(help: "Seed of the UJIIndoorLoc random split and of the fitting sample.") var seed: UInt64 = 1
     @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
     @Flag(name: .customLong("estimate-sectors"), help: "celldb: estimate sector azimuths from the walks.") var estimateSectors = false
     @OptionGroup var wcl: WCLCommandOptions
@@ -87,6 +93,7 @@ struct EvaluateRadio: ParsableCommand {
         if HAPELEstimator.Variant(rawValue: variant) == nil { throw ValidationError("--variant: expected v1 or v2") }
         if !(trainFraction > 0 && trainFraction < 1) { throw ValidationError("--train-fraction must be in (0, 1)") }
         if let m = minLocated, !(m >= 0 && m <= 1) { throw ValidationError("--min-located must be a share in [0, 1]") }
+        if UJISplit(rawValue: split) == nil { throw ValidationError("--split: expected device, day or random") }
     }
 
     func urls(_ paths: [String], _ ds: RadioDataset?) throws -> [URL] {
@@ -119,7 +126,7 @@ struct EvaluateRadio: ParsableCommand {
             let testURLs = folder == nil ? try urls(test, ds) : []
             let lowoURLs = folder == nil ? [] : all
             out["dataset"] = ds.rawValue
-            out["protocol"] = folder == nil ? "train/test" : (ds == .ujiIndoorLoc ? "row split" : "leave-one-walk-out")
+            out["protocol"] = folder == nil ? "train/test" : (ds == .ujiIndoorLoc ? "split: " + uji.label : "leave-one-walk-out")
             switch ds {
             case .lteWalks:
                 let ev = CellEvaluation(builder: CellSiteBuilder(estimateSectors: estimateSectors))
@@ -209,33 +216,7 @@ struct EvaluateRadio: ParsableCommand {
                                    same.wcl.count, same.wcl.mean_m ?? .nan, same.wcl.p75_m ?? .nan, same.ekf.mean_m ?? .nan,
                                    same.ekf.p75_m ?? .nan, same.smoother.mean_m ?? .nan, same.smoother.p75_m ?? .nan))
             case .ujiIndoorLoc:
-                var rows: [UJIIndoorLocReader.Row] = []
-                var trainRows: [UJIIndoorLocReader.Row] = [], testRows: [UJIIndoorLocReader.Row] = []
-                if folder == nil {
-                    for u in trainURLs { trainRows += try UJIIndoorLocReader.read(u) }
-                    for u in testURLs { testRows += try UJIIndoorLocReader.read(u) }
-                } else {
-                    for u in lowoURLs { rows += try UJIIndoorLocReader.read(u) }
-                    // Seeded split (SplitMix64 per row index).
-                    for (i, r) in rows.enumerated() {
-                        let z = SplitMix64.finalize(seed &+ UInt64(i) &* SplitMix64.increment)
-                        if Double(z >> 11) * 0x1p-53 < trainFraction { trainRows.append(r) } else { testRows.append(r) }
-                    }
-                }
-                let r = UJIIndoorLocReader.evaluate(train: trainRows, test: testRows, wcl: w)
-                let s = ErrorSummary(r.errors)
-                let fpOptions = try pipeline.map { try loadPipelineStages($0) }?["fingerprint"] ?? StageOptions(name: "fingerprint")
-                let fp = UJIIndoorLocReader.evaluateFingerprint(train: trainRows, test: testRows,
-                                                                estimator: try FingerprintStage.make(fpOptions).estimator)
-                let fs = ErrorSummary(fp.errors)
-                out["uji"] = ["train_rows": trainRows.count, "test_rows": testRows.count, "aps": r.aps,
-                              "wcl": try jsonObject(s), "floor_hit_rate": r.floorHits, "units": "EPSG:3857 m",
-                              "fingerprint": try jsonObject(fs), "fingerprint_floor_hit_rate": fp.floorHits,
-                              "fingerprint_points": fp.points]
-                text.append(String(format: "wcl mean %.2f m median %.2f m P95 %.2f m (n=%d), floor hit %.3f (Mercator m)",
-                                   s.mean_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan, s.count, r.floorHits))
-                text.append(String(format: "fingerprint mean %.2f m median %.2f m P95 %.2f m (n=%d), floor hit %.3f, %d reference points",
-                                   fs.mean_m ?? .nan, fs.median_m ?? .nan, fs.p95_m ?? .nan, fs.count, fp.floorHits, fp.points))
+                try runUJI(trainURLs: trainURLs, testURLs: testURLs, allURLs: lowoURLs, out: &out, text: &text, wcl: w)
             }
         } catch let e as ImportDataError {
             printError(e.description)
@@ -255,6 +236,70 @@ struct EvaluateRadio: ParsableCommand {
 }
 
 extension EvaluateRadio {
+    var uji: UJISplit { UJISplit(rawValue: split) ?? .device }
+
+    /// UJIIndoorLoc: the kNN fingerprint estimator (fitted on the training rows) and plain kNN
+    /// through the replayer and scorer on the split's folds, and wcl from an AP map.
+    func runUJI(trainURLs: [URL], testURLs: [URL], allURLs: [URL], out: inout [String: Any], text: inout [String], wcl w: WCLEstimator) throws {
+        var rows: [UJIIndoorLocReader.Row] = [], folds: [UJISplit.Fold] = []
+        let splitName: String
+        if allURLs.isEmpty {
+            var train: [UJIIndoorLocReader.Row] = [], test: [UJIIndoorLocReader.Row] = []
+            for u in trainURLs { train += try UJIIndoorLocReader.read(u) }
+            for u in testURLs { test += try UJIIndoorLocReader.read(u) }
+            rows = train + test
+            folds = [UJISplit.Fold(name: "train/test", train: Array(train.indices), test: Array(train.count..<rows.count))]
+            splitName = "train/test files"
+        } else {
+            for u in allURLs { rows += try UJIIndoorLocReader.read(u) }
+            folds = uji.folds(rows, trainFraction: trainFraction, seed: seed)
+            splitName = uji.label
+        }
+        var fixed: KNNFingerprintEstimator? = nil
+        if let pipeline, let o = try loadPipelineStages(pipeline)["fingerprint"], o.values["k"] != nil {
+            fixed = try FingerprintStage.knnEstimator(o)   // a given configuration is used as given
+        }
+        printError("ujiindoorloc: \(rows.count) rows, split \(splitName), \(folds.count) fold(s)")
+        let r = try UJIIndoorLocEvaluation.run(rows: rows, folds: folds, split: uji, fixed: fixed, seed: seed,
+                                               progress: { printError("  " + $0) })
+        var wclErrors: [Double] = [], wclFloor: [Double] = []
+        for f in folds {
+            let e = UJIIndoorLocReader.evaluate(train: f.train.map { rows[$0] }, test: f.test.map { rows[$0] }, wcl: w)
+            wclErrors += e.errors; wclFloor.append(e.floorHits * Double(e.errors.count))
+        }
+        func summary(_ o: UJIIndoorLocEvaluation.Outcome) throws -> [String: Any] {
+            var d = try jsonObject(ErrorSummary(o.errors)) as? [String: Any] ?? [:]
+            d["building_hit"] = o.buildingHitRate; d["building_floor_hit"] = o.buildingFloorHitRate
+            d["floor_hit"] = o.buildingFloorHitRate   // the floor is right only inside the right building
+            d["scans"] = o.scans; d["located"] = o.located
+            d["inside95"] = RadioStats.inside95(o.nees); d["anees"] = RadioStats.mean(o.nees)
+            return d
+        }
+        let p = ErrorSummary(r.posfuse.errors), k = ErrorSummary(r.plain.errors)
+        let ratio = (p.mean_m ?? .nan) / (k.mean_m ?? .nan)
+        out["split"] = splitName
+        out["uji"] = [
+            "units": "m, local ENU (ground); EPSG:3857 m are about 1.30 x larger",
+            "split": splitName, "folds": r.folds, "rows": rows.count,
+            "fingerprint": try summary(r.posfuse), "plain_knn": try summary(r.plain),
+            "fingerprint_to_plain_knn_mean": ratio,
+            "fitted": r.fitted.map { ["representation": $0.representation.rawValue, "distance": $0.distance.rawValue,
+                                      "k": $0.k, "class_k": $0.classK, "weight_exponent": $0.weightExponent] as [String: Any] },
+            "wcl": try jsonObject(ErrorSummary(wclErrors)), "wcl_units": "EPSG:3857 m (the AP-map evaluation works in the data set's coordinates)",
+            "wcl_floor_hit_rate": wclErrors.isEmpty ? 0 : wclFloor.reduce(0, +) / Double(wclErrors.count),
+        ] as [String: Any]
+        text.append("split: \(splitName), \(folds.count) fold(s), \(rows.count) rows; errors in ground m (EPSG:3857 m ≈ 1.30×)")
+        for (name, o) in [("fingerprint (wknn)", r.posfuse), ("plain kNN k=3    ", r.plain)] {
+            let s = ErrorSummary(o.errors)
+            text.append(String(format: "%@ mean %.2f m median %.2f m P75 %.2f m P95 %.2f m (n=%d of %d scans), building hit %.3f, building+floor hit %.3f, inside95 %.3f",
+                               name, s.mean_m ?? Double.nan, s.median_m ?? Double.nan, s.p75_m ?? Double.nan, s.p95_m ?? Double.nan, s.count, o.scans,
+                               o.buildingHitRate ?? Double.nan, o.buildingFloorHitRate ?? Double.nan, RadioStats.inside95(o.nees) ?? Double.nan))
+        }
+        text.append(String(format: "fingerprint / plain kNN mean: %.3f", ratio))
+        let ws = ErrorSummary(wclErrors)
+        text.append(String(format: "wcl (AP map, EPSG:3857 m) mean %.2f m median %.2f m P95 %.2f m (n=%d)", ws.mean_m ?? .nan, ws.median_m ?? .nan, ws.p95_m ?? .nan, ws.count))
+    }
+
     /// The handset families of `--handset-family` overrides.
     func handsetFamilies() throws -> HandsetFamilies {
         switch HandsetFamilies.parse(handsetFamily) {

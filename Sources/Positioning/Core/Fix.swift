@@ -22,13 +22,15 @@ public struct Fix: Sendable, Equatable {
     public var flags: FixFlags
     /// Estimated floor index, when known.
     public var floor: Int?
+    /// Estimated building (a site's own numbering, e.g. UJIIndoorLoc's BUILDINGID), when known.
+    public var building: Int?
 
     public init(time: Double, position: SIMD2<Double>, up: Double? = nil, covariance: Covariance2,
                 source: Source, subject: String = Fix.defaultSubject, usedCount: Int = 0,
-                flags: FixFlags = [], floor: Int? = nil) {
+                flags: FixFlags = [], floor: Int? = nil, building: Int? = nil) {
         self.time = time; self.position = position; self.up = up; self.covariance = covariance
         self.source = source; self.subject = subject; self.usedCount = usedCount
-        self.flags = flags; self.floor = floor
+        self.flags = flags; self.floor = floor; self.building = building
     }
 
     /// Subject of a trace's only (or primary) phone.

@@ -562,10 +562,17 @@ public enum UJIIndoorLocReader {
         public var building: Int
         /// (WAP column name, RSS dBm) of heard APs.
         public var heard: [(String, Double)]
+        /// USERID, PHONEID, TIMESTAMP (Unix s); 0 when the file lacks the column.
+        public var user = 0
+        public var phone = 0
+        public var timestamp = 0
+        public init(position: SIMD2<Double>, floor: Int, building: Int, heard: [(String, Double)]) {
+            self.position = position; self.floor = floor; self.building = building; self.heard = heard
+        }
     }
 
     public static func read(_ url: URL) throws -> [Row] {
-        let text = try String(contentsOf: url, encoding: .utf8)
+        let text = try InputFile.text(url)
         var lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" })
         guard !lines.isEmpty else { throw ImportDataError(file: url.path, line: 1, reason: "empty file") }
         let header = lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
@@ -585,7 +592,14 @@ public enum UJIIndoorLocReader {
             }
             var heard: [(String, Double)] = []
             for (i, name) in waps { if let v = Double(f[i]), v != 100, v < 0 { heard.append((name, v)) } }
-            rows.append(Row(position: SIMD2(x, y), floor: floor, building: b, heard: heard))
+            var row = Row(position: SIMD2(x, y), floor: floor, building: b, heard: heard)
+            func int(_ c: String) throws -> Int {
+                guard let i = idx[c] else { return 0 }
+                guard let v = Int(f[i]) else { throw ImportDataError(file: url.path, line: n + 2, reason: "\(c) is not an integer") }
+                return v
+            }
+            row.user = try int("USERID"); row.phone = try int("PHONEID"); row.timestamp = try int("TIMESTAMP")
+            rows.append(row)
         }
         return rows
     }

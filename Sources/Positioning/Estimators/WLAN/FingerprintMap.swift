@@ -1,3 +1,5 @@
+import Foundation
+
 /// A surveyed WiFi fingerprint map — the "Wi-Fi signature map" that Liu et al. (IEEE TMC
 /// 13(10), 2014) match the phones against (`docs/models.md` §4B), in the tradition of
 /// RADAR (Bahl & Padmanabhan, INFOCOM 2000) and Horus (Youssef & Agrawala, MobiSys 2005).
@@ -14,12 +16,14 @@ public struct FingerprintMap: Sendable, Equatable {
     public struct Point: Sendable, Equatable {
         public var position: SIMD2<Double>
         public var floor: Int?
+        /// Building (a site's own numbering), for maps of several buildings.
+        public var building: Int?
         /// Mean RSS per BSSID (lower case), dBm.
         public var rss: [String: Double]
         /// Scans averaged into the means (0 = unknown).
         public var scans: Int
-        public init(position: SIMD2<Double>, floor: Int? = nil, rss: [String: Double], scans: Int = 0) {
-            self.position = position; self.floor = floor; self.rss = rss; self.scans = scans
+        public init(position: SIMD2<Double>, floor: Int? = nil, rss: [String: Double], scans: Int = 0, building: Int? = nil) {
+            self.position = position; self.floor = floor; self.rss = rss; self.scans = scans; self.building = building
         }
     }
 
@@ -38,6 +42,7 @@ public struct FingerprintMap: Sendable, Equatable {
     /// loops then touch no reference-counted storage).
     let positions: [SIMD2<Double>]
     let floors: [Int?]
+    let buildings: [Int?]
     /// Columns heard at point i: `heardColumns[heardStart[i]..<heardStart[i + 1]]`.
     let heardColumns: [Int]
     let heardStart: [Int]
@@ -54,11 +59,64 @@ public struct FingerprintMap: Sendable, Equatable {
             cols += js; start.append(cols.count)
         }
         bssids = names; index = idx
-        positions = points.map(\.position); floors = points.map(\.floor)
+        positions = points.map(\.position); floors = points.map(\.floor); buildings = points.map(\.building)
         values = v; heardColumns = cols; heardStart = start
     }
 
     public var isEmpty: Bool { points.isEmpty }
+
+    /// Maps are equal when their points, threshold and spacing are (the derived arrays and the
+    /// kNN index cache follow from them).
+    public static func == (a: FingerprintMap, b: FingerprintMap) -> Bool {
+        a.points == b.points && a.threshold == b.threshold && a.spacing == b.spacing
+    }
+
+    /// The map's RSS in one representation (`KNNFingerprintEstimator`), as an inverted index:
+    /// for AP column j, the points that heard it and their represented values
+    /// (`point[start[j]..<start[j + 1]]`, `value[…]`), and per point Σ p and Σ p² over its APs.
+    struct Represented: Sendable {
+        var start: [Int]
+        var point: [Int32]
+        var value: [Double]
+        var sum: [Double]
+        var sumSquares: [Double]
+    }
+
+    /// Built once per (representation, not-heard level) and kept for the map's lifetime, so
+    /// that matching a scan touches only the points that heard one of its APs.
+    final class RepresentedCache: @unchecked Sendable {
+        private let lock = NSLock()
+        private var store: [String: Represented] = [:]
+        func get(_ key: String, _ make: () -> Represented) -> Represented {
+            lock.lock(); defer { lock.unlock() }
+            if let r = store[key] { return r }
+            let r = make()
+            store[key] = r
+            return r
+        }
+    }
+    let cache = RepresentedCache()
+
+    func represented(_ rep: RSSRepresentation, notHeard m: Double) -> Represented {
+        cache.get("\(rep.rawValue)|\(m)") {
+            let w = bssids.count, n = points.count
+            var count = [Int](repeating: 0, count: w + 1)
+            for j in heardColumns { count[j + 1] += 1 }
+            for j in 0..<w { count[j + 1] += count[j] }
+            var fill = count
+            var point = [Int32](repeating: 0, count: heardColumns.count), value = [Double](repeating: 0, count: heardColumns.count)
+            var sum = [Double](repeating: 0, count: n), sq = [Double](repeating: 0, count: n)
+            for i in 0..<n {
+                for c in heardStart[i]..<heardStart[i + 1] {
+                    let j = heardColumns[c]
+                    let p = rep.value(values[i * w + j], notHeard: m)
+                    point[fill[j]] = Int32(i); value[fill[j]] = p; fill[j] += 1
+                    sum[i] += p; sq[i] += p * p
+                }
+            }
+            return Represented(start: count, point: point, value: value, sum: sum, sumSquares: sq)
+        }
+    }
 
     /// Averages the scans taken at one reference point into a `Point` — the survey rule used
     /// by the simulator's survey, `FingerprintMapBuilder` and the UJIIndoorLoc evaluation: the

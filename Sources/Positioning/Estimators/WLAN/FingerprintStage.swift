@@ -1,19 +1,37 @@
-/// Pipeline stage `fingerprint`: a fix per WiFi scan from the reference data's fingerprint map
-/// (`FingerprintEstimator`), and a loose position measurement for the filters. Traces whose
-/// reference data carry no fingerprint map get nothing from it (no survey, nothing to match).
+/// Pipeline stage `fingerprint`: a fix per WiFi scan from the reference data's fingerprint map,
+/// and a loose position measurement for the filters. Traces whose reference data carry no
+/// fingerprint map get nothing from it (no survey, nothing to match).
 ///
-/// Options: `sigma_db` (4.6), `offset_invariant` (false), `temper` (false), `min_aps` (3), `rss_min` (the trace
-/// header's `rss_threshold_dbm`, else −90 dBm), `max_age_s` (none).
+/// `method`: `bayes` (default: `FingerprintEstimator`, the Horus grid posterior) or `wknn`
+/// (`KNNFingerprintEstimator`: weighted kNN with building and floor classified first, the
+/// representation and distance of Torres-Sospedra et al. 2015; docs/radio.md).
+///
+/// Options of `bayes`: `sigma_db` (4.6), `offset_invariant` (false), `temper` (false), `min_aps` (3),
+/// `rss_min` (the trace header's `rss_threshold_dbm`, else −90 dBm), `max_age_s` (none).
+/// Options of `wknn`: `k` (11), `class_k` (11), `representation` (powed; positive, exponential),
+/// `distance` (sorensen; euclidean, manhattan, neyman), `weight_exponent` (1), `classify` (true),
+/// `not_heard_dbm` (−105), `sigma0_m` (2), `min_aps` (1), `max_age_s` (none).
 public final class FingerprintStage: PipelineStage {
+    public enum Method: String, Sendable, CaseIterable { case bayes, wknn }
+    public let method: Method
     public let estimator: FingerprintEstimator
+    public let knn: KNNFingerprintEstimator
     /// Explicit phone threshold (`rss_min`); nil = the header's.
     let phoneThreshold: Double?
     public init(estimator: FingerprintEstimator = FingerprintEstimator(), phoneThreshold: Double? = nil) {
-        self.estimator = estimator; self.phoneThreshold = phoneThreshold
+        self.method = .bayes; self.estimator = estimator; self.knn = KNNFingerprintEstimator(); self.phoneThreshold = phoneThreshold
+    }
+    public init(knn: KNNFingerprintEstimator) {
+        self.method = .wknn; self.estimator = FingerprintEstimator(); self.knn = knn; self.phoneThreshold = nil
     }
     public var sources: [Source] { [.fingerprint] }
 
     public static func make(_ o: StageOptions) throws -> FingerprintStage {
+        let name = try o.string("method", default: Method.bayes.rawValue)
+        guard let method = Method(rawValue: name) else {
+            throw ConfigurationError(path: "\(o.name).method", reason: "expected bayes or wknn, got '\(name)'")
+        }
+        if method == .wknn { return FingerprintStage(knn: try knnEstimator(o)) }
         var e = FingerprintEstimator()
         e.sigma = try o.double("sigma_db", default: e.sigma)
         guard e.sigma > 0 else { throw ConfigurationError(path: "\(o.name).sigma_db", reason: "must be positive") }
@@ -26,11 +44,48 @@ public final class FingerprintStage: PipelineStage {
         return FingerprintStage(estimator: e, phoneThreshold: t)
     }
 
+    /// The `wknn` options over `base`.
+    public static func knnEstimator(_ o: StageOptions, base: KNNFingerprintEstimator = KNNFingerprintEstimator()) throws -> KNNFingerprintEstimator {
+        var e = base
+        e.k = try o.int("k", default: e.k)
+        guard e.k >= 1 else { throw ConfigurationError(path: "\(o.name).k", reason: "must be ≥ 1") }
+        e.classK = try o.int("class_k", default: e.classK)
+        guard e.classK >= 1 else { throw ConfigurationError(path: "\(o.name).class_k", reason: "must be ≥ 1") }
+        let r = try o.string("representation", default: e.representation.rawValue)
+        guard let rep = RSSRepresentation(rawValue: r) else {
+            throw ConfigurationError(path: "\(o.name).representation", reason: "expected positive, exponential or powed, got '\(r)'")
+        }
+        e.representation = rep
+        let d = try o.string("distance", default: e.distance.rawValue)
+        guard let dist = FingerprintDistance(rawValue: d) else {
+            throw ConfigurationError(path: "\(o.name).distance", reason: "expected euclidean, manhattan, sorensen or neyman, got '\(d)'")
+        }
+        e.distance = dist
+        e.weightExponent = try o.double("weight_exponent", default: e.weightExponent)
+        guard e.weightExponent >= 0 else { throw ConfigurationError(path: "\(o.name).weight_exponent", reason: "must be ≥ 0") }
+        e.classify = try o.bool("classify", default: e.classify)
+        e.notHeard = try o.double("not_heard_dbm", default: e.notHeard)
+        guard e.notHeard < 0 else { throw ConfigurationError(path: "\(o.name).not_heard_dbm", reason: "must be negative (dBm)") }
+        e.sigma0 = try o.double("sigma0_m", default: e.sigma0)
+        guard e.sigma0 >= 0 else { throw ConfigurationError(path: "\(o.name).sigma0_m", reason: "must be ≥ 0") }
+        e.minAPs = try o.int("min_aps", default: e.minAPs)
+        guard e.minAPs >= 1 else { throw ConfigurationError(path: "\(o.name).min_aps", reason: "must be ≥ 1") }
+        if o.values["max_age_s"] != nil { e.maxAge = try o.double("max_age_s", default: 0) }
+        return e
+    }
+
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload, let map = context.reference.fingerprints, !map.isEmpty else { return [] }
-        var e = estimator
-        e.phoneThreshold = phoneThreshold ?? context.header.rssThreshold ?? estimator.phoneThreshold
-        switch e.estimate(scan, time: event.time, map: map, subject: event.device) {
+        let result: Result<Fix, EstimationFailure>
+        switch method {
+        case .wknn:
+            result = knn.estimate(scan, time: event.time, map: map, subject: event.device)
+        case .bayes:
+            var e = estimator
+            e.phoneThreshold = phoneThreshold ?? context.header.rssThreshold ?? estimator.phoneThreshold
+            result = e.estimate(scan, time: event.time, map: map, subject: event.device)
+        }
+        switch result {
         case .success(let f): return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
         case .failure(let r): return [.failure(source: .fingerprint, time: event.time, subject: event.device, reason: r)]
         }
