@@ -20,6 +20,20 @@ STATE=/var/lib/posfuse-slurm-local
 say() { echo "slurm-local: $*" >&2; }
 cannot() { say "cannot start Slurm: $*"; exit 77; }
 
+# Runs a daemon with no descriptor of ours: stdin/stdout/stderr on /dev/null and every other
+# inherited descriptor closed. A daemon started from inside a test runner would otherwise keep
+# the runner's pipes open (other tests' child-process pipes among them), and their readers would
+# never see end-of-file: seen as a hung CLI test while this script started Slurm mid-suite.
+detached() {
+    (
+        for fd in /proc/$BASHPID/fd/*; do
+            fd=${fd##*/}
+            [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+        done
+        exec "$@" </dev/null >/dev/null 2>&1
+    )
+}
+
 usable() {
     command -v sinfo >/dev/null 2>&1 || return 1
     local s
@@ -76,16 +90,16 @@ NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
     if ! pgrep -x munged >/dev/null; then
-        su -s /bin/sh munge -c /usr/sbin/munged 2>/dev/null || /usr/sbin/munged --force 2>/dev/null || cannot "munged did not start"
+        detached su -s /bin/sh munge -c /usr/sbin/munged || detached /usr/sbin/munged --force || cannot "munged did not start"
         echo munged >> "$STATE/started"
     fi
     if ! pgrep -x slurmctld >/dev/null; then
-        /usr/sbin/slurmctld || cannot "slurmctld did not start (see /var/log/slurm/slurmctld.log)"
+        detached /usr/sbin/slurmctld || cannot "slurmctld did not start (see /var/log/slurm/slurmctld.log)"
         echo slurmctld >> "$STATE/started"
         sleep 2
     fi
     if ! pgrep -x slurmd >/dev/null; then
-        /usr/sbin/slurmd || cannot "slurmd did not start (see /var/log/slurm/slurmd.log)"
+        detached /usr/sbin/slurmd || cannot "slurmd did not start (see /var/log/slurm/slurmd.log)"
         echo slurmd >> "$STATE/started"
     fi
     for _ in $(seq 1 30); do

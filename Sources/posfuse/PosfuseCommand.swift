@@ -30,6 +30,7 @@ enum Subcommands {
         Regress.self,
         Report.self,
         Refine.self,
+        ServeCommand.self,
     ]
 }
 

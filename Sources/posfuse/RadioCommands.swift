@@ -73,15 +73,21 @@ struct EvaluateRadio: ParsableCommand {
     @Flag(help: "Machine-readable JSON on stdout.") var json = false
     @Flag(help: "gsdc, gnsslogger: fail (exit 65, file:line: reason) on a sentence defect that leaves the data intact (wrong checksum, unknown talker id, missing hemisphere letter); by default such sentences are kept and counted per reason.") var strict = false
     @Option(name: .customLong("handset-family"), parsing: .singleValue, help: "gsdc: NAME=FAMILY, the model family of a phone name (repeatable; default rules: text after the first '_' and a trailing Modded/Modified/Mod/Custom/Rooted dropped, e.g. Pixel4XLModded -> Pixel4XL). Calibrations learned with --train apply per family; truth is matched by name, then family.") var handsetFamily: [String] = []
-    @Option(name: .customLong("min-located"), help: "lte-walks: fail (exit 1) when the coverage map locates less than this share (0-1) of the test epochs, for cell or cell-ta. The share located and the reasons for the rest are always printed (stderr; --json: coverage.located_cell, located_cell-ta).") var minLocated: Double?
-    @Option(help: "UJIIndoorLoc (one file): device = leave one USERID/PHONEID group out (default), day = leave one day out, random = seeded random rows (leaky; comparison only).") var split: String = UJISplit.device.rawValue
+    @Option(name: .customLong("min-located"), help: "lte-walks: fail (exit 1) when the coverage map locates less than this share (0-1) of the test epochs, for cell or cell-ta; walks (ms-indoor, traces): when the share of epochs located, pooled over the test walks, is below it. The share located and the reasons for the rest are always printed (stderr; --json: coverage.located_cell, located_cell-ta).") var minLocated: Double?
+    @Option(help: "Split. UJIIndoorLoc (one file): device = leave one USERID/PHONEID group out (default), day = leave one day out, random = seeded random rows (leaky; comparison only). Walks (ms-indoor, traces): walk (leave-one-walk-out), area (also drop training scans within --block-radius of the test walk), or both (default).") var split: String?
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc --split random: fraction of rows in the map.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc random split and of the fitting sample.") var seed: UInt64 = 1
     @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
     @Flag(name: .customLong("estimate-sectors"), help: "celldb: estimate sector azimuths from the walks.") var estimateSectors = false
+    @Option(name: .customLong("block-radius"), help: "Area-blocked split: radius around the test walk's path, m.") var blockRadius: Double = RadioSplit.defaultRadius
+    @Flag(name: .customLong("no-uncertainty"), help: "Walks: build the maps without the uncertainty model (radiomap build --no-uncertainty), for comparison.") var noUncertainty = false
     @OptionGroup var wcl: WCLCommandOptions
 
     func validate() throws {
+        if let s = split, !["walk", "area", "both"].contains(s), UJISplit(rawValue: s) == nil {
+            throw ValidationError("--split: expected walk, area or both (walks), or device, day or random (UJIIndoorLoc)")
+        }
+        if !(blockRadius > 0 && blockRadius.isFinite) { throw ValidationError("--block-radius must be > 0 m") }
         let gnss = GNSSRecordingKind.detect(folder.map { [$0] } ?? test, dataset: dataset) != nil
         if folder == nil && test.isEmpty { throw ValidationError("give FOLDER, or --train and --test") }
         if folder == nil && train.isEmpty && !gnss { throw ValidationError("give FOLDER, or both --train and --test") }
@@ -93,14 +99,13 @@ struct EvaluateRadio: ParsableCommand {
         if HAPELEstimator.Variant(rawValue: variant) == nil { throw ValidationError("--variant: expected v1 or v2") }
         if !(trainFraction > 0 && trainFraction < 1) { throw ValidationError("--train-fraction must be in (0, 1)") }
         if let m = minLocated, !(m >= 0 && m <= 1) { throw ValidationError("--min-located must be a share in [0, 1]") }
-        if UJISplit(rawValue: split) == nil { throw ValidationError("--split: expected device, day or random") }
     }
 
     func urls(_ paths: [String], _ ds: RadioDataset?) throws -> [URL] {
         for p in paths where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
         var exts: Set<String> = ds?.extensions ?? ["csv", "txt", "jsonl"]
         if ds == nil { exts = ["csv", "txt", "jsonl"] }
-        return try expandInputs(paths, extensions: exts).filter { !$0.lastPathComponent.hasPrefix("bbox") }
+        return try expandInputs(paths, extensions: exts, recursive: true).filter { !$0.lastPathComponent.hasPrefix("bbox") }
     }
 
     func run() throws {
@@ -169,52 +174,8 @@ struct EvaluateRadio: ParsableCommand {
                     }
                 }
             case .msIndoor, .traces:
-                var ev = WLANEvaluation(wcl: w, hapelVariant: hv)
-                if let pipeline, let o = try loadPipelineStages(pipeline)["ekf"] {
-                    do { ev.fusion = try FusionStage(kind: .ekf, options: o).settings } catch let e as ConfigurationError {
-                        printError("\(pipeline): \(e.description)")
-                        throw ExitCode(ExitStatus.dataError)
-                    }
-                    ev.fusion.inputs = [.wcl]
-                }
-                if let pipeline, let o = try loadPipelineStages(pipeline)["fingerprint"] {
-                    ev.fingerprint = try FingerprintStage.make(o).estimator
-                    if o.values["sigma_db"] != nil { ev.calibrateFingerprintSigma = false }   // a given σ is used as given
-                }
-                let report: WLANEvaluation.Report
-                if folder == nil {
-                    let tr = try RadioWalkLoader.load(trainURLs, dataset: ds), te = try RadioWalkLoader.load(testURLs, dataset: ds)
-                    report = ev.report(ev.run(train: tr, test: te), train: tr.count, test: te.count)
-                } else {
-                    let walks = try RadioWalkLoader.load(lowoURLs, dataset: ds)
-                    var pooled = WLANEvaluation.Raw()
-                    for i in walks.indices {
-                        let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
-                        pooled.merge(r)
-                    }
-                    report = ev.report(pooled, train: walks.count - 1, test: walks.count)
-                }
-                out["wlan"] = try jsonObject(report)
-                out["wcl_settings"] = ["weight_law": w.weightLaw.rawValue, "exponent": w.exponent, "k": w.maxAnchors, "hapel_variant": hv.rawValue]
-                text.append(String(format: "wcl   at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d)", report.wclAtWaypoints.mean_m ?? .nan,
-                                   report.wclAtWaypoints.median_m ?? .nan, report.wclAtWaypoints.p95_m ?? .nan, report.wclAtWaypoints.count))
-                text.append(String(format: "hapel at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d)", report.hapelAtWaypoints.mean_m ?? .nan,
-                                   report.hapelAtWaypoints.median_m ?? .nan, report.hapelAtWaypoints.p95_m ?? .nan, report.hapelAtWaypoints.count))
-                text.append(String(format: "rss at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d), inside95 %.3f", report.rssAtWaypoints.mean_m ?? .nan,
-                                   report.rssAtWaypoints.median_m ?? .nan, report.rssAtWaypoints.p95_m ?? .nan, report.rssAtWaypoints.count,
-                                   report.rssInside95 ?? .nan))
-                text.append(String(format: "fingerprint at waypoints: mean %.2f m median %.2f m P95 %.2f m (n=%d), inside95 %.3f, %d points, σ %.2f dB (fitted on the training walks)",
-                                   report.fingerprintAtWaypoints.mean_m ?? .nan, report.fingerprintAtWaypoints.median_m ?? .nan,
-                                   report.fingerprintAtWaypoints.p95_m ?? .nan, report.fingerprintAtWaypoints.count,
-                                   report.fingerprintInside95 ?? .nan, report.fingerprintPoints, report.fingerprintSigma ?? .nan))
-                for (name, s) in [("ekf (PDR + wcl)", report.ekfAtWaypoints), ("smoother       ", report.smootherAtWaypoints)] {
-                    text.append(String(format: "%@ at waypoints: mean %.2f m P75 %.2f m median %.2f m P95 %.2f m (n=%d)", name, s.mean_m ?? .nan,
-                                       s.p75_m ?? .nan, s.median_m ?? .nan, s.p95_m ?? .nan, s.count))
-                }
-                let same = report.fusionAndWCLAtSameWaypoints
-                text.append(String(format: "same waypoints (n=%d): mean / P75 wcl %.2f / %.2f m, ekf %.2f / %.2f m, smoother %.2f / %.2f m",
-                                   same.wcl.count, same.wcl.mean_m ?? .nan, same.wcl.p75_m ?? .nan, same.ekf.mean_m ?? .nan,
-                                   same.ekf.p75_m ?? .nan, same.smoother.mean_m ?? .nan, same.smoother.p75_m ?? .nan))
+                try runWalks(ds, train: trainURLs, test: testURLs, all: lowoURLs)
+                return
             case .ujiIndoorLoc:
                 try runUJI(trainURLs: trainURLs, testURLs: testURLs, allURLs: lowoURLs, out: &out, text: &text, wcl: w)
             }
@@ -236,7 +197,9 @@ struct EvaluateRadio: ParsableCommand {
 }
 
 extension EvaluateRadio {
-    var uji: UJISplit { UJISplit(rawValue: split) ?? .device }
+    var uji: UJISplit { split.flatMap(UJISplit.init(rawValue:)) ?? .device }
+    /// The walks split (default both).
+    var walkSplit: String { split.flatMap { ["walk", "area", "both"].contains($0) ? $0 : nil } ?? "both" }
 
     /// UJIIndoorLoc: the kNN fingerprint estimator (fitted on the training rows) and plain kNN
     /// through the replayer and scorer on the split's folds, and wcl from an AP map.
@@ -328,6 +291,90 @@ extension EvaluateRadio {
         }
     }
 
+    /// Walks (ms-indoor path files, traces): maps built per fold by the `radiomap build` code, test
+    /// walks replayed through the product pipeline with them, scored by the product scorer.
+    func runWalks(_ ds: RadioDataset, train: [URL], test: [URL], all: [URL]) throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-evaluate-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        var ev = RadioWalkEvaluation()
+        if let pipeline { ev.stages = try loadPipelineStages(pipeline) }
+        ev.learner.fitUncertainty = !noUncertainty
+        ev.learner.blockRadius = blockRadius
+        let splits: [RadioSplit] = walkSplit == "walk" ? [.walk] : walkSplit == "area" ? [.area(radius: blockRadius)] : [.walk, .area(radius: blockRadius)]
+        var summaries: [RadioWalkEvaluation.Summary] = []
+        try withExitCodes {
+            do {
+                if all.isEmpty {
+                    let tr = try RadioWalkEvaluation.prepare(train, dataset: ds, directory: scratch.appendingPathComponent("train"))
+                    let te = try RadioWalkEvaluation.prepare(test, dataset: ds, directory: scratch.appendingPathComponent("test"))
+                    for sp in splits { summaries.append(try ev.trainTest(train: tr, test: te, split: sp, scratch: scratch)) }
+                } else {
+                    let walks = try RadioWalkEvaluation.prepare(all, dataset: ds, directory: scratch.appendingPathComponent("walks"))
+                    guard walks.count >= 2 else { throw ValidationError("leave-one-walk-out needs at least two walks, found \(walks.count)") }
+                    for sp in splits { summaries.append(try ev.leaveOneOut(walks, split: sp, scratch: scratch)) }
+                }
+            } catch let e as ImportDataError {
+                printError(e.description)
+                throw ExitCode(ExitStatus.dataError)
+            }
+        }
+        let sources: [Source] = [.wcl, .hapel, .rss, .fingerprint, .ekf, .smoother]
+        var out: [String: Any] = ["dataset": ds.rawValue, "protocol": all.isEmpty ? "train/test" : "leave-one-walk-out",
+                                  "pipeline": pipeline ?? "default + smoother (smoother: {enabled: true})"]
+        var lines: [String] = []
+        var splitsJSON: [[String: Any]] = []
+        for s in summaries {
+            let cps = s.checkpoints.reduce(0) { max($0, $1.checkpoints) }
+            var o: [String: Any] = ["split": s.split.name, "description": s.split.description, "folds": s.folds.count,
+                                    "checkpoints": s.checkpoints.map { $0.json() },
+                                    "training_scans_kept": s.folds.reduce(0) { $0 + $1.keptScans },
+                                    "training_scans_blocked": s.folds.reduce(0) { $0 + $1.removedScans }].merging(s.located.jsonMembers) { a, _ in a }
+            if case .area(let r) = s.split { o["block_radius_m"] = r }
+            o["test_walks"] = s.folds.map { f -> [String: Any] in
+                ["walk": f.test, "training_scans_kept": f.keptScans, "training_scans_blocked": f.removedScans]
+                    .merging(f.result.located.jsonMembers) { a, _ in a }
+            }
+            var est: [String: Any] = [:]
+            for src in sources { let e = s.estimateSummary(src); if !e.isEmpty { est[src.rawValue] = e } }
+            o["per_estimate"] = est
+            var same: [String: Any] = [:]
+            lines.append("split \(s.split.description) (\(s.folds.count) test walk(s), \(cps) checkpoints)")
+            lines.append(ScoreReport.checkpointTable(s.checkpoints).trimmingCharacters(in: .newlines))
+            for f in [Source.ekf, .smoother] {
+                guard let (m, w, n) = s.sameCheckpoints(f, .wcl) else { continue }
+                same[f.rawValue] = ["mean_m": m, "wcl_mean_m": w, "ratio": m / w, "count": n]
+                lines.append(String(format: "  same checkpoints (n=%d): %@ mean %.2f m vs wcl %.2f m, ratio %.3f", n, f.rawValue, m, w, m / w))
+            }
+            o["same_checkpoints_vs_wcl"] = same
+            let per = sources.compactMap { src -> String? in
+                guard let a = s.estimates[src], !a.errors.isEmpty else { return nil }
+                let e = ErrorSummary(a.errors)
+                let i = RadioStats.inside95(a.nees).map { String(format: " inside95 %.3f", $0) } ?? ""
+                return String(format: "%@ n=%d mean %.2f m", src.rawValue, e.count, e.mean_m ?? 0) + i
+            }
+            if !per.isEmpty { lines.append("  per estimate (truth interpolated within \(Int(ev.scoring.maxTruthGap)) s): " + per.joined(separator: "; ")) }
+            lines.append("  " + s.located.summary)
+            splitsJSON.append(o)
+        }
+        out["splits"] = splitsJSON
+        if json {
+            print(String(decoding: try JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
+        } else {
+            print(lines.joined(separator: "\n"))
+        }
+        var failed = false
+        for s in summaries {
+            let sh = s.located.share ?? 0
+            if let m = minLocated, sh < m {
+                printError("error: \(s.split.name): \(s.located.summary), below --min-located \(m)"); failed = true
+            } else if sh < LocatedShare.warnBelow {
+                printError("warning: \(s.split.name): \(s.located.summary)")
+            }
+        }
+        if failed { throw ExitCode(ExitStatus.regression) }
+    }
+
     /// GSDC drives and static GnssLogger logs: the filters over the phone's own fixes.
     func runGNSS(_ kind: GNSSRecordingKind, _ paths: [String]) throws {
         var recordings: [GNSSFusionEvaluation.Recording] = []
@@ -397,7 +444,7 @@ extension EvaluateRadio {
         let wo = StageOptions(name: "wcl", values: ["weight_law": .string(wcl.weightLaw), "exponent": .number(wcl.exponent),
                                                     "k": .number(Double(wcl.k)), "rss_min": .number(wcl.rssMin)])
         var ho = wo; ho.name = "hapel"; ho.values["variant"] = .string(variant)
-        let r = try withExitCodes { try RadioScenarioCheck.run(path, options: ["wcl": wo, "hapel": ho]) }
+        let r = try withExitCodes { try RadioScenarioReplay.run(path, options: ["wcl": wo, "hapel": ho]) }
         var out: [String: Any] = ["protocol": "scenario", "trace": path]
         var lines: [String] = []
         var scores: [[String: Any]] = []
@@ -521,7 +568,7 @@ struct RadioMapBuild: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
         abstract: "Estimate AP positions (+P0, n where the data allows) from walks with ground truth into SQLite.",
-        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md)."
+        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files (folders are searched recursively). The database holds the APs, the fingerprint survey (the walks' scans binned into --fingerprint-cell cells) and the uncertainty model (how much the WiFi fixes' covariances grow where the map is blind, fitted on the walks with a blocked protocol: docs/radio.md); give it to posfuse replay --radio-map. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md).\n\nExample:\n  posfuse radiomap build ../shared/data/ms-indoor/site2/F3 --db site.sqlite\n  posfuse import ms-indoor walk.txt -o walk/trace.jsonl\n  posfuse replay walk/ --radio-map site.sqlite"
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
@@ -529,6 +576,8 @@ struct RadioMapBuild: ParsableCommand {
     @Option(name: .customLong("max-age"), help: "Drop scan entries older than this, s.") var maxAge: Double = 5
     @Flag(help: "With --reference-json: also write a 'fingerprints' section, the walks' scans binned into --fingerprint-cell cells (the fingerprint stage's map).") var fingerprints = false
     @Option(name: .customLong("fingerprint-cell"), help: "Fingerprint cell size, m.") var fingerprintCell: Double = 2
+    @Option(help: "Pipeline configuration (YAML): the WiFi stages' options the uncertainty model is fitted for (the file you will replay with).") var pipeline: String?
+    @Flag(name: .customLong("no-uncertainty"), help: "Do not fit the uncertainty model (the WiFi fixes keep their own covariances).") var noUncertainty = false
 
     func validate() throws {
         if fingerprints && referenceJSON == nil { throw ValidationError("--fingerprints writes into --reference-json; give that file") }
@@ -537,30 +586,30 @@ struct RadioMapBuild: ParsableCommand {
 
     func run() throws {
         for p in inputs where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
-        let urls = try expandInputs(inputs, extensions: ["txt", "jsonl"])
+        let urls = try expandInputs(inputs, extensions: ["txt", "jsonl"], recursive: true)
         guard let ds = RadioDataset.detect(urls), ds == .msIndoor || ds == .traces else {
             throw ValidationError("inputs must be posfuse traces (.jsonl) or ms-indoor path files")
         }
         do {
             let walks = try RadioWalkLoader.load(urls, dataset: ds)
-            guard let origin = walks.first?.header.origin else { throw ValidationError("no walks") }
-            let frame = LocalFrame(origin: origin)
-            let est = RadioMapBuilder(maxAge: maxAge).build(walks, frame: frame)
-            let database = try RadioMapDatabase(path: db)
-            try database.replace(with: est, frame: frame)
-            var points = 0
+            var b = RadioMapLearner(maxAge: maxAge, fingerprintCell: fingerprintCell)
+            b.fitUncertainty = !noUncertainty
+            if let pipeline { b.stages = try loadPipelineStages(pipeline) }
+            guard let map = b.build(walks) else { throw ValidationError("no walks") }
+            try b.write(map, to: db)
+            let est = map.accessPoints
+            let points = map.fingerprints.points.count
             if let r = referenceJSON {
                 var ref: [String: Any] = ["aps": RadioMapDatabase.referenceJSON(est.map(\.ap))]
-                if fingerprints {
-                    let map = FingerprintMapBuilder(cellSize: fingerprintCell, maxAge: maxAge).build(walks, frame: frame)
-                    ref["fingerprints"] = RadioMapDatabase.referenceJSON(map)
-                    points = map.points.count
-                }
+                if fingerprints { ref["fingerprints"] = RadioMapDatabase.referenceJSON(map.fingerprints) }
                 let d = try JSONSerialization.data(withJSONObject: ref, options: [.prettyPrinted, .sortedKeys])
-                try d.write(to: URL(fileURLWithPath: r))
+                try d.write(to: URL(fileURLWithPath: r), options: .atomic)
             }
-            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) written to \(db)"
-                  + (fingerprints ? "; \(points) fingerprint point(s) to \(referenceJSON!)" : ""))
+            let model = map.uncertainty.map { m in
+                "; uncertainty model for " + m.terms.keys.sorted().map { "\($0) (\(m.terms[$0]!.samples) residuals)" }.joined(separator: ", ")
+            } ?? "; no uncertainty model (needs two or more walks with truth)"
+            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) and \(points) fingerprint point(s) written to \(db)"
+                  + (referenceJSON.map { " and \($0)" } ?? "") + model)
         } catch let e as ImportDataError {
             printError(e.description)
             throw ExitCode(ExitStatus.dataError)

@@ -22,7 +22,16 @@ struct ReplayCommand: ParsableCommand {
           posfuse replay my.jsonl --strict --pipeline docs/pipeline.yaml \\
             --db results.sqlite
 
-        Exit codes: 0 success, 64 usage error (bad option, missing path or --pipeline file),
+        Recorded walks: `--radio-map` adds a map learned by posfuse radiomap build, `--reference`
+        replaces the traces' own reference file. Walks whose truth is waypoints (checkpoint truth,
+        e.g. an imported ms-indoor walk) are also scored at each waypoint (docs/metrics.md):
+          posfuse import ms-indoor walk.txt -o walk/trace.jsonl
+          posfuse replay walk/ --radio-map site.sqlite
+
+        A trace that locates less than half of its epochs says so on stderr; `--min-located S`
+        fails the run (exit 1) below S; `share_located` is in --json.
+
+        Exit codes: 0 success, 1 a trace below --min-located, 64 usage error (bad option, missing path or --pipeline file),
         65 bad data (strict mode bad line, bad header or reference file, invalid --pipeline content).
         """.reflowed
     )
@@ -57,7 +66,19 @@ struct ReplayCommand: ParsableCommand {
     @Option(name: .customLong("cell-db"), help: "Cell database (SQLite: posfuse celldb build, posfuse import opencellid): its towers and coverage areas within 50 km of each trace's origin join the trace's reference data.")
     var cellDB: String?
 
+    @Option(help: "Reference data file (reference.json format) used instead of each trace's own.")
+    var reference: String?
+
+    @Option(name: .customLong("radio-map"), help: "Radio map (SQLite: posfuse radiomap build): its APs, fingerprint survey and uncertainty model join each trace's reference data.")
+    var radioMap: String?
+
+    @Option(name: .customLong("min-located"), help: "Exit 1 when a trace locates less than this share (0-1) of its epochs (events an estimator answered with a fix or a typed failure).")
+    var minLocated: Double?
+
     func validate() throws {
+        if let r = reference, !FileManager.default.fileExists(atPath: r) { throw ValidationError("no such file: \(r)") }
+        if let m = radioMap, !FileManager.default.fileExists(atPath: m) { throw ValidationError("no such file: \(m)") }
+        if let m = minLocated, !(m >= 0 && m <= 1) { throw ValidationError("--min-located must be a share in [0, 1]") }
         if paths.isEmpty { throw ValidationError("give at least one trace, scenario folder or folder of them") }
         if !(maxTruthGap > 0 && maxTruthGap.isFinite) { throw ValidationError("--max-truth-gap must be a positive number of seconds") }
         if !(fixValidity > 0 && fixValidity.isFinite) { throw ValidationError("--fix-validity must be a positive number of seconds") }
@@ -76,7 +97,8 @@ struct ReplayCommand: ParsableCommand {
     private func replay() throws {
         try withExitCodes {
             let job = try ReplayJob(paths: paths, pipeline: pipeline, strict: strict, epochs: epochs, db: db,
-                                    maxTruthGap: maxTruthGap, fixValidity: fixValidity, reorderWindow: reorderWindow, cellDatabase: cellDB)
+                                    maxTruthGap: maxTruthGap, fixValidity: fixValidity, reorderWindow: reorderWindow, cellDatabase: cellDB,
+                                    reference: reference, radioMap: radioMap)
             let results = try job.run(progress: Progress.shouldShow(json: json)) { r in
                 if !json { print(ReplayCommand.tableText(r)) }
             }
@@ -91,6 +113,18 @@ struct ReplayCommand: ParsableCommand {
                 if let db { tail += "; runs \(job.storedRuns.map(String.init).joined(separator: ", ")) stored in \(db)" }
                 print(tail)
             }
+            // A run that locates little says so (stderr), and --min-located fails it.
+            var failed = false
+            for r in results {
+                let s = r.located.share
+                if let m = minLocated, (s ?? 0) < m {
+                    printError("error: \(r.location.name): \(r.located.summary), below --min-located \(m)")
+                    failed = true
+                } else if (s ?? 0) < LocatedShare.warnBelow {
+                    printError("warning: \(r.location.name): \(r.located.summary)")
+                }
+            }
+            if failed { throw ExitCode(ExitStatus.regression) }
         }
     }
 
@@ -110,7 +144,8 @@ final class ReplayJob {
     /// when it cannot be read, 65 when its content is bad) and opens the results database.
     init(paths: [String], pipeline: String?, strict: Bool, epochs: Bool, db: String?,
          maxTruthGap: Double = ScoringOptions.defaultMaxTruthGap, fixValidity: Double = ScoringOptions.defaultFixValidity,
-         reorderWindow: Double = TraceReader.defaultReorderWindow, cellDatabase: String? = nil) throws {
+         reorderWindow: Double = TraceReader.defaultReorderWindow, cellDatabase: String? = nil,
+         reference: String? = nil, radioMap: String? = nil) throws {
         locations = try paths.flatMap { try TraceLocation.resolveAll($0) }
         var stages: [String: StageOptions] = [:]
         var text = ""
@@ -119,7 +154,7 @@ final class ReplayJob {
         pipelinePath = pipeline
         options = ReplayOptions(mode: strict ? .strict : .lenient, reorderWindow: reorderWindow, stages: stages,
                                 scoring: ScoringOptions(maxTruthGap: maxTruthGap, fixValidity: fixValidity, keepEpochs: epochs),
-                                cellDatabase: cellDatabase)
+                                cellDatabase: cellDatabase, reference: reference.map { URL(fileURLWithPath: $0) }, radioMap: radioMap)
         if let db {
             do { store = try ResultStore(path: db) } catch {
                 throw SystemError(error, file: db)   // exit 74 (I/O) or 65 (not a database)

@@ -23,25 +23,45 @@ import Positioning
         #expect((o?["ta_radial"] as? [[String: Any]])?.first?["ta_unit"] as? String == "lte_16ts")
     }
 
-    /// ms-indoor (four real walks, leave-one-walk-out; skips without ../shared/data): the paired
-    /// fusion-vs-WiFi figures are in the JSON, and `--pipeline` sets the filter (a bad value: 65).
-    @Test func msIndoorSameWaypointsAndPipeline() throws {
+    /// Issue 20 item 2, one path (skips without ../shared/data): `evaluate radio --train A B C
+    /// --test D` gives exactly the checkpoint figures of `radiomap build A B C` + `import
+    /// ms-indoor D` + `replay D --radio-map` with the same pipeline; the area-blocked split drops
+    /// training scans; a bad pipeline value exits 65.
+    @Test func msIndoorEvaluateEqualsBuildPlusReplay() throws {
         let src = CLI.root.deletingLastPathComponent().appendingPathComponent("shared/data/ms-indoor/site2/F3/path_data_files")
         guard let all = try? FileManager.default.contentsOfDirectory(at: src, includingPropertiesForKeys: nil) else { return }
         let dir = try Self.tempDir()
-        for f in all.filter({ $0.pathExtension == "txt" }).sorted(by: { $0.path < $1.path }).prefix(4) {
-            try FileManager.default.copyItem(at: f, to: dir.appendingPathComponent(f.lastPathComponent))
-        }
-        let r = try CLI.run(["evaluate", "radio", dir.path, "--dataset", "ms-indoor", "--json"])
+        // Test walk: the first (its path passes within 10 m of 9 training scans); train: the next three.
+        let walks = Array(all.filter { $0.pathExtension == "txt" }.sorted { $0.path < $1.path }.prefix(4).map(\.path).reversed())
+        let pipeline = dir.appendingPathComponent("p.yaml")
+        try "stages: {smoother: {enabled: true}}\n".write(to: pipeline, atomically: true, encoding: .utf8)
+        let e = try CLI.run(["evaluate", "radio", "--train"] + walks.prefix(3) + ["--test", walks[3], "--split", "both",
+                             "--pipeline", pipeline.path, "--json"])
+        #expect(e.status == 0, "\(e.stderr)")
+        let eo = try #require(try JSONSerialization.jsonObject(with: Data(e.stdout.utf8)) as? [String: Any])
+        let splits = try #require(eo["splits"] as? [[String: Any]])
+        #expect(splits.map { $0["split"] as? String } == ["walk-blocked", "area-blocked"])
+        #expect((splits[1]["training_scans_blocked"] as? Int ?? 0) > 0)
+        let db = dir.appendingPathComponent("map.sqlite").path
+        let b = try CLI.run(["radiomap", "build"] + walks.prefix(3) + ["--db", db])
+        #expect(b.status == 0, "\(b.stderr)")
+        let i = try CLI.run(["import", "ms-indoor", walks[3], "-o", dir.appendingPathComponent("test/trace.jsonl").path])
+        #expect(i.status == 0, "\(i.stderr)")
+        let r = try CLI.run(["replay", dir.appendingPathComponent("test").path, "--radio-map", db, "--pipeline", pipeline.path, "--json"])
         #expect(r.status == 0, "\(r.stderr)")
-        let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
-        let same = (o?["wlan"] as? [String: Any])?["same_waypoints"] as? [String: Any]
-        let counts = ["wcl", "ekf", "smoother"].compactMap { (same?[$0] as? [String: Any])?["count"] as? Int }
-        #expect(counts.count == 3 && Set(counts).count == 1 && counts[0] > 0, "\(String(describing: same))")
+        let ro = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let replayed = try #require((ro["traces"] as? [[String: Any]])?.first?["checkpoints"] as? [[String: Any]])
+        let evaluated = try #require(splits[0]["checkpoints"] as? [[String: Any]])
+        #expect(Set(replayed.compactMap { $0["source"] as? String }).isSuperset(of: ["wcl", "fingerprint", "ekf", "smoother"]))
+        #expect(replayed.allSatisfy { ($0["scored"] as? Int ?? 0) > 0 })
+        #expect(NSArray(array: replayed).isEqual(to: evaluated), "replay \(replayed)\nevaluate \(evaluated)")
         let bad = dir.appendingPathComponent("bad.yaml")
         try "stages: {ekf: {gate_probability: 2}}\n".write(to: bad, atomically: true, encoding: .utf8)
-        let b = try CLI.run(["evaluate", "radio", dir.path, "--dataset", "ms-indoor", "--pipeline", bad.path])
-        #expect(b.status == 65 && b.stderr.contains("gate_probability"), "\(b.status) \(b.stderr)")
+        let x = try CLI.run(["evaluate", "radio", "--train", walks[0], "--test", walks[1], "--dataset", "ms-indoor", "--pipeline", bad.path])
+        #expect(x.status == 65 && x.stderr.contains("gate_probability"), "\(x.status) \(x.stderr)")
+        // Loud failure: a map from an unrelated place locates nothing; --min-located fails the run.
+        let none = try CLI.run(["replay", dir.appendingPathComponent("test").path, "--min-located", "0.5"])
+        #expect(none.status == 1 && none.stderr.contains("below --min-located"), "\(none.status) \(none.stderr)")
     }
 
     /// GNSS recordings with --train: each handset calibrated on the training drive says so

@@ -16,7 +16,7 @@ import Foundation
 
     @Test func ruralCell() throws {
         guard let p = trace("rural-cell") else { return }
-        let r = try RadioScenarioCheck.run(p)
+        let r = try RadioScenarioReplay.run(p)
         let cell = RadioStats.median(r.errors[.cell] ?? [])!, ta = RadioStats.median(r.errors[.cellTA] ?? [])!
         print("rural-cell: cell median \(cell) m, cell-ta median \(ta) m, ratio \(ta / cell)")
         #expect(ta <= 0.5 * cell)
@@ -27,7 +27,7 @@ import Foundation
 
     @Test func urbanCanyon() throws {
         guard let p = trace("urban-canyon") else { return }
-        let r = try RadioScenarioCheck.run(p)
+        let r = try RadioScenarioReplay.run(p)
         let cell = RadioStats.median(r.errors[.cell] ?? [])!, ta = RadioStats.median(r.errors[.cellTA] ?? [])!
         print("urban-canyon: cell median \(cell) m, cell-ta median \(ta) m, ratio \(ta / cell)")
         // Not the 0.5: with Cell-ID radii from the inter-site distance the small urban
@@ -39,7 +39,7 @@ import Foundation
 
     @Test func mallSparseAP() throws {
         guard let p = trace("mall-sparse-ap") else { return }
-        let r = try RadioScenarioCheck.run(p)
+        let r = try RadioScenarioReplay.run(p)
         let w = RadioStats.mean(r.errors[.wcl] ?? [])!, h = RadioStats.mean(r.errors[.hapel] ?? [])!
         print("mall-sparse-ap: wcl mean \(w) m, hapel mean \(h) m, ratio \(h / w)")
         #expect(h < w)

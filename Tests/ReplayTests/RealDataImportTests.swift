@@ -99,14 +99,16 @@ enum SharedData {
         let dir = URL(fileURLWithPath: try #require(SharedData.path("ms-indoor/site2/F3/path_data_files")))
         let files = try FileManager.default.contentsOfDirectory(at: dir, includingPropertiesForKeys: nil)
             .filter { $0.pathExtension == "txt" }.sorted { $0.path < $1.path }.prefix(4)
-        let walks = try RadioWalkLoader.load(Array(files), dataset: .msIndoor)
-        let raw = WLANEvaluation().run(train: Array(walks.prefix(3)), test: [walks[3]])
-        #expect(!raw.sameWCL.isEmpty)
-        #expect(raw.sameWCL.count == raw.sameEKF.count && raw.sameEKF.count == raw.sameSmoother.count)
-        #expect(raw.sameWCL.count <= min(raw.wclWaypoint.count, raw.ekfWaypoint.count, raw.smootherWaypoint.count))
-        // Every paired WCL error is one of the walk's WCL waypoint errors (same waypoint, same fix).
-        #expect(Set(raw.sameWCL).isSubset(of: Set(raw.wclWaypoint)))
-        let r = WLANEvaluation().report(raw, train: 3, test: 1)
-        print("ms-indoor 4 walks, same waypoints: \(r.fusionAndWCLAtSameWaypoints)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("posfuse-msindoor-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let walks = try RadioWalkEvaluation.prepare(Array(files), dataset: .msIndoor, directory: scratch)
+        let s = try RadioWalkEvaluation().trainTest(train: Array(walks.prefix(3)), test: [walks[3]], split: .walk, scratch: scratch)
+        let wcl = try #require(s.checkpoints.first { $0.source == .wcl })
+        let ekf = try #require(s.checkpoints.first { $0.source == .ekf })
+        let (m, w, n) = try #require(s.sameCheckpoints(.ekf, .wcl))
+        #expect(n > 0 && n <= min(wcl.scored, ekf.scored))
+        // Every checkpoint of the walk is counted for every source, scored or missed.
+        #expect(wcl.checkpoints == ekf.checkpoints && wcl.scored + wcl.missed == wcl.checkpoints)
+        print("ms-indoor 4 walks, same checkpoints (n=\(n)): ekf \(m) m, wcl \(w) m")
     }
 }

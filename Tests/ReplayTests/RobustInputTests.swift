@@ -48,6 +48,18 @@ import Positioning
         #expect(e.reason.contains(reason), "\(e.reason)")
     }
 
+    /// Fuzz finding (CI's fixed-seed run): after a second header line, a data row shorter than
+    /// the `radio` column's index crashed the OpenCellID tower importer (index out of range).
+    /// It is a malformed row now: counted in lenient mode, file:line in strict mode.
+    @Test func openCellIDShortRowAfterASecondHeaderIsMalformed() throws {
+        let text = "radio,mcc,net,area,cell,unit,lon,x,y\nUMTS,262,3,lat,radio,mcc,net,area,cell,unit,lon,lat\nGSM,262\n"
+        let r = try OpenCellIDTowerImporter.parse(ByteBuffer(string: text), file: "towers.csv", options: ImportOptions(strict: false))
+        #expect(r.towers.isEmpty)
+        #expect(throws: (any Error).self) {
+            try OpenCellIDTowerImporter.parse(ByteBuffer(string: text), file: "towers.csv", options: ImportOptions(strict: true))
+        }
+    }
+
     @Test func domainEdgesAreAccepted() throws {
         let ok = [Self.header,
                   #"{"t":-1e10,"type":"gt","e":2e7,"n":-2e7,"u":0}"#,

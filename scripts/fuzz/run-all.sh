@@ -10,6 +10,7 @@
 # .build-fuzz/findings/<target>/ (crash-*, timeout-*, oom-*); reproduce one with
 #   POSFUSE_FUZZ_TARGET=<target> <binary> <file>   or   .build/debug/posfuse-fuzz <target> <file>
 # Results: .build-fuzz/results/<target>.log and summary.tsv. Exit 1 if any target found something.
+# FUZZ_SEED=N fixes libFuzzer's seed (CI does, so a short run mutates the same way each time).
 # Set NICE=19 to run behind other work (long campaigns on a shared machine).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,16 +38,18 @@ run_one() {
   mkdir -p "$corpus/$t" ".build-fuzz/findings/$t"
   local before; before=$(ls "$corpus/$t" | wc -l)
   local start; start=$(date +%s)
-  POSFUSE_FUZZ_TARGET="$t" nice -n "${NICE:-0}" "$bin" "$corpus/$t" -max_total_time="$secs" -timeout=10 \
-    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix=".build-fuzz/findings/$t/" \
+  POSFUSE_FUZZ_TARGET="$t" SWIFT_BACKTRACE=enable=no nice -n "${NICE:-0}" "$bin" "$corpus/$t" -max_total_time="$secs" -timeout=10 \
+    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} -artifact_prefix=".build-fuzz/findings/$t/" \
     > ".build-fuzz/results/$t.log" 2>&1 || true
   local end; end=$(date +%s)
   local execs; execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' ".build-fuzz/results/$t.log" | grep -o '[0-9]*$' | tail -1)
   local after; after=$(ls "$corpus/$t" | wc -l)
   local found; found=$(ls ".build-fuzz/findings/$t" 2>/dev/null | wc -l)
+  # An oracle failure or crash that left no artifact still counts.
+  if [ "$found" -eq 0 ] && grep -qE 'ORACLE FAILURE|Program crashed|ERROR: libFuzzer|ERROR: .*Sanitizer' ".build-fuzz/results/$t.log"; then found=1; fi
   printf '%s\t%d\t%s\t%d\t%d\n' "$t" "$((end - start))" "${execs:-0}" "$((after - before))" "$found"
 }
-export -f run_one; export bin corpus secs
+export -f run_one; export bin corpus secs FUZZ_SEED
 printf 'target\tseconds\texecutions\tnew_corpus\tfindings\n' | tee .build-fuzz/results/summary.tsv
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}' | tee -a .build-fuzz/results/summary.tsv
 if awk -F'\t' 'NR > 1 && $5 > 0 { bad = 1 } END { exit !bad }' .build-fuzz/results/summary.tsv; then

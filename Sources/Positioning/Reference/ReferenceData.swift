@@ -13,6 +13,9 @@ public struct ReferenceData: Sendable {
     /// Where phones were when they reported each serving cell and TA (`CellCoverageMap`,
     /// learned by `posfuse celldb build`), when known.
     public var cellCoverage: CellCoverageMap?
+    /// How WiFi fixes' covariances grow where the radio map is blind (`RadioUncertaintyModel`),
+    /// fitted by `posfuse radiomap build`; nil = the estimators' own covariances.
+    public var radioUncertainty: RadioUncertaintyModel?
 
     public init(accessPoints: [String: AccessPoint] = [:], cells: [CellID: CellSite] = [:],
                 beacons: [String: AcousticBeacon] = [:], landmarks: [String: Landmark] = [:], walls: [Wall] = [],
@@ -21,6 +24,13 @@ public struct ReferenceData: Sendable {
         self.landmarks = landmarks; self.walls = walls; self.fingerprints = fingerprints; self.cellCoverage = cellCoverage
     }
     public static let empty = ReferenceData()
+
+    /// A WiFi stage's fix with the map's novelty inflation applied (`RadioUncertaintyModel`):
+    /// the one place where `wcl`, `rss`, `hapel` and `fingerprint` fixes get it. Unchanged when the
+    /// reference data carries no model.
+    public func wifiFix(_ f: Fix, scan: WiFiScan, rssMin: Double, maxAge: Double?) -> Fix {
+        radioUncertainty?.inflate(f, scan: scan, reference: self, rssMin: rssMin, maxAge: maxAge) ?? f
+    }
 }
 
 /// A WiFi access point in the AP map.

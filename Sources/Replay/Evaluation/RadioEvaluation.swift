@@ -88,54 +88,6 @@ public enum RadioWalkLoader {
 /// training walks (`CellSiteBuilder`), against the phone's own GNSS (the walks' `gt`); and of
 /// the same two from a coverage map of the training walks (`CellCoverageMap`: where phones
 /// were when they reported the cell and TA) instead of the tower positions.
-/// How many epochs a source located, and why the others were not (`EstimationFailure.code`):
-/// the share-located report of a run (stderr and `--json`), with `--min-located` failing a run
-/// that locates too little. A run that locates almost nothing must say so, not print a
-/// one-sample median.
-public struct LocatedShare: Codable, Sendable, Equatable {
-    public var epochs = 0
-    public var located = 0
-    /// Epochs not located, per failure code.
-    public var notLocated: [String: Int] = [:]
-    public init() {}
-
-    public var share: Double? { epochs > 0 ? Double(located) / Double(epochs) : nil }
-
-    public mutating func record<T>(_ r: Result<T, EstimationFailure>) {
-        epochs += 1
-        switch r {
-        case .success: located += 1
-        case .failure(let f): notLocated[f.code, default: 0] += 1
-        }
-    }
-    public mutating func merge(_ o: LocatedShare) {
-        epochs += o.epochs; located += o.located
-        for (k, v) in o.notLocated { notLocated[k, default: 0] += v }
-    }
-    /// `located 1568 of 1734 (90.4 %); not located: unknown_anchor 120, missing_input 46`.
-    public var summary: String {
-        var s = "located \(located) of \(epochs)" + (share.map { String(format: " (%.1f %%)", 100 * $0) } ?? "")
-        if !notLocated.isEmpty {
-            s += "; not located: " + notLocated.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        }
-        return s
-    }
-    /// Below this share a run "locates almost nothing" and says so even without `--min-located`.
-    public static let warnBelow = 0.5
-
-    enum CodingKeys: String, CodingKey { case epochs, located, share, notLocated = "not_located" }
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(epochs, forKey: .epochs); try c.encode(located, forKey: .located)
-        try c.encodeIfPresent(share, forKey: .share); try c.encode(notLocated, forKey: .notLocated)
-    }
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        epochs = try c.decode(Int.self, forKey: .epochs); located = try c.decode(Int.self, forKey: .located)
-        notLocated = try c.decode([String: Int].self, forKey: .notLocated)
-    }
-}
-
 public struct CellEvaluation: Sendable {
     public var builder: CellSiteBuilder
     /// Calibrate β on the training walks against the estimated sites (β̂ = median(d/Δ − TA)).
@@ -314,241 +266,6 @@ public struct CellEvaluation: Sendable {
 
 @inline(__always) func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
 
-// MARK: - WLAN (walks with an AP map learned from other walks)
-
-/// Evaluation of `wcl`, `hapel`, `rss` and `fingerprint` on test walks with a radio map (AP
-/// positions) and a fingerprint map built from training walks.
-/// Scored (a) at ground-truth waypoints: the fix nearest in time within `waypointWindow` s;
-/// (b) at every fix against truth interpolated between waypoints.
-public struct WLANEvaluation: Sendable {
-    public var mapBuilder: RadioMapBuilder
-    public var wcl: WCLEstimator
-    public var hapelVariant: HAPELEstimator.Variant
-    public var waypointWindow: Double
-    /// Calibrate κ, σ0 on the training walks (WCL run on them with their own map).
-    public var calibrateCovariance: Bool
-    /// The fingerprint estimator (its thresholds and `maxAge` are set from the map and `mapBuilder`).
-    public var fingerprint = FingerprintEstimator()
-    /// Fit the fingerprint σ on the training walks (`FingerprintCalibration`, each training walk
-    /// matched against the map of the other training walks) instead of `fingerprint.sigma`.
-    public var calibrateFingerprintSigma = true
-    /// The PDR + WiFi filter (`ekf` and its `smoother`); its only position input is `wcl`.
-    public var fusion: FusionStage.Settings = {
-        var s = FusionStage.Settings(kind: .ekf)
-        s.inputs = [.wcl]
-        return s
-    }()
-
-    public init(mapBuilder: RadioMapBuilder = RadioMapBuilder(), wcl: WCLEstimator = WCLEstimator(),
-                hapelVariant: HAPELEstimator.Variant = .v2, waypointWindow: Double = 2, calibrateCovariance: Bool = false) {
-        self.mapBuilder = mapBuilder; self.wcl = wcl; self.hapelVariant = hapelVariant
-        self.waypointWindow = waypointWindow; self.calibrateCovariance = calibrateCovariance
-    }
-
-    public struct Raw: Sendable {
-        public var wclWaypoint: [Double] = []
-        public var hapelWaypoint: [Double] = []
-        public var rssWaypoint: [Double] = []
-        /// `fingerprint` against the map of the training walks' scans (`FingerprintMapBuilder`).
-        public var fingerprintWaypoint: [Double] = []
-        public var fingerprintNEES: [Double] = []
-        public var fingerprintPoints = 0
-        /// σ fitted per fold on the training walks, dB.
-        public var fingerprintSigmas: [Double] = []
-        /// PDR + WiFi fusion (`ekf` over `wcl` fixes, and its RTS `smoother`) at the waypoints.
-        public var ekfWaypoint: [Double] = []
-        public var smootherWaypoint: [Double] = []
-        public var wclAll: [Double] = []
-        public var hapelAll: [Double] = []
-        public var rssAll: [Double] = []
-        public var rssNEES: [Double] = []
-        public var wclNIS: [Double] = []
-        /// Waypoints where `wcl`, `ekf` and `smoother` all have a fix: their errors, paired.
-        public var sameWCL: [Double] = [], sameEKF: [Double] = [], sameSmoother: [Double] = []
-        public var aps = 0
-        public var calibration: [WCLCalibration.Sample] = []
-        public init() {}
-
-        /// Pools another fold's samples into these (leave-one-walk-out).
-        public mutating func merge(_ r: Raw) {
-            wclWaypoint += r.wclWaypoint; hapelWaypoint += r.hapelWaypoint; rssWaypoint += r.rssWaypoint
-            fingerprintWaypoint += r.fingerprintWaypoint; fingerprintNEES += r.fingerprintNEES
-            fingerprintPoints = max(fingerprintPoints, r.fingerprintPoints); fingerprintSigmas += r.fingerprintSigmas
-            ekfWaypoint += r.ekfWaypoint; smootherWaypoint += r.smootherWaypoint
-            wclAll += r.wclAll; hapelAll += r.hapelAll; rssAll += r.rssAll; rssNEES += r.rssNEES; wclNIS += r.wclNIS
-            sameWCL += r.sameWCL; sameEKF += r.sameEKF; sameSmoother += r.sameSmoother
-            aps = max(aps, r.aps); calibration += r.calibration
-        }
-    }
-
-    /// Fusion and WiFi alone on the same waypoints (each source's own waypoints differ: a
-    /// waypoint counts for a source only with a fix of it within the window, and the filters
-    /// emit at every step while WCL only at scans).
-    public struct SameWaypoints: Codable, Sendable {
-        public var wcl: ErrorSummary, ekf: ErrorSummary, smoother: ErrorSummary
-    }
-
-    public struct Report: Codable, Sendable {
-        public var trainWalks: Int
-        public var testWalks: Int
-        public var apsInMap: Int
-        public var wclAtWaypoints: ErrorSummary
-        public var hapelAtWaypoints: ErrorSummary
-        /// `rss` (posterior under the learned map's path-loss model, docs/radio.md).
-        public var rssAtWaypoints: ErrorSummary
-        public var rssInside95: Double?
-        /// `fingerprint` against the training walks' scans binned into 2 m cells.
-        public var fingerprintAtWaypoints: ErrorSummary
-        public var fingerprintInside95: Double?
-        public var fingerprintPoints: Int
-        /// Median over folds of the σ fitted on the training walks (nil when not calibrated).
-        public var fingerprintSigma: Double?
-        public var ekfAtWaypoints: ErrorSummary
-        public var smootherAtWaypoints: ErrorSummary
-        public var fusionAndWCLAtSameWaypoints: SameWaypoints
-        public var wclAllFixes: ErrorSummary
-        public var hapelAllFixes: ErrorSummary
-        public var wclMedianNIS: Double?
-        public var wclInside95: Double?
-        /// κ, σ0 fitted on these (out-of-fold) errors, for use as defaults on other data.
-        public var calibration: WCLCalibrationReport?
-        enum CodingKeys: String, CodingKey {
-            case trainWalks = "train_walks", testWalks = "test_walks", apsInMap = "aps_in_map"
-            case wclAtWaypoints = "wcl_at_waypoints", hapelAtWaypoints = "hapel_at_waypoints"
-            case rssAtWaypoints = "rss_at_waypoints", rssInside95 = "rss_inside95"
-            case fingerprintAtWaypoints = "fingerprint_at_waypoints", fingerprintInside95 = "fingerprint_inside95"
-            case fingerprintPoints = "fingerprint_points", fingerprintSigma = "fingerprint_sigma_db"
-            case ekfAtWaypoints = "ekf_at_waypoints", smootherAtWaypoints = "smoother_at_waypoints"
-            case fusionAndWCLAtSameWaypoints = "same_waypoints"
-            case wclAllFixes = "wcl_all_fixes", hapelAllFixes = "hapel_all_fixes"
-            case wclMedianNIS = "wcl_median_nis", wclInside95 = "wcl_inside95", calibration
-        }
-    }
-
-    public struct WCLCalibrationReport: Codable, Sendable {
-        public var kappa: Double, sigma0_m: Double, median_nis: Double, inside95: Double, samples: Int
-    }
-
-    /// Fixes of `wcl`, `hapel`, and of PDR + WiFi fusion — the `ekf` stage and its RTS
-    /// `smoother` with `wcl` fixes as their only position input (default fusion options) — on
-    /// one walk with an AP map.
-    func fixes(_ w: RecordedWalk, map: [String: AccessPoint], fingerprints: FingerprintMap, fingerprint fp: FingerprintEstimator,
-               wcl: WCLEstimator) -> [Fix] {
-        let ctx = PipelineContext(header: w.header, reference: ReferenceData(accessPoints: map, fingerprints: fingerprints))
-        let pipe = Pipeline(stages: [WCLStage(estimator: wcl), FingerprintStage(estimator: fp),
-                                     HAPELStage(estimator: HAPELEstimator(wcl: wcl, variant: hapelVariant,
-                                                                          rssThreshold: w.header.rssThreshold ?? -90)),
-                                     RSSStage(estimator: RSSLaterationEstimator(wcl: wcl)),
-                                     FusionStage(settings: fusion), SmootherStage(settings: fusion)])
-        var out: [Fix] = []
-        for e in w.events {
-            for r in pipe.process(e, context: ctx) { if case .fix(let f) = r { out.append(f) } }
-        }
-        for r in pipe.finish(context: ctx) { if case .fix(let f) = r { out.append(f) } }
-        return out
-    }
-
-    public func run(train: [RecordedWalk], test: [RecordedWalk]) -> Raw {
-        var raw = Raw()
-        guard let origin = (train.first ?? test.first)?.header.origin else { return raw }
-        let frame = LocalFrame(origin: origin)
-        let est = mapBuilder.build(train, frame: frame)
-        let map = Dictionary(est.map { ($0.ap.bssid, $0.ap) }, uniquingKeysWith: { a, _ in a })
-        raw.aps = map.count
-        let fpBuilder = FingerprintMapBuilder(maxAge: mapBuilder.maxAge)
-        let walkCells = train.map { fpBuilder.cells($0, frame: frame) }
-        let fingerprints = fpBuilder.build(merging: walkCells)
-        raw.fingerprintPoints = fingerprints.points.count
-        var fp = fingerprint
-        fp.phoneThreshold = fingerprints.threshold; fp.maxAge = mapBuilder.maxAge
-        if calibrateFingerprintSigma && train.count >= 2 {
-            // Each training walk against the map of the other training walks (nested leave-one-out).
-            var samples: [FingerprintCalibration.Sample] = []
-            for (k, w) in train.enumerated() {
-                let inner = fpBuilder.build(merging: walkCells.enumerated().filter { $0.offset != k }.map(\.element))
-                var e = fp
-                e.phoneThreshold = inner.threshold
-                samples += FingerprintCalibrationFit.samples(w, frame: frame, map: inner, estimator: e)
-            }
-            if let r = FingerprintCalibration.fit(samples), r.count > 0 { fp.sigma = r.sigma; raw.fingerprintSigmas.append(r.sigma) }
-        }
-        raw.calibration += calibrationSamples(test, map: map, frame: frame)
-        for w in test {
-            let truth = TruthTrack(walk: w, frame: frame)
-            let fx = fixes(w, map: map, fingerprints: fingerprints, fingerprint: fp, wcl: wcl)
-            for f in fx {
-                guard let p = truth.position(at: f.time) else { continue }
-                let e = norm(f.position - p)
-                if f.source == .wcl {
-                    raw.wclAll.append(e)
-                    if let n = f.covariance.mahalanobis2(f.position - p) { raw.wclNIS.append(n) }
-                } else if f.source == .fingerprint {
-                    if let n = f.covariance.mahalanobis2(f.position - p) { raw.fingerprintNEES.append(n) }
-                } else if f.source == .hapel { raw.hapelAll.append(e) } else if f.source == .rss {
-                    raw.rssAll.append(e)
-                    if let n = f.covariance.mahalanobis2(f.position - p) { raw.rssNEES.append(n) }
-                }
-            }
-            // Waypoints: nearest fix in time per source.
-            for (t, truthPosition) in zip(truth.times, truth.positions) {
-                var here: [Source: Double] = [:]
-                for src in [Source.wcl, .hapel, .rss, .fingerprint, .ekf, .smoother] {
-                    let c = fx.filter { $0.source == src && abs($0.time - t) <= waypointWindow }
-                    guard let n = c.min(by: { abs($0.time - t) < abs($1.time - t) }) else { continue }
-                    let e = norm(n.position - truthPosition)
-                    here[src] = e
-                    switch src {
-                    case .wcl: raw.wclWaypoint.append(e)
-                    case .hapel: raw.hapelWaypoint.append(e)
-                    case .rss: raw.rssWaypoint.append(e)
-                    case .fingerprint: raw.fingerprintWaypoint.append(e)
-                    case .ekf: raw.ekfWaypoint.append(e)
-                    default: raw.smootherWaypoint.append(e)
-                    }
-                }
-                if let w = here[.wcl], let k = here[.ekf], let s = here[.smoother] {
-                    raw.sameWCL.append(w); raw.sameEKF.append(k); raw.sameSmoother.append(s)
-                }
-            }
-        }
-        return raw
-    }
-
-    /// Calibration samples (estimate, spread, truth) of WCL on walks with a map.
-    public func calibrationSamples(_ walks: [RecordedWalk], map: [String: AccessPoint], frame: LocalFrame) -> [WCLCalibration.Sample] {
-        var out: [WCLCalibration.Sample] = []
-        for w in walks {
-            let truth = TruthTrack(walk: w, frame: frame)
-            for e in w.events {
-                guard case .wifi(let s) = e.payload, let p = truth.position(at: e.time) else { continue }
-                let a = wcl.selectAnchors(s, time: e.time, map: map)
-                guard let c = wcl.centroid(a) else { continue }
-                out.append(.init(estimate: c.position, spread: c.spread, anchorCount: a.count, truth: p))
-            }
-        }
-        return out
-    }
-
-    public func report(_ raw: Raw, train: Int, test: Int) -> Report {
-        Report(trainWalks: train, testWalks: test, apsInMap: raw.aps, wclAtWaypoints: ErrorSummary(raw.wclWaypoint),
-               hapelAtWaypoints: ErrorSummary(raw.hapelWaypoint), rssAtWaypoints: ErrorSummary(raw.rssWaypoint),
-               rssInside95: RadioStats.inside95(raw.rssNEES),
-               fingerprintAtWaypoints: ErrorSummary(raw.fingerprintWaypoint),
-               fingerprintInside95: RadioStats.inside95(raw.fingerprintNEES),
-               fingerprintPoints: raw.fingerprintPoints, fingerprintSigma: RadioStats.median(raw.fingerprintSigmas),
-               ekfAtWaypoints: ErrorSummary(raw.ekfWaypoint),
-               smootherAtWaypoints: ErrorSummary(raw.smootherWaypoint),
-               fusionAndWCLAtSameWaypoints: SameWaypoints(wcl: ErrorSummary(raw.sameWCL), ekf: ErrorSummary(raw.sameEKF),
-                                                          smoother: ErrorSummary(raw.sameSmoother)),
-               wclAllFixes: ErrorSummary(raw.wclAll),
-               hapelAllFixes: ErrorSummary(raw.hapelAll), wclMedianNIS: RadioStats.median(raw.wclNIS),
-               wclInside95: RadioStats.inside95(raw.wclNIS),
-               calibration: WCLCalibration.calibrate(raw.calibration, estimator: wcl).map {
-                   WCLCalibrationReport(kappa: $0.kappa, sigma0_m: $0.sigma0, median_nis: $0.medianNIS, inside95: $0.inside95, samples: $0.count)
-               })
-    }
-}
-
 // MARK: - UJIIndoorLoc
 
 /// Minimal UJIIndoorLoc reader (the interop importer is not on main yet): `WAP001..WAP520`
@@ -664,14 +381,17 @@ extension UJIIndoorLocReader {
 
 // MARK: - Scenario traces (own reference.json)
 
-/// Runs the radio stages (`cell`, `cell-ta`, `wcl`, `rss`, `hapel`, `fingerprint`, configured through
-/// `StageRegistry` options) over one trace with its own `reference.json`, and scores every fix
-/// against the ground truth interpolated at the fix time (the subject's `gt` events). Also
-/// the TA radial error z − ρ(p_true) of every LTE TA range measurement (for the Δ/√12 check).
-/// A stand-in for `posfuse replay` on the radio sources, used by `posfuse evaluate radio
-/// TRACE_FOLDER` and the acceptance tests.
-public enum RadioScenarioCheck {
+/// `posfuse evaluate radio SCENARIO_FOLDER`: the trace replayed by `Replayer` (the product
+/// path) with only the radio stages (`cell`, `cell-ta`, `wcl`, `rss`, `hapel`, `fingerprint`,
+/// configured through `StageRegistry` options) and the trace's own `reference.json`; every
+/// estimate scored by `Scorer`. Also the TA radial error z − ρ(p_true) of every LTE TA range
+/// measurement (for the Δ/√12 check), against the same truth interpolated at the event time.
+public enum RadioScenarioReplay {
+    public static let stageNames = ["cell", "cell-ta", "wcl", "rss", "hapel", "fingerprint"]
+
     public struct Result: Sendable {
+        public var replay: ReplayResult
+        /// Errors and NEES of the scored estimates per source.
         public var errors: [Source: [Double]] = [:]
         public var nis: [Source: [Double]] = [:]
         /// Radial errors of TA range measurements by TA unit.
@@ -680,42 +400,36 @@ public enum RadioScenarioCheck {
 
     public static func run(_ path: String, options: [String: StageOptions] = [:]) throws -> Result {
         let loc = try TraceLocation.resolve(path)
-        let reader = try TraceReader(url: loc.trace, mode: .lenient)
-        let header = reader.header
-        let reference = try ReferenceLoader.load(folder: loc.folder, frame: header.frame)
-        var events: [TraceEvent] = []
-        while let e = try reader.next() { events.append(e) }
-        let walk = RecordedWalk(name: loc.name, header: header, events: events)
-        var stages: [any PipelineStage] = []
-        for name in ["cell", "cell-ta", "wcl", "rss", "hapel", "fingerprint"] {
-            guard let entry = StageRegistry.entries.first(where: { $0.name == name }) else { continue }
-            stages.append(try entry.make(options[name] ?? StageOptions(name: name)))
+        var stages: [String: StageOptions] = [:]
+        for e in StageRegistry.entries {
+            stages[e.name] = stageNames.contains(e.name) ? (options[e.name] ?? StageOptions(name: e.name))
+                                                         : StageOptions(name: e.name, values: ["enabled": .bool(false)])
         }
-        let pipe = Pipeline(stages: stages)
-        let ctx = PipelineContext(header: header, reference: reference)
-        var truths: [String: TruthTrack] = [:]
-        func truth(_ s: String) -> TruthTrack {
-            if let t = truths[s] { return t }
-            let t = TruthTrack(walk: walk, frame: header.frame, subject: s, maxGap: 5)
-            truths[s] = t
-            return t
+        let replayer = Replayer(options: ReplayOptions(stages: stages, scoring: ScoringOptions(keepEpochs: true)))
+        var errors: [Source: [Double]] = [:], nis: [Source: [Double]] = [:]
+        replayer.onEstimate = { s in
+            guard let e = s.error else { return }
+            errors[s.fix.source, default: []].append(e)
+            if let n = s.nees { nis[s.fix.source, default: []].append(n) }
         }
-        var out = Result()
-        for e in events {
-            for r in pipe.process(e, context: ctx) {
-                switch r {
-                case .fix(let f):
-                    guard let p = truth(f.subject).position(at: f.time) else { continue }
-                    out.errors[f.source, default: []].append(norm(f.position - p))
-                    if let n = f.covariance.mahalanobis2(f.position - p) { out.nis[f.source, default: []].append(n) }
-                case .measurement(let m, let subject):
-                    guard let ta = m as? TimingAdvanceRangeMeasurement, case .cell(let o) = e.payload,
-                          let p = truth(subject).position(at: e.time) else { continue }
-                    let unit = o.timingAdvanceUnit ?? TimingAdvanceModel.defaultUnit(for: o.cell.rat) ?? .lte16Ts
-                    out.radial[unit, default: []].append(ta.z[0] - ta.predict(p)[0])
-                default: continue
-                }
+        var truth: [String: GroundTruthTrack] = [:]
+        var ranges: [(subject: String, time: Double, unit: TimingAdvanceUnit, m: TimingAdvanceRangeMeasurement)] = []
+        replayer.onResults = { event, results, f in
+            if case .groundTruth(let g) = event.payload {
+                truth[event.device, default: GroundTruthTrack(subject: event.device)].append(time: event.time, position: Scorer.enu(g, frame: f))
             }
+            for r in results {
+                guard case .measurement(let m, let subject) = r, let ta = m as? TimingAdvanceRangeMeasurement,
+                      case .cell(let o) = event.payload else { continue }
+                let unit = o.timingAdvanceUnit ?? TimingAdvanceModel.defaultUnit(for: o.cell.rat) ?? .lte16Ts
+                ranges.append((subject, event.time, unit, ta))
+            }
+        }
+        let r = try replayer.run(loc)
+        var out = Result(replay: r, errors: errors, nis: nis)
+        for x in ranges {
+            guard let p = try? truth[x.subject]?.position(at: x.time, maxGap: ScoringOptions.defaultMaxTruthGap).get() else { continue }
+            out.radial[x.unit, default: []].append(x.m.z[0] - x.m.predict(p)[0])
         }
         return out
     }

@@ -42,7 +42,7 @@ extension ImportFormat {
 
 /// Expands folders into their regular files with one of `extensions` (sorted by name,
 /// hidden files skipped); files named explicitly are always kept.
-public func expandInputs(_ paths: [String], extensions: Set<String> = []) throws -> [URL] {
+public func expandInputs(_ paths: [String], extensions: Set<String> = [], recursive: Bool = false) throws -> [URL] {
     var out: [URL] = []
     let fm = FileManager.default
     for p in paths {
@@ -51,13 +51,22 @@ public func expandInputs(_ paths: [String], extensions: Set<String> = []) throws
             throw TraceDataError(file: p, line: 0, reason: "no such file or folder", code: "io")
         }
         if isDir.boolValue {
-            let names = try fm.contentsOfDirectory(atPath: p).filter { !$0.hasPrefix(".") }.sorted()
-            for n in names {
-                var d: ObjCBool = false
-                let full = (p as NSString).appendingPathComponent(n)
-                if fm.fileExists(atPath: full, isDirectory: &d), !d.boolValue,
-                   extensions.isEmpty || extensions.contains((n as NSString).pathExtension.lowercased()) { out.append(URL(fileURLWithPath: full)) }
+            // With `recursive`, subfolders are searched too (depth first, names sorted), so that a
+            // dataset's site or floor folder works like the folder of its files.
+            func scan(_ dir: String) throws {
+                let names = try fm.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.sorted()
+                for n in names {
+                    var d: ObjCBool = false
+                    let full = (dir as NSString).appendingPathComponent(n)
+                    guard fm.fileExists(atPath: full, isDirectory: &d) else { continue }
+                    if d.boolValue {
+                        if recursive { try scan(full) }
+                    } else if extensions.isEmpty || extensions.contains((n as NSString).pathExtension.lowercased()) {
+                        out.append(URL(fileURLWithPath: full))
+                    }
+                }
             }
+            try scan(p)
         } else {
             out.append(URL(fileURLWithPath: p))
         }

@@ -31,7 +31,7 @@ public enum OpenCellIDTowerImporter {
             }
             func i(_ k: String) -> Int? { cols[k].flatMap { $0 < fields.count ? buf.int(fields[$0]) : nil } }
             func d(_ k: String) -> Double? { cols[k].flatMap { $0 < fields.count ? buf.double(fields[$0]) : nil } }
-            let radio = cols["radio"].map { buf.string(buf.trimmed(fields[$0])) } ?? ""
+            let radio = cols["radio"].flatMap { $0 < fields.count ? buf.string(buf.trimmed(fields[$0])) : nil } ?? ""   // a short row has no radio field
             guard let rat = OpenCellIDMeasurementsImporter.rat(forAct: radio) else {
                 if radio.isEmpty { try ctx.malformed("empty radio") } else { ctx.drop("radio \(radio) (no RAT in trace format)") }
                 return
@@ -42,7 +42,7 @@ public enum OpenCellIDTowerImporter {
             }
             let unit = i("unit")
             towers.append(CellTower(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid),
-                                    position: Geodetic(latitude: lat, longitude: lon, height: 0), range: d("range"),
+                                    position: Geodetic(latitude: lat, longitude: lon, height: 0), range: d("range").flatMap { (0...TraceDomain.localMetres.upperBound).contains($0) ? $0 : nil },
                                     samples: i("samples"), pci: rat == .gsm ? nil : unit,
                                     provenance: i("changeable") == 0 ? "antenna" : "centroid", updated: i("updated")))
             ctx.report.events["tower", default: 0] += 1

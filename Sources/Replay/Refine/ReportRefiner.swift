@@ -56,17 +56,7 @@ public final class ReportRefiner {
         if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
             _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
         }
-        // One report is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is
-        // taken at face value (α = 1) unless the configuration says otherwise.
-        var options = stages
-        if options["ekf"]?.values["inflation"] == nil {
-            var e = options["ekf"] ?? StageOptions(name: "ekf")
-            var m: [String: ConfigValue] = [:]
-            for (s, a) in FusionStage.Settings.defaultInflation { m[s.rawValue] = .number(s == .gnss ? 1 : a) }
-            e.values["inflation"] = .map(m)
-            options["ekf"] = e
-        }
-        for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
+        var options = Self.reportOptions(stages)
         refineStages = options
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
         // The ekf's options are parsed once (a third of the per-report cost of building the
@@ -81,6 +71,23 @@ public final class ReportRefiner {
             ekfSettings = nil
         }
         stagesBesideEKF = options
+    }
+
+    /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
+    /// with the ukf, pf and smoother off unless configured, and GNSS inflation α = 1 — one report
+    /// is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is taken at face
+    /// value unless the configuration says otherwise.
+    public static func reportOptions(_ stages: [String: StageOptions]) -> [String: StageOptions] {
+        var options = stages
+        if options["ekf"]?.values["inflation"] == nil {
+            var e = options["ekf"] ?? StageOptions(name: "ekf")
+            var m: [String: ConfigValue] = [:]
+            for (s, a) in FusionStage.Settings.defaultInflation { m[s.rawValue] = .number(s == .gnss ? 1 : a) }
+            e.values["inflation"] = .map(m)
+            options["ekf"] = e
+        }
+        for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
+        return options
     }
 
     private func tile(_ lat: Double, _ lon: Double) throws -> (frame: LocalFrame, reference: ReferenceData) {
@@ -119,10 +126,10 @@ public final class ReportRefiner {
     }
 
     /// One entry of an output record's `rejected` list.
-    struct Rejection {
-        var input: String
-        var time: Double?
-        var reason: String
+    public struct Rejection: Sendable {
+        public var input: String
+        public var time: Double?
+        public var reason: String
     }
 
     /// Refines one record (its JSON bytes; `record.baseAddress![record.count]` must be readable,
@@ -146,12 +153,45 @@ public final class ReportRefiner {
         }
     }
 
-    /// `refine` of a record held in memory (a service's request body).
-    public func refine(json: [UInt8], file: String, line: Int, into out: inout [UInt8]) -> Outcome {
+    /// `refine` of a record held in memory (a service's request body). `extra`: reference data
+    /// (in `frame(latitude:longitude:)` of the report) joined to the tile's own for this record
+    /// (entries the tile already has are kept) — what `posfuse serve`'s store knows.
+    public func refine(json: [UInt8], file: String, line: Int, adding extra: ReferenceData? = nil, into out: inout [UInt8]) -> Outcome {
         var bytes = json
         let n = bytes.count
         bytes.append(0)
+        self.extra = extra
+        defer { self.extra = nil }
         return bytes.withUnsafeBufferPointer { refine(UnsafeBufferPointer(rebasing: $0[0..<n]), file: file, line: line, into: &out) }
+    }
+
+    /// The position, cells and (normalised) BSSIDs of a record held in memory — what a caller
+    /// with its own reference store looks up before `refine(json:…adding:)`; nil when the
+    /// record does not parse (its `refine` then says why).
+    public func radioIdentifiers(json: [UInt8]) -> (latitude: Double, longitude: Double, cells: Set<CellID>, bssids: Set<String>)? {
+        var bytes = json
+        let n = bytes.count
+        bytes.append(0)
+        return try? bytes.withUnsafeBufferPointer { b in
+            try parser.parse(b.baseAddress!, count: n) { r, s in
+                var cells = Set<CellID>(), bssids = Set<String>()
+                for e in r.evidence {
+                    guard case .event(let x) = try? decoder.event(s.p + e.start, count: e.end - e.start) else { continue }
+                    switch x.payload {
+                    case .cell(let o): cells.insert(o.cell)
+                    case .wifi(let w): for a in w.accessPoints { bssids.insert(MACAddress.normalize(a.bssid)) }
+                    default: break
+                    }
+                }
+                return (r.latitude, r.longitude, cells, bssids)
+            }
+        }
+    }
+
+    /// The local ENU frame a report at (`latitude`, `longitude`) is refined in (its tile's).
+    public static func frame(latitude: Double, longitude: Double) -> LocalFrame {
+        let key = SIMD2(Int((latitude / tileDegrees).rounded()), Int((longitude / tileDegrees).rounded()))
+        return LocalFrame(origin: Geodetic(latitude: Double(key.x) * tileDegrees, longitude: Double(key.y) * tileDegrees))
     }
 
     /// Appends the error Feature of a record that could not be refined.
@@ -168,18 +208,24 @@ public final class ReportRefiner {
     private var decoder = TraceLineDecoder()
     private var events: [TraceEvent] = []
     private var rejected: [Rejection] = []
+    private var extra: ReferenceData?
 
     private func refine(_ r: ReportRecordParser.Report, scanner s: JSONLineScanner, into out: inout [UInt8]) throws -> Outcome {
         let t = try tile(r.latitude, r.longitude)
         let header = TraceHeader(origin: t.frame.origin)
-        let context = PipelineContext(header: header, reference: t.reference)
+        var reference = t.reference
+        if let extra {
+            reference.accessPoints.merge(extra.accessPoints) { own, _ in own }
+            reference.cells.merge(extra.cells) { own, _ in own }
+            if let c = extra.cellCoverage, !c.isEmpty {
+                reference.cellCoverage = CellCoverageMap(areas: (reference.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
+            }
+        }
+        let context = PipelineContext(header: header, reference: reference)
         let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
         var stages = try StageRegistry.pipeline(options: stagesBesideEKF).stages
         if let (i, settings) = ekfSettings { stages.insert(FusionStage(settings: settings), at: i) }
         let pipeline = Pipeline(stages: stages)
-        guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
-            throw InputError(reason: "the ekf stage is disabled: refine needs it")
-        }
 
         // Evidence → trace events through the trace-format decoder (one schema, one set of
         // rules; an event's `device` defaults to the reporting phone there). An event that
@@ -207,47 +253,11 @@ public final class ReportRefiner {
             events = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
         }
 
-        var evidenceTypes = Set<String>()
-        for e in events { evidenceTypes.insert(e.typeName) }
-        var lastFused: Fix?
-        var objectFix: Fix?
-        var producedBy: [Source: Int] = [:]
-        for e in events {
-            for result in pipeline.process(e, context: context) {
-                switch result {
-                case .fix(let f) where f.source == .ekf && f.subject == Fix.defaultSubject: lastFused = f
-                case .fix(let f) where f.subject.hasPrefix("object:"): objectFix = f
-                case .fix(let f) where !f.source.isFusion: producedBy[f.source, default: 0] += 1
-                case .failure(let s, let t, _, let reason):
-                    // "Missing input" of a stage whose own evidence type is absent is not news.
-                    if case .missingInput = reason, let needs = Self.ownInput[s], !evidenceTypes.contains(needs) { continue }
-                    rejected.append(Rejection(input: s.rawValue, time: t, reason: reason.description))
-                default: break
-                }
-            }
-        }
-        for r in pipeline.finish(context: context) { if case .fix(let f) = r, f.subject.hasPrefix("object:") { objectFix = f } }
+        let fused = try Self.fuse(events, rejected: &rejected, context: context, pipeline: pipeline)
+        let used = fused.used, objectFix = fused.object
 
-        var used: [String] = [], gated: [String: Int] = [:], contained: Set<String> = []
-        for (s, c) in fusion.counters.sorted(by: { $0.key < $1.key }) {
-            // The filter's own source labels its magnetometer heading updates.
-            if c.accepted > 0 || c.initializations > 0 { used.append(s.isFusion ? "magnetometer-heading" : s.rawValue) }
-            if c.gated > 0 { gated[s.rawValue] = c.gated }
-            if c.superseded > 0 { contained.insert(s.rawValue) }
-        }
-        for (s, n) in gated.sorted(by: { $0.key < $1.key }) {
-            rejected.append(Rejection(input: s, reason: "\(n) fix(es) rejected by the χ² gate (inconsistent with the other evidence)"))
-        }
-        for s in contained.sorted() where !used.contains(s) && gated[s] == nil {
-            let by = fusion.settings.superseding.filter { $0.value.contains(where: { $0.rawValue == s }) }.keys.map(\.rawValue).sorted()
-            rejected.append(Rejection(input: s, reason: "contained in the \(by.joined(separator: "/")) fix of the same evidence (not fused twice)"))
-        }
-        for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil && !contained.contains(s.rawValue) {
-            rejected.append(Rejection(input: s.rawValue, reason: "not fused (not an ekf input)"))
-        }
-
-        let best = lastFused ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
-                                    source: .gnss)
+        let best = fused.best ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
+                                     source: .gnss)
         let g = header.frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
         let status: Outcome.Status = used.count > 1 ? .refined : .reported
 
@@ -292,6 +302,64 @@ public final class ReportRefiner {
         out.append(literal: "\",\"t\":"); out.append(number: reportTime)
         out.append(literal: "},\"type\":\"Feature\"}")
         return Outcome(status: status, error: nil)
+    }
+
+    /// What the fusion of one report's evidence gives: the filter's last estimate (nil when no
+    /// evidence initialised it), the sources it used, and CamLoc's estimate of a photographed object.
+    public struct Fused {
+        public var best: Fix?
+        public var used: [String]
+        public var object: Fix?
+    }
+
+    /// Runs `events` (in time order) through `pipeline` (built from `reportOptions`, with its
+    /// ekf), appending to `rejected` what was not used and why: the one fusion path of `refine`
+    /// and of `serve`'s geolocate.
+    public static func fuse(_ events: [TraceEvent], rejected: inout [Rejection], context: PipelineContext,
+                            pipeline: Pipeline) throws -> Fused {
+        guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
+            throw InputError(reason: "the ekf stage is disabled: refine needs it")
+        }
+        var evidenceTypes = Set<String>()
+        for e in events { evidenceTypes.insert(e.typeName) }
+        var lastFused: Fix?
+        var objectFix: Fix?
+        var producedBy: [Source: Int] = [:]
+        for e in events {
+            for result in pipeline.process(e, context: context) {
+                switch result {
+                case .fix(let f) where f.source == .ekf && f.subject == Fix.defaultSubject: lastFused = f
+                case .fix(let f) where f.subject.hasPrefix("object:"): objectFix = f
+                case .fix(let f) where !f.source.isFusion: producedBy[f.source, default: 0] += 1
+                case .failure(let s, let t, _, let reason):
+                    // "Missing input" of a stage whose own evidence type is absent is not news.
+                    if case .missingInput = reason, let needs = Self.ownInput[s], !evidenceTypes.contains(needs) { continue }
+                    rejected.append(Rejection(input: s.rawValue, time: t, reason: reason.description))
+                default: break
+                }
+            }
+        }
+        for r in pipeline.finish(context: context) { if case .fix(let f) = r, f.subject.hasPrefix("object:") { objectFix = f } }
+
+        var used: [String] = [], gated: [String: Int] = [:], contained: Set<String> = []
+        for (s, c) in fusion.counters.sorted(by: { $0.key < $1.key }) {
+            // The filter's own source labels its magnetometer heading updates.
+            if c.accepted > 0 || c.initializations > 0 { used.append(s.isFusion ? "magnetometer-heading" : s.rawValue) }
+            if c.gated > 0 { gated[s.rawValue] = c.gated }
+            if c.superseded > 0 { contained.insert(s.rawValue) }
+        }
+        for (s, n) in gated.sorted(by: { $0.key < $1.key }) {
+            rejected.append(Rejection(input: s, reason: "\(n) fix(es) rejected by the χ² gate (inconsistent with the other evidence)"))
+        }
+        for s in contained.sorted() where !used.contains(s) && gated[s] == nil {
+            let by = fusion.settings.superseding.filter { $0.value.contains(where: { $0.rawValue == s }) }.keys.map(\.rawValue).sorted()
+            rejected.append(Rejection(input: s, reason: "contained in the \(by.joined(separator: "/")) fix of the same evidence (not fused twice)"))
+        }
+        for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil && !contained.contains(s.rawValue) {
+            rejected.append(Rejection(input: s.rawValue, reason: "not fused (not an ekf input)"))
+        }
+
+        return Fused(best: lastFused, used: used, object: objectFix)
     }
 
     private static func isSorted(_ e: [TraceEvent]) -> Bool {

@@ -16,14 +16,19 @@ public struct ReplayOptions: Sendable {
     /// A cell database (SQLite, `CellDatabase`) whose towers and coverage areas within 50 km of
     /// the trace origin join the trace's reference data (its own `reference.json` entries win).
     public var cellDatabase: String?
+    /// A reference side file used instead of the trace's own (`posfuse replay --reference`).
+    public var reference: URL?
+    /// A radio map (SQLite, `RadioMapDatabase`: `posfuse radiomap build`) whose APs, fingerprint
+    /// survey and uncertainty model join the reference data (`posfuse replay --radio-map`).
+    public var radioMap: String?
 
     public init(mode: TraceReadMode = .lenient, reorderWindow: Double = TraceReader.defaultReorderWindow,
-                stages: [String: StageOptions] = [:], scoring: ScoringOptions = ScoringOptions(), cellDatabase: String? = nil) {
+                stages: [String: StageOptions] = [:], scoring: ScoringOptions = ScoringOptions(), cellDatabase: String? = nil,
+                reference: URL? = nil, radioMap: String? = nil) {
         self.mode = mode; self.reorderWindow = reorderWindow; self.stages = stages; self.scoring = scoring
-        self.cellDatabase = cellDatabase
+        self.cellDatabase = cellDatabase; self.reference = reference; self.radioMap = radioMap
     }
 }
-
 
 /// The outcome of replaying one trace.
 public struct ReplayResult: Sendable {
@@ -34,6 +39,8 @@ public struct ReplayResult: Sendable {
     public var stats: TraceReaderStats
     /// Sources the pipeline can emit (in pipeline order).
     public var pipelineSources: [Source]
+    /// Epochs located (`LocatedShare`).
+    public var located = LocatedShare()
 }
 
 /// Replays a trace: reader → pipeline → scorer, one direction.
@@ -57,6 +64,9 @@ public final class Replayer {
     public var progress: ((Int64, Int64?) -> Void)?
     /// Called for every estimate once scored or found unscorable (result storage).
     public var onEstimate: ((ScoredEstimate) throws -> Void)?
+    /// Called with every event and the pipeline's results for it, and the trace's frame: for
+    /// checks that need the measurements, e.g. the TA radial error of `RadioScenarioReplay`.
+    public var onResults: ((TraceEvent, [StageResult], LocalFrame) -> Void)?
     /// Events between progress calls.
     public static let progressInterval = 4096
 
@@ -68,35 +78,42 @@ public final class Replayer {
     public func run(_ location: TraceLocation) throws -> ReplayResult {
         let reader = try TraceReader(url: location.trace, mode: options.mode, reorderWindow: options.reorderWindow)
         let header = reader.header
-        let reference = try location.reference.map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
+        let reference = try (options.reference ?? location.reference).map { try ReferenceLoader.load(url: $0, frame: header.frame) } ?? .empty
         let size = (try? FileManager.default.attributesOfItem(atPath: location.trace.path)[.size] as? NSNumber)?.int64Value
         var n = 0
-        let (scores, sources) = try replay(header: header, reference: reference) {
+        let (scores, sources, located) = try replay(header: header, reference: reference) {
             guard let event = try reader.next() else { return nil }
             n += 1
             if n % Self.progressInterval == 0 { progress?(reader.bytesRead, size) }
             return event
         }
         progress?(reader.bytesRead, size ?? reader.bytesRead)
-        return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats, pipelineSources: sources)
+        return ReplayResult(location: location, header: header, scores: scores, stats: reader.stats, pipelineSources: sources,
+                            located: located)
     }
 
     /// The one loop: every event to the scorer (truth) and through the pipeline, the pipeline's
-    /// results to the scorer; at the end `Pipeline.finish`, then the scorer's. `reference` is
-    /// joined by the options' cell database.
-    private func replay(header: TraceHeader, reference: ReferenceData, next: () throws -> TraceEvent?) throws -> (TraceScores, [Source]) {
+    /// results to the scorer (and `onResults`, and the share located); at the end
+    /// `Pipeline.finish`, then the scorer's. `reference` is joined by the options' cell database
+    /// and radio map.
+    private func replay(header: TraceHeader, reference: ReferenceData, next: () throws -> TraceEvent?) throws -> (TraceScores, [Source], LocatedShare) {
         var reference = reference
         if let db = options.cellDatabase { try CellDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
+        if let db = options.radioMap { try RadioMapDatabase.forReading(path: db).merge(into: &reference, frame: header.frame) }
         let pipeline = try StageRegistry.pipeline(options: options.stages)
         let context = PipelineContext(header: header, reference: reference)
         let scorer = Scorer(frame: header.frame, options: options.scoring)
         scorer.onEstimate = onEstimate
+        var located = LocatedShare()
         while let event = try next() {
             try scorer.add(event: event)
-            try scorer.add(pipeline.process(event, context: context))
+            let results = pipeline.process(event, context: context)
+            onResults?(event, results, header.frame)
+            located.add(results)
+            try scorer.add(results)
         }
         try scorer.add(pipeline.finish(context: context))
-        return (try scorer.finish(), pipeline.sources)
+        return (try scorer.finish(), pipeline.sources, located)
     }
 }
 
@@ -109,13 +126,13 @@ extension Replayer {
     public func run(header: TraceHeader, events: [TraceEvent], reference: ReferenceData = .empty, name: String) throws -> ReplayResult {
         var stats = TraceReaderStats()
         var it = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element).makeIterator()
-        let (scores, sources) = try replay(header: header, reference: reference) {
+        let (scores, sources, located) = try replay(header: header, reference: reference) {
             guard let event = it.next() else { return nil }
             stats.events += 1; stats.eventsByType[event.typeName, default: 0] += 1
             return event
         }
         return ReplayResult(location: TraceLocation(trace: URL(fileURLWithPath: name), reference: nil, name: name), header: header,
-                            scores: scores, stats: stats, pipelineSources: sources)
+                            scores: scores, stats: stats, pipelineSources: sources, located: located)
     }
 
     /// Scores estimates made elsewhere (`posfuse score --estimates`) against the ground

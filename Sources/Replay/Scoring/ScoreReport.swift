@@ -52,7 +52,38 @@ public enum ScoreReport {
             "out_of_order": r.stats.outOfOrder,
             "truth_subjects": r.scores.truthSubjects,
             "truth_s": r.scores.truthSeconds,
-        ]
+        ].merging(locatedJSON(r)) { a, _ in a }
+    }
+
+    /// The trace's checkpoint scores (only when its truth is checkpoints) and its share located.
+    static func locatedJSON(_ r: ReplayResult) -> [String: Any] {
+        var o = r.located.jsonMembers
+        if !r.scores.checkpoints.isEmpty { o["checkpoints"] = r.scores.checkpoints.map { $0.json() } }
+        return o
+    }
+
+    /// The checkpoint table of a trace whose truth is checkpoints (`CheckpointScore`), "" otherwise.
+    public static func checkpointTable(_ cps: [CheckpointScore], indent: String = "  ") -> String {
+        guard !cps.isEmpty else { return "" }
+        func f(_ x: Double?, _ d: Int = 2) -> String { x.map { String(format: "%.\(d)f", $0) } ?? "-" }
+        let head = ["at checkpoints", "scored", "missed", "mean_m", "median_m", "p75_m", "p95_m", "inside95", "anees", "ipin_m", "floor_hit"]
+        let rows = cps.map { c in
+            [c.source.rawValue, "\(c.scored)", "\(c.missed)", f(c.statistics?.mean), f(c.statistics?.median), f(c.statistics?.p75),
+             f(c.statistics?.p95), f(c.statistics?.inside95, 3), f(c.statistics?.anees), f(c.ipin), f(c.floorHitRate, 3)]
+        }
+        return aligned([head] + rows, indent: indent)
+    }
+
+    static func aligned(_ all: [[String]], indent: String) -> String {
+        let widths = all[0].indices.map { c in all.map { $0[c].count }.max()! }
+        var out = ""
+        for row in all {
+            out += indent + row.enumerated().map { c, v in
+                c == 0 ? v.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+                       : String(repeating: " ", count: widths[c] - v.count) + v
+            }.joined(separator: "  ") + "\n"
+        }
+        return out
     }
 
     /// The whole `posfuse replay --json` object: `traces`, the total `skipped`, and, for
@@ -113,6 +144,7 @@ public enum ScoreReport {
                 s.key + " " + s.unscored.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             }.joined(separator: "; ") + "\n"
         }
+        out += checkpointTable(r.scores.checkpoints)
         if !r.scores.failures.isEmpty {
             out += "  failures: " + r.scores.failures.sorted { $0.key < $1.key }.map { src, reasons in
                 src + " " + reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")

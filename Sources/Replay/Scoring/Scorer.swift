@@ -13,6 +13,11 @@ public struct ScoringOptions: Sendable, Equatable {
     public var fixValidity: Double
     /// Keep the per-epoch samples (`posfuse replay --json --epochs`, reports).
     public var keepEpochs: Bool
+    /// Checkpoint scoring (`CheckpointScore`): the longest gap between the two estimates a
+    /// checkpoint is interpolated between, and the oldest estimate that is still held, s.
+    /// Default 10 s (WiFi scans on the ms-indoor walks come every 2–10 s).
+    public var checkpointHold: Double = ScoringOptions.defaultCheckpointHold
+    public static let defaultCheckpointHold = 10.0
 
     public static let defaultMaxTruthGap = 5.0
     public static let defaultFixValidity = 2.0
@@ -80,6 +85,9 @@ public struct TraceScores: Sendable, Equatable {
     public var truthSubjects: [String]
     /// Scorable truth time of the phone subjects (sum over subjects), s.
     public var truthSeconds: Double
+    /// Scores at the checkpoints of phone subjects whose truth is checkpoints only
+    /// (`CheckpointScore`); empty when every subject has continuous truth.
+    public var checkpoints: [CheckpointScore] = []
 
     public func score(_ key: String) -> SourceScore? { sources.first { $0.key == key } }
 }
@@ -110,6 +118,7 @@ public final class Scorer {
     private var heldFusion: [String: Fix] = [:]
     private var acc: [Key: Accumulator] = [:]
     private var failures: [String: [String: Int]] = [:]
+    private var checkpointTracker = CheckpointTracker()
     /// Largest event time seen (the stream time).
     private var now = -Double.infinity
     /// Estimates waiting for truth (memory check in tests).
@@ -149,7 +158,9 @@ public final class Scorer {
             return
         }
         let s = event.device
-        truth[s, default: GroundTruthTrack(subject: s)].append(time: event.time, position: Self.enu(g, frame: frame))
+        let p = Self.enu(g, frame: frame)
+        truth[s, default: GroundTruthTrack(subject: s)].append(time: event.time, position: p)
+        checkpointTracker.add(truth: g, subject: s, time: event.time, position: p)
         guard var waiting = pending[s], !waiting.isEmpty else { return }
         let t = event.time
         let ready = waiting.filter { $0.time <= t }
@@ -201,6 +212,7 @@ public final class Scorer {
 
     /// Scores a fix now, or keeps it until truth reaches its time.
     private func route(_ f: Fix) throws {
+        checkpointTracker.add(f)
         if let last = truth[f.subject]?.lastTime, last >= f.time {
             try score(f)
         } else if f.time.isFinite {
@@ -289,6 +301,7 @@ public final class Scorer {
                                    availability: availability, unscored: a.unscored,
                                    epochs: options.keepEpochs ? a.epochs : nil))
         }
-        return TraceScores(sources: out, failures: failures, truthSubjects: truth.keys.sorted(), truthSeconds: truthSeconds)
+        return TraceScores(sources: out, failures: failures, truthSubjects: truth.keys.sorted(), truthSeconds: truthSeconds,
+                           checkpoints: checkpointTracker.scores(hold: options.checkpointHold))
     }
 }

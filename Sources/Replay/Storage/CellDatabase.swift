@@ -158,27 +158,31 @@ public final class CellDatabase {
     /// Inserts or replaces `towers` and `coverage` in one transaction; returns the number of towers written.
     @discardableResult
     public func insert(_ towers: [CellTower], coverage: [CellCoverageRecord] = []) throws -> Int {
-        try queue.write { db in
-            let cs = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks)
-                VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-                """)
-            for r in coverage {
-                try cs.execute(arguments: [r.cell.rat.rawValue, r.cell.mcc, r.cell.mnc, r.cell.area, r.cell.cid, r.ta ?? -1,
-                                           r.position.latitude, r.position.longitude, r.position.height, r.covariance.ee, r.covariance.en,
-                                           r.covariance.nn, r.count, r.walks])
-            }
-            let st = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO cells (rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci,
-                    azimuth_deg, beamwidth_deg, provenance, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-                """)
-            for t in towers {
-                try st.execute(arguments: [t.cell.rat.rawValue, t.cell.mcc, t.cell.mnc, t.cell.area, t.cell.cid,
-                                           t.position.latitude, t.position.longitude, t.position.height, t.range, t.samples,
-                                           t.pci, t.azimuth, t.beamwidth, t.provenance, t.updated])
-            }
-            return towers.count
+        try queue.write { db in try Self.insert(towers, coverage: coverage, db: db) }
+    }
+
+    /// The same inside a caller's transaction (`posfuse serve` learns into this schema).
+    @discardableResult
+    public static func insert(_ towers: [CellTower], coverage: [CellCoverageRecord], db: Database) throws -> Int {
+        let cs = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+            """)
+        for r in coverage {
+            try cs.execute(arguments: [r.cell.rat.rawValue, r.cell.mcc, r.cell.mnc, r.cell.area, r.cell.cid, r.ta ?? -1,
+                                       r.position.latitude, r.position.longitude, r.position.height, r.covariance.ee, r.covariance.en,
+                                       r.covariance.nn, r.count, r.walks])
         }
+        let st = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO cells (rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci,
+                azimuth_deg, beamwidth_deg, provenance, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+            """)
+        for t in towers {
+            try st.execute(arguments: [t.cell.rat.rawValue, t.cell.mcc, t.cell.mnc, t.cell.area, t.cell.cid,
+                                       t.position.latitude, t.position.longitude, t.position.height, t.range, t.samples,
+                                       t.pci, t.azimuth, t.beamwidth, t.provenance, t.updated])
+        }
+        return towers.count
     }
 
     /// Every coverage area, sorted by cell and TA.
@@ -250,7 +254,7 @@ public final class CellDatabase {
         reference.cellCoverage = CellCoverageMap(areas: merged)
     }
 
-    static func coverageRecord(_ r: Row) -> CellCoverageRecord? {
+    public static func coverageRecord(_ r: Row) -> CellCoverageRecord? {
         guard let rat = (r.text("rat")).flatMap(RAT.init(rawValue:)), let mcc = r.int("mcc"), let mnc = r.int("mnc"),
               let area = r.int("area"), let cid = r.int("cid"), let ta = r.int("ta"), let lat = r.double("lat"), let lon = r.double("lon"),
               TraceDomain.latLonViolation(lat, lon) == nil, let ee = r.double("cov_ee"), let en = r.double("cov_en"), let nn = r.double("cov_nn"),
@@ -302,7 +306,7 @@ public final class CellDatabase {
 
     /// A row of `cells`, or nil when a value is missing, of the wrong type or outside its domain
     /// (a damaged or foreign database is skipped row by row, never a crash).
-    static func tower(_ r: Row) -> CellTower? {
+    public static func tower(_ r: Row) -> CellTower? {
         guard let rat = (r.text("rat")).flatMap(RAT.init(rawValue:)), let mcc = r.int("mcc"), let mnc = r.int("mnc"),
               let area = r.int("area"), let cid = r.int("cid"), let lat = r.double("lat"), let lon = r.double("lon"),
               TraceDomain.latLonViolation(lat, lon) == nil else { return nil }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TraceIO
 import Positioning
 
 /// The radio map: estimated AP positions in SQLite (GRDB), table `aps` keyed by BSSID, plus
@@ -32,12 +33,26 @@ public final class RadioMapDatabase {
                 t.column("value", .text).notNull()
             }
         }
+        m.registerMigration("radiomap-v2-fingerprints") { db in
+            try db.create(table: "fingerprints") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("e", .double).notNull()
+                t.column("n", .double).notNull()
+                t.column("floor", .integer)
+                t.column("scans", .integer).notNull()
+                t.column("rss", .text).notNull()      // JSON object BSSID → mean RSS dBm
+            }
+        }
         try m.migrate(queue)
     }
 
     /// Replaces the whole map with `estimates` in `frame`, in one transaction.
     public func replace(with estimates: [APMapEstimator.Estimate], frame: LocalFrame) throws {
-        try queue.write { db in
+        try queue.write { db in try Self.writeAPs(db, estimates, frame: frame) }
+    }
+
+    private static func writeAPs(_ db: Database, _ estimates: [APMapEstimator.Estimate], frame: LocalFrame) throws {
+        do {
             try db.execute(sql: "DELETE FROM aps")
             let st = try db.cachedStatement(sql: """
                 INSERT INTO aps(bssid, e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
@@ -52,6 +67,100 @@ public final class RadioMapDatabase {
             let o = frame.origin
             try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('origin', ?)",
                            arguments: ["\(o.latitude),\(o.longitude),\(o.height)"])
+        }
+    }
+
+    /// Replaces the whole map (APs and, when given, the fingerprint survey) in one transaction:
+    /// what `posfuse radiomap build` writes.
+    public func replace(with estimates: [APMapEstimator.Estimate], fingerprints: FingerprintMap?,
+                        uncertainty: RadioUncertaintyModel? = nil, frame: LocalFrame) throws {
+        // One transaction: a reader never sees the APs of one build with the survey of another.
+        try queue.write { db in
+            try Self.writeAPs(db, estimates, frame: frame)
+            try db.execute(sql: "DELETE FROM fingerprints")
+            try db.execute(sql: "DELETE FROM meta WHERE key IN ('fp_threshold_dbm', 'fp_spacing_m', 'uncertainty')")
+            if let uncertainty {
+                let text = String(decoding: try JSONEncoder.sorted.encode(uncertainty), as: UTF8.self)
+                try db.execute(sql: "INSERT INTO meta(key, value) VALUES ('uncertainty', ?)", arguments: [text])
+            }
+            guard let fingerprints else { return }
+            let st = try db.cachedStatement(sql: "INSERT INTO fingerprints(e, n, floor, scans, rss) VALUES (?, ?, ?, ?, ?)")
+            for p in fingerprints.points {
+                let rss = String(decoding: try JSONSerialization.data(withJSONObject: p.rss, options: [.sortedKeys]), as: UTF8.self)
+                try st.execute(arguments: [p.position.x, p.position.y, p.floor, p.scans, rss])
+            }
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('fp_threshold_dbm', ?)", arguments: ["\(fingerprints.threshold)"])
+            if let sp = fingerprints.spacing {
+                try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('fp_spacing_m', ?)", arguments: ["\(sp)"])
+            }
+        }
+    }
+
+    /// The fingerprint survey in the map's own frame; nil when the map has none.
+    public func fingerprints() throws -> FingerprintMap? {
+        try queue.read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT e, n, floor, scans, rss FROM fingerprints ORDER BY id")
+            guard !rows.isEmpty else { return nil }
+            let threshold = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'fp_threshold_dbm'").flatMap(Double.init) ?? -100
+            let spacing = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'fp_spacing_m'").flatMap(Double.init)
+            let points = try rows.map { r -> FingerprintMap.Point in
+                let text: String = r["rss"]
+                guard let rss = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Double] else {
+                    throw DatabaseError(message: "fingerprints.rss is not an object of numbers")
+                }
+                return FingerprintMap.Point(position: SIMD2(r["e"], r["n"]), floor: r["floor"], rss: rss, scans: r["scans"])
+            }
+            return FingerprintMap(points: points, threshold: threshold, spacing: spacing)
+        }
+    }
+
+    /// The uncertainty model (`RadioUncertaintyModel`, JSON in `meta`); nil when the map has none.
+    public func uncertainty() throws -> RadioUncertaintyModel? {
+        guard let text = try queue.read({ try String.fetchOne($0, sql: "SELECT value FROM meta WHERE key = 'uncertainty'") }) else { return nil }
+        return try JSONDecoder().decode(RadioUncertaintyModel.self, from: Data(text.utf8))
+    }
+
+    /// Opens the radio map at `path` as reference data (`replay --radio-map`): a missing file or
+    /// one that is not a radio map is a `TraceDataError` naming it.
+    public static func forReading(path: String) throws -> RadioMapDatabase {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw TraceDataError(file: path, line: 0, reason: "no such radio map", code: "io")
+        }
+        do {
+            let q = try DatabaseQueue(path: path)
+            let ok = try q.read { try $0.tableExists("aps") }
+            guard ok else { throw TraceDataError(file: path, line: 0, reason: "not a radio map (no table aps; build one with posfuse radiomap build)", code: "invalid_radio_map") }
+            return try RadioMapDatabase(path: path)
+        } catch let e as TraceDataError { throw e } catch {
+            throw TraceDataError(file: path, line: 0, reason: "cannot read the radio map: \(error)", code: "invalid_radio_map")
+        }
+    }
+
+    /// Adds the map's APs, fingerprint survey and uncertainty model to `reference`, converted from the map's frame
+    /// to `frame` (exactly, through WGS84, when the origins differ); entries the reference
+    /// already has (its own side file) are kept, and its own survey wins over the map's.
+    public func merge(into reference: inout ReferenceData, frame: LocalFrame) throws {
+        let aps: [String: AccessPoint], fps: FingerprintMap?, mapOrigin: Geodetic?, model: RadioUncertaintyModel?
+        do { aps = try accessPoints(); fps = try fingerprints(); mapOrigin = origin; model = try uncertainty() } catch {
+            throw TraceDataError(file: queue.path, line: 0, reason: "cannot read the radio map: \(error)", code: "invalid_radio_map")
+        }
+        let same = mapOrigin == nil || mapOrigin == frame.origin
+        let mapFrame = mapOrigin.map(LocalFrame.init(origin:))
+        func convert(_ v: SIMD3<Double>) -> SIMD3<Double> { same ? v : frame.enu(mapFrame!.geodetic(v)) }
+        for (b, a) in aps where reference.accessPoints[b] == nil {
+            var c = a
+            c.position = convert(a.position)
+            reference.accessPoints[b] = c
+        }
+        if reference.radioUncertainty == nil { reference.radioUncertainty = model }
+        if reference.fingerprints == nil, let fps {
+            let pts = fps.points.map { p -> FingerprintMap.Point in
+                var q = p
+                let v = convert(SIMD3(p.position.x, p.position.y, 0))
+                q.position = SIMD2(v.x, v.y)
+                return q
+            }
+            reference.fingerprints = FingerprintMap(points: pts, threshold: fps.threshold, spacing: fps.spacing)
         }
     }
 
@@ -97,4 +206,9 @@ public final class RadioMapDatabase {
             return d
         }
     }
+}
+
+extension JSONEncoder {
+    /// Sorted keys (stable text in the database).
+    static var sorted: JSONEncoder { let e = JSONEncoder(); e.outputFormatting = [.sortedKeys]; return e }
 }

@@ -162,3 +162,49 @@ public struct CellCoverageMap: Sendable, Equatable {
         return Covariance2(ee: (a.covariance.ee + f * f) * k, en: a.covariance.en * k, nn: (a.covariance.nn + f * f) * k)
     }
 }
+
+extension CellCoverageMap {
+    /// The sufficient statistics of an area learned walk by walk (`posfuse serve`'s geosubmit,
+    /// one submission = one walk), from which `Builder`'s area follows exactly: m walks, n
+    /// positions, Σ of the walk means μᵢ and of μᵢμᵢᵀ, and the pooled within-walk scatter
+    /// Σ(nᵢ − 1)Sᵢ with its degrees of freedom Σ(nᵢ − 1). Sums add, so two sets of walks merge
+    /// by adding (a batch never needs the positions of earlier ones); `area` is `Builder.area`'s
+    /// rule: mean = Σμᵢ/m, covariance = W + B with W = scatter/dof and B the sample covariance of
+    /// the walk means (m − 1 denominator). Positions are ENU m of one frame.
+    public struct WalkSums: Sendable, Equatable {
+        public var walks = 0, count = 0, dof = 0
+        public var sumMean = SIMD2<Double>(0, 0)
+        public var sumOuter = Covariance2(ee: 0, en: 0, nn: 0)
+        public var scatter = Covariance2(ee: 0, en: 0, nn: 0)
+        public init() {}
+
+        /// One walk whose positions have the sample moments `a` (`Builder` of that walk alone).
+        public init(walk a: Area) {
+            walks = 1; count = a.count; dof = a.count - 1; sumMean = a.mean
+            sumOuter = Covariance2(ee: a.mean.x * a.mean.x, en: a.mean.x * a.mean.y, nn: a.mean.y * a.mean.y)
+            let k = Double(a.count - 1)
+            scatter = Covariance2(ee: a.covariance.ee * k, en: a.covariance.en * k, nn: a.covariance.nn * k)
+        }
+
+        public static func + (a: Self, b: Self) -> Self {
+            var s = a
+            s.walks += b.walks; s.count += b.count; s.dof += b.dof; s.sumMean += b.sumMean
+            s.sumOuter = Covariance2(ee: a.sumOuter.ee + b.sumOuter.ee, en: a.sumOuter.en + b.sumOuter.en, nn: a.sumOuter.nn + b.sumOuter.nn)
+            s.scatter = Covariance2(ee: a.scatter.ee + b.scatter.ee, en: a.scatter.en + b.scatter.en, nn: a.scatter.nn + b.scatter.nn)
+            return s
+        }
+
+        public var area: Area? {
+            guard walks > 0 else { return nil }
+            let m = Double(walks), mean = sumMean / m
+            var ee = 0.0, en = 0.0, nn = 0.0
+            if dof > 0 { ee = scatter.ee / Double(dof); en = scatter.en / Double(dof); nn = scatter.nn / Double(dof) }
+            if walks > 1 {
+                ee += (sumOuter.ee - m * mean.x * mean.x) / (m - 1)
+                en += (sumOuter.en - m * mean.x * mean.y) / (m - 1)
+                nn += (sumOuter.nn - m * mean.y * mean.y) / (m - 1)
+            }
+            return Area(mean: mean, covariance: Covariance2(ee: max(0, ee), en: en, nn: max(0, nn)), count: count, walks: walks)
+        }
+    }
+}

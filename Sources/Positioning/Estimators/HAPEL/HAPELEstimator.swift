@@ -161,7 +161,11 @@ public final class HAPELStage: PipelineStage {
             var st = state(event.device, context)
             let out = estimate(scan, time: event.time, device: event.device, state: &st, context: context)
             states[event.device] = st
-            return out
+            guard context.reference.radioUncertainty != nil else { return out }
+            return out.map { r in
+                guard case .fix(let f) = r else { return r }
+                return .fix(context.reference.wifiFix(f, scan: scan, rssMin: estimator.wcl.rssMin, maxAge: estimator.wcl.maxAge))
+            }
         default:
             return []
         }

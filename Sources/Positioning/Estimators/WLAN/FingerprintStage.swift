@@ -76,17 +76,17 @@ public final class FingerprintStage: PipelineStage {
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload, let map = context.reference.fingerprints, !map.isEmpty else { return [] }
+        var e = estimator
+        e.phoneThreshold = phoneThreshold ?? context.header.rssThreshold ?? estimator.phoneThreshold
         let result: Result<Fix, EstimationFailure>
         switch method {
-        case .wknn:
-            result = knn.estimate(scan, time: event.time, map: map, subject: event.device)
-        case .bayes:
-            var e = estimator
-            e.phoneThreshold = phoneThreshold ?? context.header.rssThreshold ?? estimator.phoneThreshold
-            result = e.estimate(scan, time: event.time, map: map, subject: event.device)
+        case .wknn: result = knn.estimate(scan, time: event.time, map: map, subject: event.device)
+        case .bayes: result = e.estimate(scan, time: event.time, map: map, subject: event.device)
         }
         switch result {
-        case .success(let f): return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+        case .success(let x):
+            let f = context.reference.wifiFix(x, scan: scan, rssMin: e.phoneThreshold, maxAge: method == .wknn ? knn.maxAge : e.maxAge)
+            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
         case .failure(let r): return [.failure(source: .fingerprint, time: event.time, subject: event.device, reason: r)]
         }
     }

@@ -8,7 +8,9 @@ public final class WCLStage: PipelineStage {
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }
         switch estimator.estimate(scan, time: event.time, map: context.reference.accessPoints, subject: event.device) {
-        case .success(let f): return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+        case .success(let e):
+            let f = context.reference.wifiFix(e, scan: scan, rssMin: estimator.rssMin, maxAge: estimator.maxAge)
+            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
         case .failure(let r): return [.failure(source: .wcl, time: event.time, subject: event.device, reason: r)]
         }
     }

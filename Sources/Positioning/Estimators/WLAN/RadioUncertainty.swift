@@ -1,0 +1,182 @@
+import CGSL
+import Foundation
+
+/// Covariance of WiFi fixes that grows where the radio map is blind (docs/radio.md,
+/// "Uncertainty where the map is blind").
+///
+/// A WiFi estimator's own covariance (WCL's spread, the posterior spread of `rss` and
+/// `fingerprint`) describes the scatter *given the map*. Where the query is unlike anything the
+/// map was learned from, the map's answer can be wrong by tens of metres while the estimator is
+/// sure of it. The model adds an isotropic term driven by evidence of novelty, and rescales:
+///
+///   P′ = k · (γ² P + σₓ² I),   σₓ = a + b·d + c·(1 − u) + e·δ/10 dB
+///
+/// * d: distance from the fix to the nearest surveyed place (a point of the map's fingerprint
+///   survey: where the training walks' scans were taken), m; 0 when the map has no survey;
+/// * u: share of the scan's heard APs (fresh entries above the stage's `rss_min`) that the map
+///   knows (AP map or survey);
+/// * δ: signal-space distance from the scan to the nearest survey point: RMS difference in dB
+///   over the APs either heard (an AP missing on one side counts at −100 dBm), 0 without a survey.
+///
+/// γ, a, b, c, e ≥ 0 are fitted per source by maximum likelihood of the residuals under
+/// N(0, γ²P + σₓ²I) (GSL Nelder–Mead simplex); then k scales the whole covariance so that 95 % of
+/// the training residuals fall inside their 95 % ellipse (NEES ≤ χ²₂(0.95)). The residuals come
+/// from training walks matched against maps that never saw them (the blocked protocol of
+/// `posfuse radiomap build`, docs/radio.md); the fitted model is stored in the radio map and the
+/// WiFi stages apply it whenever their reference data carries it.
+public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
+    public struct Term: Sendable, Equatable, Codable {
+        public var gamma: Double
+        public var a: Double
+        public var b: Double
+        public var c: Double
+        public var e: Double
+        public var k: Double
+        /// Training residuals the term was fitted on.
+        public var samples: Int
+        public init(gamma: Double = 1, a: Double = 0, b: Double = 0, c: Double = 0, e: Double = 0, k: Double = 1, samples: Int = 0) {
+            self.gamma = gamma; self.a = a; self.b = b; self.c = c; self.e = e; self.k = k; self.samples = samples
+        }
+
+        public func sigmaX(_ f: Features) -> Double { a + b * f.surveyDistance + c * (1 - f.knownShare) + e * f.signalDistance / 10 }
+
+        public func covariance(_ p: Covariance2, _ f: Features) -> Covariance2 {
+            let s2 = sigmaX(f) * sigmaX(f), g2 = gamma * gamma
+            return Covariance2(ee: k * (g2 * p.ee + s2), en: k * g2 * p.en, nn: k * (g2 * p.nn + s2))
+        }
+    }
+
+    /// Source raw value (`wcl`, `rss`, `fingerprint`, `hapel`) → term.
+    public var terms: [String: Term]
+    public init(terms: [String: Term] = [:]) { self.terms = terms }
+
+    public struct Features: Sendable, Equatable {
+        public var surveyDistance: Double
+        public var knownShare: Double
+        public var signalDistance: Double
+        public init(surveyDistance: Double, knownShare: Double, signalDistance: Double) {
+            self.surveyDistance = surveyDistance; self.knownShare = knownShare; self.signalDistance = signalDistance
+        }
+    }
+
+    /// RSS standing for "not heard" in the signal-space distance, dBm.
+    public static let notHeard = -100.0
+
+    /// The novelty features of a fix at `position` from `scan` (entries heard at or above
+    /// `rssMin` and not older than `maxAge` at `time`).
+    public static func features(position: SIMD2<Double>, scan: WiFiScan, time: Double, reference: ReferenceData,
+                                rssMin: Double = -90, maxAge: Double? = nil) -> Features {
+        var heard: [String: Double] = [:]
+        for o in scan.accessPoints where o.rss >= rssMin {
+            if let m = maxAge, let t = o.lastSeen, time - t > m { continue }
+            heard[o.bssid.lowercased()] = max(heard[o.bssid.lowercased()] ?? -.infinity, o.rss)
+        }
+        let fps = reference.fingerprints
+        let known = heard.keys.filter { reference.accessPoints[$0] != nil || (fps?.index[$0] != nil) }.count
+        let u = heard.isEmpty ? 0 : Double(known) / Double(heard.count)
+        guard let fps, !fps.isEmpty else { return Features(surveyDistance: 0, knownShare: u, signalDistance: 0) }
+        var d2 = Double.infinity, best = Double.infinity
+        for p in fps.points {
+            let v = p.position - position
+            d2 = min(d2, (v * v).sum())
+            var s = 0.0, n = 0
+            for (b, r) in heard { s += (r - (p.rss[b] ?? notHeard)) * (r - (p.rss[b] ?? notHeard)); n += 1 }
+            for (b, r) in p.rss where heard[b] == nil { s += (r - notHeard) * (r - notHeard); n += 1 }
+            if n > 0 { best = min(best, s / Double(n)) }
+        }
+        return Features(surveyDistance: d2.squareRoot(), knownShare: u, signalDistance: best.isFinite ? best.squareRoot() : 0)
+    }
+
+    /// The fix with its covariance inflated (unchanged when the model has no term for its source).
+    public func inflate(_ f: Fix, scan: WiFiScan, reference: ReferenceData, rssMin: Double = -90, maxAge: Double? = nil) -> Fix {
+        guard let t = terms[f.source.rawValue] else { return f }
+        var out = f
+        out.covariance = t.covariance(f.covariance, Self.features(position: f.position, scan: scan, time: f.time, reference: reference,
+                                                                  rssMin: rssMin, maxAge: maxAge))
+        return out
+    }
+
+    // MARK: Fitting
+
+    public struct Sample: Sendable {
+        public var residual: SIMD2<Double>
+        public var covariance: Covariance2
+        public var features: Features
+        public init(residual: SIMD2<Double>, covariance: Covariance2, features: Features) {
+            self.residual = residual; self.covariance = covariance; self.features = features
+        }
+    }
+
+    /// Fewest residuals a term is fitted from.
+    public static let minSamples = 20
+
+    /// Fits one source's term (nil with fewer than `minSamples` usable residuals).
+    public static func fit(_ samples: [Sample]) -> Term? {
+        let s = samples.filter { $0.covariance.isValid && $0.residual.x.isFinite && $0.residual.y.isFinite }
+        guard s.count >= minSamples else { return nil }
+        // θ = (ln γ, √a, √b, √c, √e): unconstrained, every coefficient ≥ 0.
+        func term(_ x: [Double]) -> Term { Term(gamma: exp(x[0]), a: x[1] * x[1], b: x[2] * x[2], c: x[3] * x[3], e: x[4] * x[4]) }
+        func nll(_ x: [Double]) -> Double {
+            let t = term(x)
+            var sum = 0.0
+            for v in s {
+                let p = t.covariance(v.covariance, v.features)
+                let det = p.ee * p.nn - p.en * p.en
+                guard det > 0, let m = p.mahalanobis2(v.residual) else { return .infinity }
+                sum += log(det) + m
+            }
+            return sum
+        }
+        let x0 = [0.0, 2.0.squareRoot(), 0.5, 1, 0.5]
+        let x = NelderMead.minimize(nll, start: x0, step: 0.5) ?? x0
+        var t = term(x)
+        // Coverage: scale so that 95 % of the training residuals are inside their 95 % ellipse.
+        let nees = s.compactMap { t.covariance($0.covariance, $0.features).mahalanobis2($0.residual) }.sorted()
+        if let q = Quantile95.of(nees), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
+        t.samples = s.count
+        return t
+    }
+
+    /// χ²₂ 95 % quantile.
+    public static let chi2Two95 = -2 * log(0.05)
+}
+
+/// Type-7 95 % quantile of sorted values (as `Quantile` in Replay).
+enum Quantile95 {
+    static func of(_ sorted: [Double]) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        return sorted.withUnsafeBufferPointer { gsl_stats_quantile_from_sorted_data($0.baseAddress, 1, $0.count, 0.95) }
+    }
+}
+
+/// GSL's Nelder–Mead simplex (`gsl_multimin_fminimizer_nmsimplex2`) over a Swift closure.
+enum NelderMead {
+    final class Box { let f: ([Double]) -> Double; let n: Int; init(_ f: @escaping ([Double]) -> Double, _ n: Int) { self.f = f; self.n = n } }
+
+    static func minimize(_ f: @escaping ([Double]) -> Double, start: [Double], step: Double, maxIterations: Int = 2000,
+                         tolerance: Double = 1e-6) -> [Double]? {
+        let n = start.count
+        GSL.disableAbort()
+        let box = Unmanaged.passRetained(Box(f, n))
+        defer { box.release() }
+        var fn = gsl_multimin_function()
+        fn.n = n
+        fn.params = box.toOpaque()
+        fn.f = { x, params in
+            let b = Unmanaged<Box>.fromOpaque(params!).takeUnretainedValue()
+            let v = b.f((0..<b.n).map { gsl_vector_get(x, $0) })
+            return v.isFinite ? v : Double.greatestFiniteMagnitude
+        }
+        guard let s = gsl_multimin_fminimizer_alloc(cgsl_multimin_fminimizer_nmsimplex2(), n),
+              let x = gsl_vector_alloc(n), let ss = gsl_vector_alloc(n) else { return nil }
+        defer { gsl_multimin_fminimizer_free(s); gsl_vector_free(x); gsl_vector_free(ss) }
+        for i in 0..<n { gsl_vector_set(x, i, start[i]); gsl_vector_set(ss, i, step) }
+        guard gsl_multimin_fminimizer_set(s, &fn, x, ss) == Int32(GSL_SUCCESS) else { return nil }
+        for _ in 0..<maxIterations {
+            if gsl_multimin_fminimizer_iterate(s) != Int32(GSL_SUCCESS) { break }
+            if gsl_multimin_test_size(gsl_multimin_fminimizer_size(s), tolerance) == Int32(GSL_SUCCESS) { break }
+        }
+        let r = (0..<n).map { gsl_vector_get(s.pointee.x, $0) }
+        return r.allSatisfy(\.isFinite) ? r : nil
+    }
+}

@@ -1,0 +1,287 @@
+import Foundation
+import Positioning
+import Replay
+
+/// The Mozilla Location Service (ichnaea) / Google Geolocation API request and response shapes
+/// (docs/serve.md): parsing, the privacy rules, and the answer from the estimator stages.
+public enum GeoAPI {
+    /// An error in the Google error body shape: {"error": {"errors": [{"domain", "reason",
+    /// "message"}], "code", "message"}}.
+    public struct APIError: Error, Sendable {
+        public var status: Int
+        public var domain: String
+        public var reason: String
+        public var message: String
+        /// What exactly was wrong (an extra member `error.detail`; the documented members keep
+        /// the documented texts).
+        public var detail: String? = nil
+        public var body: [String: Any] {
+            var e: [String: Any] = ["errors": [["domain": domain, "reason": reason, "message": message]], "code": status, "message": message]
+            if let detail { e["detail"] = detail }
+            return ["error": e]
+        }
+        public static func parse(_ detail: String) -> APIError {
+            APIError(status: 400, domain: "global", reason: "parseError", message: "Parse Error", detail: detail)
+        }
+        public static let notFound = APIError(status: 404, domain: "geolocation", reason: "notFound", message: "Not found")
+        public static let keyInvalid = APIError(status: 400, domain: "usageLimits", reason: "keyInvalid", message: "Missing or invalid API key.")
+        public static let rateLimited = APIError(status: 403, domain: "usageLimits", reason: "userRateLimitExceeded",
+                                                 message: "You have exceeded the requests per second limit of your API key.")
+        public static func tooLarge(_ limit: Int) -> APIError {
+            APIError(status: 413, domain: "global", reason: "requestTooLarge", message: "The request body is larger than \(limit) bytes.")
+        }
+        public static let timeout = APIError(status: 408, domain: "global", reason: "requestTimeout", message: "The request body did not arrive in time.")
+        public static func server(_ m: String) -> APIError { APIError(status: 500, domain: "global", reason: "backendError", message: m) }
+        public static func unavailable(_ m: String) -> APIError { APIError(status: 503, domain: "global", reason: "backendError", message: m) }
+    }
+
+    /// A geolocate request: what the stages can use, and what was dropped.
+    public struct Query: Sendable {
+        public var cells: [CellObservation] = []
+        public var wifi: [WiFiObservation] = []
+        /// WiFi entries dropped by the privacy rules (`_nomap`, hidden SSID) or as invalid.
+        public var droppedWiFi = 0
+        public var droppedCells = 0
+        public var bluetooth = 0
+        /// ichnaea `fallbacks.lacf` (default true): answer from the location area when no cell or AP is known.
+        public var lacf = true
+    }
+
+    /// WiFi signal strength assumed when an entry gives none, dBm (a mid-range value: every
+    /// such AP gets the same weight).
+    public static let defaultWiFiSignal = -80.0
+
+    /// A JSON number as Double; nil for anything else, booleans included (on Linux,
+    /// JSONSerialization's NSNumber 0 and 1 also answer `is Bool`: only a real Bool or a
+    /// `__NSCFBoolean` is a boolean).
+    static func number(_ v: Any?) -> Double? {
+        guard let v, !(type(of: v) == Bool.self), String(describing: type(of: v)) != "__NSCFBoolean" else { return nil }
+        if let d = v as? Double { return d }
+        if let i = v as? Int { return Double(i) }
+        return (v as? NSNumber)?.doubleValue
+    }
+    static func integer(_ v: Any?) -> Int? {
+        guard let d = number(v), d.isFinite, d == d.rounded(), abs(d) < 1e15 else { return nil }
+        return Int(d)
+    }
+
+    /// The JSON object of a body, or a parseError.
+    public static func object(_ body: [UInt8]) throws -> [String: Any] {
+        guard !body.isEmpty else { return [:] }      // Google: no body = "locate by IP"; here: nothing to locate
+        guard let any = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) else { throw APIError.parse("the body is not JSON") }
+        guard let o = any as? [String: Any] else { throw APIError.parse("the body must be a JSON object") }
+        return o
+    }
+
+    static func array(_ o: [String: Any], _ key: String) throws -> [[String: Any]] {
+        guard let v = o[key], !(v is NSNull) else { return [] }
+        guard let a = v as? [Any] else { throw APIError.parse("'\(key)' must be an array") }
+        return try a.enumerated().map { i, e in
+            guard let d = e as? [String: Any] else { throw APIError.parse("\(key)[\(i)] must be an object") }
+            return d
+        }
+    }
+
+    /// "aa:bb:cc:dd:ee:ff" from any of the usual spellings (colons, dashes, none), or nil.
+    public static func mac(_ v: Any?) -> String? {
+        guard let s = v as? String else { return nil }
+        let hex = s.lowercased().filter { $0 != ":" && $0 != "-" && $0 != "." }
+        guard hex.count == 12, hex.allSatisfy(\.isHexDigit), hex != "000000000000", hex != "ffffffffffff" else { return nil }
+        var out = ""
+        for (i, c) in hex.enumerated() { if i > 0 && i % 2 == 0 { out.append(":") }; out.append(c) }
+        return out
+    }
+
+    /// The ichnaea privacy rules for one WiFi entry: an SSID ending in "_nomap" (the owner's
+    /// opt-out) or a hidden network (an SSID given but empty or all NULs) is never used nor
+    /// stored. An entry without an `ssid` member is kept (most clients omit it).
+    public static func privacyAllows(ssid: Any?) -> Bool {
+        guard let s = ssid as? String else { return true }
+        if s.isEmpty || s.unicodeScalars.allSatisfy({ $0 == "\0" }) { return false }
+        return !s.hasSuffix("_nomap")
+    }
+
+    static func rat(_ s: Any?, default d: RAT) -> RAT? {
+        guard let s = s as? String else { return d }
+        switch s.lowercased() {
+        case "gsm": return .gsm
+        case "wcdma", "umts": return .umts
+        case "lte": return .lte
+        case "nr": return .nr
+        default: return nil                 // cdma and unknown radios are not used
+        }
+    }
+
+    /// A cell tower entry (geolocate or geosubmit), or nil when it is not a usable cell.
+    static func cell(_ d: [String: Any], defaultRAT: RAT) -> CellObservation? {
+        guard let rat = rat(d["radioType"] ?? d["radio"], default: defaultRAT),
+              let mcc = integer(d["mobileCountryCode"]), (1...999).contains(mcc),
+              let mnc = integer(d["mobileNetworkCode"]), (0...999).contains(mnc),
+              let lac = integer(d["locationAreaCode"]), lac >= 0, lac <= 16_777_215,
+              let cid = integer(d["cellId"]), cid >= 0, cid <= 68_719_476_735 else { return nil }
+        var ta = integer(d["timingAdvance"])
+        if let t = ta, t < 0 { ta = nil }
+        return CellObservation(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: lac, cid: cid),
+                               pci: integer(d["psc"] ?? d["primaryScramblingCode"]), serving: false, timingAdvance: ta,
+                               rsrp: number(d["signalStrength"]))
+    }
+
+    /// Channel → centre frequency, MHz (2.4 GHz channels 1–14, else 5 GHz).
+    static func frequency(channel: Int) -> Double {
+        if channel == 14 { return 2484 }
+        if (1...13).contains(channel) { return 2407 + 5 * Double(channel) }
+        return 5000 + 5 * Double(channel)
+    }
+
+    /// A WiFi entry: nil when invalid or refused by the privacy rules. `age` (ms before the
+    /// observation time) becomes `lastSeen` = −age/1000 s on a clock whose 0 is that time.
+    static func wifi(_ d: [String: Any]) -> WiFiObservation? {
+        guard privacyAllows(ssid: d["ssid"]), let mac = mac(d["macAddress"]) else { return nil }
+        let rss = number(d["signalStrength"]).flatMap { $0 < 0 && $0 > -150 ? $0 : nil } ?? defaultWiFiSignal
+        let f = number(d["frequency"]) ?? integer(d["channel"]).map(frequency(channel:)) ?? 2437
+        let age = number(d["age"]).flatMap { $0 >= 0 ? $0 : nil }
+        return WiFiObservation(bssid: mac, ssid: d["ssid"] as? String ?? "", frequency: f, rss: rss, lastSeen: age.map { -$0 / 1000 })
+    }
+
+    /// Cells of one request/item: the entry marked `serving` (1/true) is the serving cell; when
+    /// none is marked, the first one is (the ichnaea/Google convention: the first entry is the
+    /// cell the phone is camped on).
+    static func cells(_ list: [[String: Any]], defaultRAT: RAT) -> (cells: [CellObservation], dropped: Int) {
+        var out: [CellObservation] = [], dropped = 0
+        let marked = list.contains { $0["serving"] != nil }
+        for (i, d) in list.enumerated() {
+            guard var c = cell(d, defaultRAT: defaultRAT) else { dropped += 1; continue }
+            if marked { c.serving = (d["serving"] as? Bool) ?? (integer(d["serving"]) == 1) } else { c.serving = i == 0 }
+            out.append(c)
+        }
+        return (out, dropped)
+    }
+
+    /// Parses a geolocate body.
+    public static func query(_ body: [UInt8]) throws -> Query {
+        let o = try object(body)
+        var q = Query()
+        let defaultRAT = rat(o["radioType"], default: .gsm) ?? .gsm
+        let (cells, droppedCells) = cells(try array(o, "cellTowers"), defaultRAT: defaultRAT)
+        q.cells = cells; q.droppedCells = droppedCells
+        var seen = Set<String>()
+        for d in try array(o, "wifiAccessPoints") {
+            guard let w = wifi(d), seen.insert(w.bssid).inserted else { q.droppedWiFi += 1; continue }
+            q.wifi.append(w)
+        }
+        q.bluetooth = try array(o, "bluetoothBeacons").count
+        if let f = o["fallbacks"], !(f is NSNull) {
+            guard let fd = f as? [String: Any] else { throw APIError.parse("'fallbacks' must be an object") }
+            if let l = fd["lacf"] as? Bool { q.lacf = l }
+        }
+        return q
+    }
+
+    /// Parses a geosubmit (v2) body: the items with a valid position (others teach nothing).
+    /// WiFi entries older than `maxAge` s at the position's time are dropped, as
+    /// `radiomap build` drops stale scan entries.
+    public static func submission(_ body: [UInt8], maxAge: Double = RadioMapBuilder().maxAge) throws -> (items: [Submission], received: Int) {
+        let o = try object(body)
+        guard o["items"] != nil else { throw APIError.parse("'items' is missing") }
+        let list = try array(o, "items")
+        var out: [Submission] = []
+        for item in list {
+            guard let p = item["position"] as? [String: Any], let lat = number(p["latitude"]), let lon = number(p["longitude"]),
+                  (-90...90).contains(lat), (-180...180).contains(lon), !(lat == 0 && lon == 0) else { continue }
+            let acc = number(p["accuracy"]).flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
+            if let a = acc, a > maxSubmitAccuracy { continue }
+            let defaultRAT = rat(item["radioType"], default: .gsm) ?? .gsm
+            let cells = self.cells((try? array(item, "cellTowers")) ?? [], defaultRAT: defaultRAT).cells
+            var seen = Set<String>()
+            let wifi = ((try? array(item, "wifiAccessPoints")) ?? []).compactMap(wifi).filter {
+                ($0.lastSeen ?? 0) >= -maxAge && seen.insert($0.bssid).inserted
+            }
+            out.append(Submission(position: Geodetic(latitude: lat, longitude: lon), accuracy: acc, cells: cells, wifi: wifi))
+        }
+        return (out, list.count)
+    }
+
+    /// Positions less accurate than this (m) teach nothing: a coverage area or an AP learned
+    /// from them would be wider than the radio's reach.
+    public static let maxSubmitAccuracy = 100.0
+
+    /// A geolocate answer: WGS84 position, `accuracy` = radius of the 95 % region, and what
+    /// the estimate rests on.
+    public struct Answer: Sendable {
+        public var latitude: Double, longitude: Double
+        public var accuracy: Double
+        public var covariance: Covariance2
+        public var fallback: String?
+        public var sourcesUsed: [String]
+        public var notes: [String]
+        public var knownAPs: Int, knownCells: Int
+
+        public var json: [String: Any] {
+            let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+            let ax = covariance.principalAxes
+            var deg = Angle.degrees(ax.azimuth).truncatingRemainder(dividingBy: 180)
+            if deg < 0 { deg += 180 }
+            var o: [String: Any] = [
+                "location": ["lat": latitude, "lng": longitude],
+                "accuracy": accuracy,
+                "posfuse": [
+                    "accuracy_probability": 0.95,
+                    "covariance_m2": ["ee": covariance.ee, "en": covariance.en, "nn": covariance.nn],
+                    "ellipse95": ["semi_major_m": k * ax.major, "semi_minor_m": k * ax.minor, "orientation_deg": deg],
+                    "sources_used": sourcesUsed,
+                    "known": ["wifi": knownAPs, "cells": knownCells],
+                    "notes": notes,
+                ] as [String: Any],
+            ]
+            if let f = fallback { o["fallback"] = f }
+            return o
+        }
+    }
+
+    /// Locates `q` from what `store` knows, through the estimator stages and the ekf
+    /// (`ReportRefiner.fuse`, the one fusion path of refine). WiFi is used only when at least
+    /// two of the request's APs are known (ichnaea's rule: one AP would reveal its owner's
+    /// position to anyone who knows its MAC). `stages`: `ReportRefiner.reportOptions` of the
+    /// configuration. Nil = not found.
+    public static func locate(_ q: Query, store: any LocationStore, stages: [String: StageOptions]) async throws -> Answer? {
+        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
+        var notes: [String] = []
+        let knownBSSIDs = Set(known.aps.map(\.bssid))
+        var wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
+        if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
+        var usable = known
+        if wifi.isEmpty { usable.aps = [] }
+        let cellsKnown = Set(known.coverage.map(\.cell)).union(known.towers.map(\.cell))
+        if let anchor = usable.anchor {
+            let frame = LocalFrame(origin: Geodetic(latitude: anchor.latitude, longitude: anchor.longitude))
+            var events = q.cells.map { TraceEvent(time: 0, payload: .cell($0)) }
+            if !wifi.isEmpty { events.append(TraceEvent(time: 0, payload: .wifi(WiFiScan(accessPoints: wifi)))) }
+            let context = PipelineContext(header: TraceHeader(origin: frame.origin), reference: usable.reference(in: frame))
+            var rejected: [ReportRefiner.Rejection] = []
+            let fused = try ReportRefiner.fuse(events, rejected: &rejected, context: context,
+                                               pipeline: try StageRegistry.pipeline(options: stages))
+            for r in rejected { notes.append("\(r.input): \(r.reason)") }
+            if let f = fused.best {
+                let g = frame.geodetic(east: f.position.x, north: f.position.y, up: 0)
+                return Answer(latitude: g.latitude, longitude: g.longitude, accuracy: f.covariance.circularRadius(probability: 0.95),
+                              covariance: f.covariance, fallback: nil, sourcesUsed: fused.used, notes: notes,
+                              knownAPs: wifi.count, knownCells: cellsKnown.count)
+            }
+        }
+        // ichnaea's lacf: the location area of the request's cells, from every learned cell in it.
+        guard q.lacf, !q.cells.isEmpty else { return nil }
+        let areas = try await store.areaCoverage(of: Set(q.cells.map(\.cell)))
+        guard let first = areas.first else { return nil }
+        let frame = LocalFrame(origin: Geodetic(latitude: first.position.latitude, longitude: first.position.longitude))
+        let map = CellCoverageRecord.map(areas, frame: frame)
+        let sorted = map.areas.sorted { $0.key.cell.description < $1.key.cell.description }.map(\.value)
+        // The cells of the area pooled as walks of one area (`CellCoverageMap.WalkSums`), and
+        // its fix covariance as a cell's (`CellCoverageMap.predictiveCovariance`).
+        guard let all = sorted.reduce(CellCoverageMap.WalkSums(), { $0 + CellCoverageMap.WalkSums(walk: $1) }).area else { return nil }
+        let c = CellCoverageMap.predictiveCovariance(all, rat: q.cells[0].cell.rat)
+        let p = frame.geodetic(east: all.mean.x, north: all.mean.y, up: 0)
+        notes.append("lacf: \(sorted.count) learned cell(s) of the location area")
+        return Answer(latitude: p.latitude, longitude: p.longitude, accuracy: c.circularRadius(probability: 0.95), covariance: c,
+                      fallback: "lacf", sourcesUsed: [], notes: notes, knownAPs: 0, knownCells: 0)
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Positioning
+import Replay
+
+/// One geosubmit item that carries a position: the radio observations a phone made there.
+public struct Submission: Sendable {
+    public var position: Geodetic
+    /// Reported accuracy, m (68 % radius), when given.
+    public var accuracy: Double?
+    /// Cells (the serving one marked `serving`).
+    public var cells: [CellObservation]
+    /// WiFi observations already filtered by the privacy rules (`GeoAPI.usableWiFi`).
+    public var wifi: [WiFiObservation]
+    public init(position: Geodetic, accuracy: Double? = nil, cells: [CellObservation] = [], wifi: [WiFiObservation] = []) {
+        self.position = position; self.accuracy = accuracy; self.cells = cells; self.wifi = wifi
+    }
+}
+
+/// A learned access point, in WGS84 (the radio map's `aps` row).
+public struct LearnedAP: Sendable, Equatable {
+    public var bssid: String
+    public var position: Geodetic
+    public var floor: Int?
+    public var p0: Double?
+    public var pathLossExponent: Double?
+    public var samples: Int
+    public var modelFitted: Bool
+}
+
+/// One WiFi sample of a submission: where the phone was and what it heard.
+public struct APSample: Sendable, Equatable {
+    public var bssid: String
+    public var position: Geodetic
+    public var rss: Double
+}
+
+/// What a store knows of the radios a request names.
+public struct KnownRadios: Sendable {
+    public var towers: [CellTower] = []
+    public var coverage: [CellCoverageRecord] = []
+    public var aps: [LearnedAP] = []
+    public init(towers: [CellTower] = [], coverage: [CellCoverageRecord] = [], aps: [LearnedAP] = []) {
+        self.towers = towers; self.coverage = coverage; self.aps = aps
+    }
+
+    /// The known radios as reference data in `frame` (towers as cell sites, coverage areas as
+    /// the coverage map, APs as the AP map): what the estimator stages read.
+    public func reference(in frame: LocalFrame) -> ReferenceData {
+        var ref = ReferenceData()
+        for t in towers { ref.cells[t.cell] = t.site(frame: frame) }
+        if !coverage.isEmpty { ref.cellCoverage = CellCoverageRecord.map(coverage, frame: frame) }
+        for a in aps {
+            ref.accessPoints[a.bssid] = AccessPoint(bssid: a.bssid, position: frame.enu(Geodetic(latitude: a.position.latitude,
+                                                                                                    longitude: a.position.longitude)),
+                                                    floor: a.floor, p0: a.p0, pathLossExponent: a.pathLossExponent)
+        }
+        return ref
+    }
+
+    /// A position to centre a local frame on: the first AP, coverage area or tower.
+    public var anchor: Geodetic? { aps.first?.position ?? coverage.first?.position ?? towers.first?.position }
+}
+
+/// Counts for /metrics and /health.
+public struct StoreStatistics: Sendable, Equatable {
+    public var cells: Int, coverageAreas: Int, aps: Int, submissions: Int
+}
+
+/// Where `posfuse serve` keeps what it knows and learns: the cell database (towers + coverage
+/// areas, the schema `celldb build` writes), the radio map (APs) with the WiFi samples behind
+/// each AP, and a log of acknowledged submissions. SQLite (one process) or PostgreSQL (several
+/// replicas). `submit` returns only after its transaction has committed.
+public protocol LocationStore: Sendable {
+    func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios
+    /// Whole-cell coverage areas (TA −1) of the location areas (rat, mcc, mnc, area) of `cells`,
+    /// for the ichnaea `lacf` fallback.
+    func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord]
+    /// Learns from `items` in one transaction and records the submission (`digest` of its body).
+    func submit(_ items: [Submission], digest: String) async throws
+    func statistics() async throws -> StoreStatistics
+    /// "ok" or the database's own complaint.
+    func integrityCheck() async throws -> String
+    func close() async throws
+}
+
+/// The learning of geosubmit, shared by both stores: the same models as `celldb build`'s
+/// coverage map (`CellCoverageMap.Builder`, areas merged batch by batch with
+/// `CellCoverageMap.Area.merged`) and `radiomap build`'s AP map (`APMapEstimator` over every
+/// stored sample of an AP, at most `maxSamplesPerAP` of the newest).
+public enum Learner {
+    /// Samples of one AP the estimate uses (the newest): bounds the work of one submission.
+    public static let maxSamplesPerAP = 500
+
+    /// The learning state of one coverage area: `CellCoverageMap.WalkSums` in the ENU frame at
+    /// `origin` (one origin per cell, shared by its TA areas).
+    public struct CoverageState: Sendable, Equatable {
+        public var key: CellCoverageMap.Key
+        public var origin: Geodetic
+        public var sums: CellCoverageMap.WalkSums
+    }
+
+    /// The serving-cell reports of `items` — one submission, one walk (`CellCoverageMap.Builder`,
+    /// walk 0) — added to the stored `state` of their areas; an area known only as a row of the
+    /// cell database (`seed`, e.g. from `celldb build`) starts from that row taken as its
+    /// `walks` walks at its mean with its covariance within them. Returns the rows to write in
+    /// `cell_coverage` (the area `Builder` makes of every walk so far) and the new states.
+    public static func coverage(_ items: [Submission], state: [CoverageState], seed: [CellCoverageRecord])
+        -> (records: [CellCoverageRecord], state: [CoverageState]) {
+        var byCell: [CellID: [(CellObservation, Geodetic)]] = [:]
+        var order: [CellID] = []
+        for s in items {
+            for o in s.cells where o.serving {
+                if byCell[o.cell] == nil { order.append(o.cell) }
+                byCell[o.cell, default: []].append((o, s.position))
+            }
+        }
+        var old: [CellCoverageMap.Key: CoverageState] = [:]
+        for x in state { old[x.key] = x }
+        var rows: [CellCoverageMap.Key: CellCoverageRecord] = [:]
+        for r in seed { rows[.init(cell: r.cell, timingAdvance: r.ta)] = r }
+        var records: [CellCoverageRecord] = [], states: [CoverageState] = []
+        for cell in order {
+            let obs = byCell[cell]!
+            let whole = CellCoverageMap.Key(cell: cell, timingAdvance: nil)
+            let o = old[whole]?.origin ?? rows[whole]?.position ?? obs[0].1
+            let origin = Geodetic(latitude: o.latitude, longitude: o.longitude)
+            let frame = LocalFrame(origin: origin)
+            var b = CellCoverageMap.Builder()
+            for (x, p) in obs { b.add(cell: x.cell, timingAdvance: x.timingAdvance, at: frame.en(latitude: p.latitude, longitude: p.longitude)) }
+            for (k, a) in b.map.areas.sorted(by: { ($0.key.timingAdvance ?? -1) < ($1.key.timingAdvance ?? -1) }) {
+                var prior = old[k]?.sums ?? CellCoverageMap.WalkSums()
+                if old[k] == nil, let r = rows[k], let s = CellCoverageRecord.map([r], frame: frame).areas[k], s.count >= s.walks {
+                    let m = Double(s.walks)
+                    prior.walks = s.walks; prior.count = s.count; prior.dof = s.count - s.walks
+                    prior.sumMean = s.mean * m
+                    prior.sumOuter = Covariance2(ee: m * s.mean.x * s.mean.x, en: m * s.mean.x * s.mean.y, nn: m * s.mean.y * s.mean.y)
+                    let d = Double(s.count - s.walks)
+                    prior.scatter = Covariance2(ee: s.covariance.ee * d, en: s.covariance.en * d, nn: s.covariance.nn * d)
+                }
+                let total = prior + CellCoverageMap.WalkSums(walk: a)
+                guard let area = total.area else { continue }
+                states.append(CoverageState(key: k, origin: origin, sums: total))
+                records += CellCoverageRecord.records(CellCoverageMap(areas: [k: area]), frame: frame)
+            }
+        }
+        return (records, states)
+    }
+
+    /// The WiFi samples of `items` (BSSIDs normalised; the privacy filter ran at parsing).
+    public static func samples(_ items: [Submission]) -> [APSample] {
+        items.flatMap { s in
+            s.wifi.filter { $0.rss.isFinite }.map { APSample(bssid: MACAddress.normalize($0.bssid), position: s.position, rss: $0.rss) }
+        }
+    }
+
+    /// The AP of `samples` (one BSSID) by `radiomap build`'s estimator, or nil when it has too few.
+    public static func estimate(bssid: String, samples: [APSample], estimator: APMapEstimator = RadioMapBuilder().estimator) -> LearnedAP? {
+        guard let first = samples.first else { return nil }
+        let frame = LocalFrame(origin: Geodetic(latitude: first.position.latitude, longitude: first.position.longitude))
+        let s = samples.map { APMapEstimator.Sample(position: frame.en(latitude: $0.position.latitude, longitude: $0.position.longitude), rss: $0.rss) }
+        guard let e = estimator.estimate(bssid: bssid, samples: s) else { return nil }
+        return LearnedAP(bssid: e.ap.bssid, position: frame.groundGeodetic(east: e.ap.position.x, north: e.ap.position.y),
+                         floor: e.ap.floor, p0: e.ap.p0, pathLossExponent: e.ap.pathLossExponent, samples: e.samples,
+                         modelFitted: e.modelFitted)
+    }
+
+    /// FNV-1a (64 bit) of a request body, hex: the submission log's key (the kill test looks
+    /// every acknowledged body up by it). Not a security hash.
+    public static func digest<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        let s = String(h, radix: 16)
+        return String(repeating: "0", count: 16 - s.count) + s
+    }
+}

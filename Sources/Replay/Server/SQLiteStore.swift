@@ -1,0 +1,152 @@
+import Foundation
+import GRDB
+import Positioning
+import Replay
+
+/// The embedded store: one SQLite file in WAL mode (GRDB `DatabasePool`: readers never wait
+/// for the writer), `synchronous = FULL` so that a committed submission survives a power cut,
+/// not only a killed process. The file holds the cell database (`celldb build`'s tables
+/// `cells`, `cell_coverage`) and the radio map (`radiomap build`'s `aps`, `meta`), so a file
+/// the CLI built is served as it is; `serve` adds `ap_samples` and `submissions`.
+public final class SQLiteStore: LocationStore {
+    let pool: DatabasePool
+    public let path: String
+
+    public init(path: String) throws {
+        self.path = path
+        // The CLI's schemas first (created when missing, migrated when old), then ours.
+        _ = try CellDatabase(path: path)
+        _ = try RadioMapDatabase(path: path)
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        pool = try DatabasePool(path: path, configuration: config)
+        try pool.write { db in
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS ap_samples (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, bssid TEXT NOT NULL,
+                    lat REAL NOT NULL, lon REAL NOT NULL, rss REAL NOT NULL);
+                CREATE INDEX IF NOT EXISTS ap_samples_bssid ON ap_samples(bssid, seq);
+                CREATE TABLE IF NOT EXISTS coverage_sums (
+                    rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL, area INTEGER NOT NULL, cid INTEGER NOT NULL,
+                    ta INTEGER NOT NULL, olat REAL NOT NULL, olon REAL NOT NULL, walks INTEGER NOT NULL, n INTEGER NOT NULL,
+                    dof INTEGER NOT NULL, smx REAL NOT NULL, smy REAL NOT NULL, oee REAL NOT NULL, oen REAL NOT NULL, onn REAL NOT NULL,
+                    wee REAL NOT NULL, wen REAL NOT NULL, wnn REAL NOT NULL, PRIMARY KEY (rat, mcc, mnc, area, cid, ta)) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS submissions (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, received REAL NOT NULL, items INTEGER NOT NULL, digest TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest);
+                """)
+        }
+    }
+
+    public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
+        try await pool.read { db in
+            var out = KnownRadios()
+            let cellKey = "rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?"
+            let ts = try db.cachedStatement(sql: "SELECT * FROM cells WHERE \(cellKey)")
+            let cs = try db.cachedStatement(sql: "SELECT * FROM cell_coverage WHERE \(cellKey) ORDER BY ta")
+            for c in cells.sorted(by: { $0.description < $1.description }) {
+                let args: StatementArguments = [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid]
+                out.towers += try Row.fetchAll(ts, arguments: args).compactMap(CellDatabase.tower)
+                out.coverage += try Row.fetchAll(cs, arguments: args).compactMap(CellDatabase.coverageRecord)
+            }
+            let aps = try db.cachedStatement(sql: "SELECT * FROM aps WHERE bssid = ?")
+            for b in bssids.sorted() {
+                if let r = try Row.fetchOne(aps, arguments: [b]) { out.aps.append(Self.ap(r)) }
+            }
+            return out
+        }
+    }
+
+    static func ap(_ r: Row) -> LearnedAP {
+        LearnedAP(bssid: r["bssid"], position: Geodetic(latitude: r["lat"], longitude: r["lon"]), floor: r["floor"], p0: r["p0"],
+                  pathLossExponent: r["n_exp"], samples: r["samples"], modelFitted: r["model_fitted"])
+    }
+
+    public func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord] {
+        try await pool.read { db in
+            var out: [CellCoverageRecord] = []
+            let areas = Set(cells.map { CellID(rat: $0.rat, mcc: $0.mcc, mnc: $0.mnc, area: $0.area, cid: 0) })
+            for a in areas.sorted(by: { $0.description < $1.description }) {
+                out += try Row.fetchAll(db, sql: "SELECT * FROM cell_coverage WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND ta = -1",
+                                        arguments: [a.rat.rawValue, a.mcc, a.mnc, a.area]).compactMap(CellDatabase.coverageRecord)
+            }
+            return out
+        }
+    }
+
+    public func submit(_ items: [Submission], digest: String) async throws {
+        let samples = Learner.samples(items)
+        let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
+        try await pool.write { db in
+            var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = []
+            let cs = try db.cachedStatement(sql: "SELECT * FROM cell_coverage WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?")
+            let ss = try db.cachedStatement(sql: "SELECT * FROM coverage_sums WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?")
+            for c in cells {
+                let args: StatementArguments = [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid]
+                seed += try Row.fetchAll(cs, arguments: args).compactMap(CellDatabase.coverageRecord)
+                for r in try Row.fetchAll(ss, arguments: args) {
+                    let ta: Int = r["ta"]
+                    var w = CellCoverageMap.WalkSums()
+                    w.walks = r["walks"]; w.count = r["n"]; w.dof = r["dof"]; w.sumMean = SIMD2(r["smx"], r["smy"])
+                    w.sumOuter = Covariance2(ee: r["oee"], en: r["oen"], nn: r["onn"]); w.scatter = Covariance2(ee: r["wee"], en: r["wen"], nn: r["wnn"])
+                    state.append(.init(key: .init(cell: c, timingAdvance: ta < 0 ? nil : ta), origin: Geodetic(latitude: r["olat"], longitude: r["olon"]), sums: w))
+                }
+            }
+            let learned = Learner.coverage(items, state: state, seed: seed)
+            try CellDatabase.insert([], coverage: learned.records, db: db)
+            let up = try db.cachedStatement(sql: "INSERT OR REPLACE INTO coverage_sums VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+            for x in learned.state {
+                let c = x.key.cell, w = x.sums
+                try up.execute(arguments: [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid, x.key.timingAdvance ?? -1, x.origin.latitude,
+                                           x.origin.longitude, w.walks, w.count, w.dof, w.sumMean.x, w.sumMean.y, w.sumOuter.ee,
+                                           w.sumOuter.en, w.sumOuter.nn, w.scatter.ee, w.scatter.en, w.scatter.nn])
+            }
+
+            let ins = try db.cachedStatement(sql: "INSERT INTO ap_samples (bssid, lat, lon, rss) VALUES (?, ?, ?, ?)")
+            for s in samples { try ins.execute(arguments: [s.bssid, s.position.latitude, s.position.longitude, s.rss]) }
+            let origin = try Self.mapOrigin(db, default: samples.first?.position)
+            let sel = try db.cachedStatement(sql: "SELECT bssid, lat, lon, rss FROM ap_samples WHERE bssid = ? ORDER BY seq DESC LIMIT ?")
+            let upAP = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO aps (bssid, e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+                """)
+            for b in Set(samples.map(\.bssid)).sorted() {
+                let rows = try Row.fetchAll(sel, arguments: [b, Learner.maxSamplesPerAP]).reversed()
+                let all = rows.map { APSample(bssid: $0["bssid"], position: Geodetic(latitude: $0["lat"], longitude: $0["lon"]), rss: $0["rss"]) }
+                guard let ap = Learner.estimate(bssid: b, samples: all), let origin else { continue }
+                let v = LocalFrame(origin: origin).enu(ap.position)
+                try upAP.execute(arguments: [ap.bssid, v.x, v.y, v.z, ap.position.latitude, ap.position.longitude, ap.floor, ap.p0,
+                                           ap.pathLossExponent, ap.samples, ap.modelFitted])
+            }
+            try db.execute(sql: "INSERT INTO submissions (received, items, digest) VALUES (?, ?, ?)",
+                           arguments: [Date().timeIntervalSince1970, items.count, digest])
+        }
+    }
+
+    /// The radio map's frame origin (`radiomap build` writes it; the first sample sets it otherwise).
+    static func mapOrigin(_ db: Database, default d: Geodetic?) throws -> Geodetic? {
+        if let s = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'origin'") {
+            let v = s.split(separator: ",").compactMap { Double($0) }
+            if v.count == 3 { return Geodetic(latitude: v[0], longitude: v[1], height: v[2]) }
+        }
+        guard let d else { return nil }
+        try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('origin', ?)", arguments: ["\(d.latitude),\(d.longitude),0.0"])
+        return Geodetic(latitude: d.latitude, longitude: d.longitude)
+    }
+
+    public func statistics() async throws -> StoreStatistics {
+        try await pool.read { db in
+            StoreStatistics(cells: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM cell_coverage WHERE ta = -1") ?? 0,
+                            coverageAreas: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM cell_coverage") ?? 0,
+                            aps: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM aps") ?? 0,
+                            submissions: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM submissions") ?? 0)
+        }
+    }
+
+    public func integrityCheck() async throws -> String {
+        try await pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+    }
+
+    public func close() async throws { try pool.close() }
+}

@@ -1,0 +1,66 @@
+import Testing
+import Foundation
+@testable import Positioning
+
+/// `RadioUncertaintyModel`: features on hand-made geometry, and the fit on seeded residuals
+/// drawn from a known model (issue 20 item 3).
+@Suite struct RadioUncertaintyTests {
+    struct Rng {
+        var s: UInt64
+        mutating func u() -> Double {
+            s &+= 0x9E3779B97F4A7C15
+            var z = s
+            z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+            return Double((z ^ (z >> 31)) >> 11) * 0x1p-53
+        }
+        mutating func g() -> Double { (-2 * log(max(u(), 1e-300))).squareRoot() * cos(2 * .pi * u()) }
+    }
+
+    /// Survey points at (0, 0) and (10, 0); the fix at (10, 5): d = 5. Scan hears a (−60, known
+    /// to the survey), b (−70, known to the AP map), c (−80, unknown): u = 2/3. Signal distance
+    /// to point 2 (a: −60, b: −70): over a, b, c: (0² + 0² + 20²)/3 → √(400/3).
+    @Test func features() {
+        let fp = FingerprintMap(points: [.init(position: SIMD2(0, 0), rss: ["aa": -90]),
+                                         .init(position: SIMD2(10, 0), rss: ["aa": -60, "bb": -70])], threshold: -95)
+        let ref = ReferenceData(accessPoints: ["bb": AccessPoint(bssid: "bb", position: SIMD3(0, 0, 0))], fingerprints: fp)
+        let scan = WiFiScan(accessPoints: [WiFiObservation(bssid: "aa", rss: -60), WiFiObservation(bssid: "bb", rss: -70),
+                                           WiFiObservation(bssid: "cc", rss: -80)])
+        let f = RadioUncertaintyModel.features(position: SIMD2(10, 5), scan: scan, time: 0, reference: ref)
+        #expect(abs(f.surveyDistance - 5) < 1e-12)
+        #expect(abs(f.knownShare - 2.0 / 3) < 1e-12)
+        #expect(abs(f.signalDistance - (400.0 / 3).squareRoot()) < 1e-12)
+        // Without a model the fix is unchanged; with one, P′ = k(γ²P + σₓ²I).
+        let fix = Fix(time: 0, position: SIMD2(10, 5), covariance: Covariance2(sigma: 2), source: .wcl)
+        #expect(ref.wifiFix(fix, scan: scan, rssMin: -90, maxAge: nil) == fix)
+        var r2 = ref
+        r2.radioUncertainty = RadioUncertaintyModel(terms: ["wcl": .init(gamma: 2, a: 1, b: 1, c: 0, e: 0, k: 1.5)])
+        let g = r2.wifiFix(fix, scan: scan, rssMin: -90, maxAge: nil)
+        #expect(abs(g.covariance.ee - 1.5 * (4 * 4 + 36)) < 1e-9 && g.covariance.en == 0)
+    }
+
+    /// Residuals drawn from N(0, P + (2 + 0.8 d)² I) with P = 1 m² I and d uniform in [0, 30] m:
+    /// the fit's σₓ tracks 2 + 0.8 d, and on fresh draws 95 % (±2 %) land inside the 95 % ellipse
+    /// and the ANEES is near 2.
+    @Test func fitRecoversNoveltyGrowth() throws {
+        var rng = Rng(s: 42)
+        func draw(_ n: Int) -> [RadioUncertaintyModel.Sample] {
+            (0..<n).map { _ in
+                let d = 30 * rng.u()
+                let sd = (1 + (2 + 0.8 * d) * (2 + 0.8 * d)).squareRoot()
+                return .init(residual: SIMD2(sd * rng.g(), sd * rng.g()), covariance: Covariance2(sigma: 1),
+                             features: .init(surveyDistance: d, knownShare: 1, signalDistance: 0))
+            }
+        }
+        let t = try #require(RadioUncertaintyModel.fit(draw(3000)))
+        let f20 = RadioUncertaintyModel.Features(surveyDistance: 20, knownShare: 1, signalDistance: 0)
+        let s20 = (t.k * (t.gamma * t.gamma + t.sigmaX(f20) * t.sigmaX(f20))).squareRoot()
+        #expect(abs(s20 - (1 + 18 * 18.0).squareRoot()) < 0.1 * 18, "σ(20 m) = \(s20)")
+        let test = draw(3000)
+        let nees = test.compactMap { t.covariance($0.covariance, $0.features).mahalanobis2($0.residual) }
+        let inside = Double(nees.filter { $0 <= RadioUncertaintyModel.chi2Two95 }.count) / Double(nees.count)
+        let anees = nees.reduce(0, +) / Double(nees.count)
+        #expect(abs(inside - 0.95) < 0.02, "inside95 \(inside)")
+        #expect(abs(anees - 2) < 0.3, "ANEES \(anees)")
+        #expect(RadioUncertaintyModel.fit(Array(test.prefix(5))) == nil)
+    }
+}

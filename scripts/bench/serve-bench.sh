@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# `posfuse serve` under load (docs/serve.md, "Benchmark"): wrk (Debian package; installed with
+# apt-get when missing and run as root) on loopback against one release-built server, in one
+# run: the empty handler (POST /v0/empty, answers {} without reading the body) as the
+# reference, then geolocate (WiFi + LTE cell with TA, learned beforehand), refine (one record
+# with a WiFi scan) and geosubmit (one item, committed to SQLite before the answer).
+# Per endpoint: requests/s at saturation (-c connections) and P50/P99 latency; then geolocate
+# and the empty handler again at half of their saturating rate (wrk's delay() hook paces each
+# connection), where the target is P99 <= 10 ms; and the server's resident memory sampled
+# through the whole run (SERVE_BENCH_SOAK=600 adds a 10-minute geolocate soak at half rate).
+# Bounded: about 6 x SERVE_BENCH_SECONDS (default 10) + soak seconds.
+#   scripts/bench/serve-bench.sh            # SERVE_BENCH_SECONDS=10 SERVE_BENCH_CONNECTIONS=16
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECS="${SERVE_BENCH_SECONDS:-10}"
+CONN="${SERVE_BENCH_CONNECTIONS:-16}"
+SOAK="${SERVE_BENCH_SOAK:-0}"
+PORT="${SERVE_BENCH_PORT:-18089}"
+if ! command -v wrk >/dev/null; then
+    [ "$(id -u)" -eq 0 ] || { echo "serve-bench: needs wrk (apt-get install wrk)" >&2; exit 1; }
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+fi
+swift build -c release --product posfuse >/dev/null
+BIN="$(swift build -c release --show-bin-path)/posfuse"
+WORK="$(mktemp -d /tmp/posfuse-serve-bench.XXXXXX)"
+"$BIN" serve --db "$WORK/bench.sqlite" --port "$PORT" --empty-handler --log-level warning 2>"$WORK/server.log" &
+PID=$!
+trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.1; done
+
+python3 - "$WORK" <<'PY'
+import json, math, sys
+w = sys.argv[1]
+lat0, lon0 = 47.37, 8.54
+def at(e, n): return lat0 + n / 111195.0, lon0 + e / (111195.0 * math.cos(math.radians(lat0)))
+aps = ["00:1b:cc:00:%02x:%02x" % (i // 256, i % 256) for i in range(40)]
+items = []
+for k in range(200):                                   # a 100 m x 100 m grid walk
+    e, n = (k % 10) * 10.0, (k // 10) * 5.0
+    la, lo = at(e, n)
+    wifi = [{"macAddress": a, "signalStrength": -40 - 0.4 * math.hypot(e - (i % 8) * 12, n - (i // 8) * 20)} for i, a in enumerate(aps)]
+    items.append({"position": {"latitude": la, "longitude": lo, "accuracy": 5},
+                  "cellTowers": [{"radioType": "lte", "mobileCountryCode": 228, "mobileNetworkCode": 1, "locationAreaCode": 1000,
+                                  "cellId": 5000 + k % 3, "timingAdvance": 1 + k % 4, "serving": 1}],
+                  "wifiAccessPoints": wifi})
+json.dump({"items": items}, open(w + "/seed.json", "w"))
+la, lo = at(45, 45)
+json.dump({"cellTowers": [{"radioType": "lte", "mobileCountryCode": 228, "mobileNetworkCode": 1, "locationAreaCode": 1000,
+                           "cellId": 5001, "timingAdvance": 2}],
+           "wifiAccessPoints": [{"macAddress": a, "signalStrength": -55 - 2 * i} for i, a in enumerate(aps[:8])]},
+          open(w + "/geolocate.json", "w"))
+json.dump({"lat": la, "lon": lo, "accuracy_m": 30, "t": 10,
+           "evidence": [{"t": 9.5, "type": "wifi", "aps": [{"bssid": a, "rss": -55 - 2 * i} for i, a in enumerate(aps[:8])]}]},
+          open(w + "/refine.json", "w"))
+json.dump({"items": [items[7]]}, open(w + "/geosubmit.json", "w"))
+json.dump({}, open(w + "/empty.json", "w"))
+for name in ["geolocate", "refine", "geosubmit", "empty"]:
+    body = open(w + "/" + name + ".json").read()
+    open(w + "/" + name + ".lua", "w").write(
+        'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n'
+        'local d = tonumber(os.getenv("WRK_DELAY_MS") or "0")\nif d > 0 then function delay() return d end end\n'
+        'function done(summary, latency, requests)\n  io.write(string.format("RESULT %%.1f %%.3f %%.3f %%d %%d\\n", '
+        'summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, '
+        'summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.requests))\nend\n' % json.dumps(body))
+PY
+curl -sf -XPOST "http://127.0.0.1:$PORT/v2/geosubmit" -H 'Content-Type: application/json' --data-binary @"$WORK/seed.json" >/dev/null
+curl -sf -XPOST "http://127.0.0.1:$PORT/v1/geolocate" --data-binary @"$WORK/geolocate.json" >"$WORK/answer.json" \
+    || { echo "serve-bench: the seeded geolocate request is not answered" >&2; exit 1; }
+
+rss() { awk '/VmRSS/ {print $2}' "/proc/$PID/status"; }
+( while kill -0 $PID 2>/dev/null; do echo "$(date +%s) $(rss)" >>"$WORK/rss.txt"; sleep 2; done ) &
+SAMPLER=$!
+
+# run NAME PATH [DELAY_MS] -> "req/s p50_ms p99_ms errors requests"
+run() {
+    WRK_DELAY_MS="${3:-0}" wrk -t2 -c"$CONN" -d"${4:-$SECS}s" --latency -s "$WORK/$1.lua" "http://127.0.0.1:$PORT$2" | awk '/^RESULT/ {print $2, $3, $4, $5, $6}'
+}
+declare -A R
+R[empty]="$(run empty /v0/empty)"
+R[geolocate]="$(run geolocate /v1/geolocate)"
+R[refine]="$(run refine /v1/refine)"
+R[geosubmit]="$(run geosubmit /v2/geosubmit)"
+half_delay() { python3 -c "import sys; r=float(sys.argv[1]); print(max(1, round(2000.0 * $CONN / r)))" "$1"; }
+R[empty_half]="$(run empty /v0/empty "$(half_delay "${R[empty]%% *}")")"
+R[geolocate_half]="$(run geolocate /v1/geolocate "$(half_delay "${R[geolocate]%% *}")")"
+if [ "$SOAK" -gt 0 ]; then R[geolocate_soak]="$(run geolocate /v1/geolocate "$(half_delay "${R[geolocate]%% *}")" "$SOAK")"; fi
+kill $SAMPLER 2>/dev/null || true
+
+echo "posfuse serve benchmark: wrk -t2 -c$CONN, ${SECS}s per run, loopback, SQLite store, $(nproc) cores, release build"
+printf "%-26s %12s %10s %10s %8s %10s\n" run "requests/s" "P50 ms" "P99 ms" errors requests
+for k in empty geolocate refine geosubmit empty_half geolocate_half geolocate_soak; do
+    [ -n "${R[$k]:-}" ] || continue
+    read -r rps p50 p99 err n <<<"${R[$k]}"
+    printf "%-26s %12s %10s %10s %8s %10s\n" "$k" "$rps" "$p50" "$p99" "$err" "$n"
+done
+python3 - "${R[geolocate]%% *}" "${R[empty]%% *}" <<'PY'
+import sys
+g, e = float(sys.argv[1]), float(sys.argv[2])
+print("geolocate / empty handler throughput: %.2f (target >= 0.5)" % (g / e))
+PY
+awk 'NR == 1 {first = $2} {if ($2 > max) max = $2; last = $2} END {printf "server RSS: first %.1f MiB, last %.1f MiB, max %.1f MiB over %d samples\n", first/1024, last/1024, max/1024, NR}' "$WORK/rss.txt"
+grep -c . "$WORK/server.log" >/dev/null && { echo "server log (warnings and errors):"; tail -5 "$WORK/server.log"; } || true
