@@ -119,6 +119,13 @@ func compareWithPython(lengths: String, dir: String, python: String, script: Str
 }
 
 /// Prints a Swift row with its speed-up over Python, then the Python row.
+/// One line of the run's summary (`scripts/bench/run-all.sh` collects the `SUMMARY|` lines and
+/// prints them as one table at the end, the figures the README quotes): the figure, posfuse's
+/// value, the reference measured in the same run, their ratio, and the target.
+func printSummary(_ figure: String, _ value: String, reference: String, ratio: Double?, target: String) {
+    print("SUMMARY|\(figure)|\(value)|\(reference)|\(ratio.map { String(format: "%.2fx", $0) } ?? "–")|\(target)")
+}
+
 func printComparisonRows(_ s: RunResult, _ p: RunResult?) {
     let speedup = p.map { String(format: "%.1fx", s.eventsPerSecond / $0.eventsPerSecond) } ?? "–"
     print(s.row + "   " + speedup)

@@ -179,6 +179,15 @@ struct ReaderSuite: ParsableCommand {
                          size / 1e6, mb(s), mb(f), wc.map { ", wc -l \(mb($0)) MB/s" } ?? "", 100 * f.seconds / s.seconds))
             print(f.row)
             if let wc { print(wc.row) }
+            printSummary("reader, \(s.events / 1000)k events", String(format: "%.2f M events/s (%@ MB/s)", s.eventsPerSecond / 1e6, mb(s)),
+                         reference: "memchr floor \(mb(f)) MB/s", ratio: f.seconds / s.seconds, target: "≥ 2.5 M events/s")
+        }
+        for (s, p) in rows {
+            if let p {
+                printSummary("reader vs Python json reader, \(s.events / 1000)k events", String(format: "%.2f M events/s", s.eventsPerSecond / 1e6),
+                             reference: String(format: "Python %.2f M events/s", p.eventsPerSecond / 1e6),
+                             ratio: s.eventsPerSecond / p.eventsPerSecond, target: "–")
+            }
         }
         if rows.count >= 2 {
             let a = rows.first!.swift, b = rows.last!.swift

@@ -79,6 +79,9 @@ struct RefineSuite: ParsableCommand {
             if let py { p = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(py, [script, path]).utf8)) }
             print("\(label): \(path) (\(size / 1_048_576) MiB, \(String(format: "%.1f", Double(size) / 1_048_576 / s.seconds)) MiB/s)")
             printComparisonRows(s, p)
+            printSummary("refine, \(label)", String(format: "%.0f reports/s, %.1f MiB peak", s.eventsPerSecond, s.peak_rss_mib),
+                         reference: p.map { String(format: "Python parse + dump %.0f reports/s", $0.eventsPerSecond) } ?? "–",
+                         ratio: p.map { s.eventsPerSecond / $0.eventsPerSecond }, target: "≥ 3x")
         }
     }
 }

@@ -44,12 +44,23 @@ struct ReplaySuite: ParsableCommand {
         print("read + replay (default pipeline) + score, one core; Python: json reader only")
         print(RunResult.tableHeader)
         let me = Measure.executablePath
-        _ = try compareWithPython(lengths: lengths, dir: dir, python: python, script: script, worker: "replay-one",
-                                  repeat: repeat_, eachRow: printComparisonRows) { path, s in
+        var readers: [Int: RunResult] = [:]
+        let rows = try compareWithPython(lengths: lengths, dir: dir, python: python, script: script, worker: "replay-one",
+                                         repeat: repeat_, eachRow: printComparisonRows) { path, s in
             // The reader alone on the same file, in the same run: the pipeline's share (issue 22: within 2x).
             let r = try JSONDecoder().decode(RunResult.self, from: Data(try Measure.run(me, ["read", path, "--repeat", String(repeat_)]).utf8))
             print(r.row)
             print(String(format: "replay + score takes %.2fx the reader's own time on this file", s.seconds / r.seconds))
+            readers[s.events] = r
+        }
+        for (s, p) in rows {
+            printSummary("replay + default pipeline + score, \(s.events / 1000)k events", String(format: "%.2f M events/s", s.eventsPerSecond / 1e6),
+                         reference: p.map { String(format: "Python json reader %.2f M events/s", $0.eventsPerSecond / 1e6) } ?? "–",
+                         ratio: p.map { s.eventsPerSecond / $0.eventsPerSecond }, target: "≥ 1.2 M events/s and ≥ 5x")
+            if let r = readers[s.events] {
+                printSummary("replay time / reader time, \(s.events / 1000)k events", String(format: "%.2f", s.seconds / r.seconds),
+                             reference: String(format: "reader %.2f M events/s", r.eventsPerSecond / 1e6), ratio: nil, target: "≤ 2")
+            }
         }
     }
 }

@@ -72,8 +72,8 @@ public final class Pipeline {
 /// A pipeline configuration parsed once: `make()` gives a pipeline of fresh stages (no state
 /// from any earlier trace) without parsing the options again. `refine` builds one per
 /// configuration and a new pipeline per report; `serve` one per server and a pipeline per
-/// request (measured: building a 12-stage pipeline from options per report was most of a
-/// report without evidence — docs/performance.md).
+/// request (building the stages from their options cost ≈ 23k instructions per report, more
+/// with a configuration file: docs/refine.md, "Throughput").
 ///
 /// Thread safety: the prototype's stages are never run; `fresh()` reads only their immutable
 /// configuration, so one prototype serves concurrent requests.

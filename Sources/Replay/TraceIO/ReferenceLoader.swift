@@ -72,9 +72,9 @@ public enum ReferenceLoader {
             let id = try p.string(o, "id", at)
             ref.landmarks[id] = Landmark(id: id, position: try p.position(o, at), height: try p.optNumber(o, "height", at, in: TraceDomain.localMetres, "m"))
         }
-        if let fpm = root["fingerprints"], !(fpm is NSNull) { ref.fingerprints = try p.fingerprints(fpm) }
+        if let fpm = root["fingerprints"], !isNull(fpm) { ref.fingerprints = try p.fingerprints(fpm) }
         if root["cell_coverage"] != nil { ref.cellCoverage = try p.cellCoverage(p.array(root, "cell_coverage")) }
-        if let fp = root["floorplan"], !(fp is NSNull) {
+        if let fp = root["floorplan"], !isNull(fp) {
             if let name = fp as? String {
                 let fu = url.deletingLastPathComponent().appendingPathComponent(name)
                 let fd = try InputFile.data(fu)
@@ -97,6 +97,12 @@ public enum ReferenceLoader {
         return try p.walls(geoJSON: geoJSON)
     }
 }
+
+/// Whether a parsed JSON value is `null` (NSNull), decided on its dynamic type. `v is NSNull`
+/// on an array or object value bridged the whole value to NSArray/NSDictionary first (every
+/// element boxed): measured 60 % of `refine`'s time on reports without evidence, where each new
+/// 0.05° tile converts the reference again (callgrind, 3,000 − 300 reports).
+@inline(__always) func isNull(_ v: Any) -> Bool { type(of: v) is NSNull.Type }
 
 /// JSONSerialization value accessors with located error messages.
 private struct Parser {
@@ -170,7 +176,7 @@ private struct Parser {
     }
 
     func array(_ o: [String: Any], _ key: String) throws -> [[String: Any]] {
-        guard let v = o[key], !(v is NSNull) else { return [] }
+        guard let v = o[key], !isNull(v) else { return [] }
         guard let a = v as? [Any] else { throw fail(key, "must be an array", code: "wrong_type") }
         return try a.enumerated().map { i, e in
             guard let d = e as? [String: Any] else { throw fail("\(key)[\(i)]", "must be an object", code: "wrong_type") }
@@ -180,7 +186,7 @@ private struct Parser {
 
     /// A JSON number (JSONSerialization gives NSNumber; booleans are rejected).
     func optNumber(_ o: [String: Any], _ key: String, _ at: String) throws -> Double? {
-        guard let v = o[key], !(v is NSNull) else { return nil }
+        guard let v = o[key], !isNull(v) else { return nil }
         guard let n = v as? NSNumber, !isBool(n) else { throw fail(at, "key '\(key)' must be a number", code: "wrong_type") }
         let d = n.doubleValue
         guard d.isFinite else { throw fail(at, "key '\(key)' is not finite") }
@@ -213,7 +219,7 @@ private struct Parser {
     }
 
     func optString(_ o: [String: Any], _ key: String, _ at: String) throws -> String? {
-        guard let v = o[key], !(v is NSNull) else { return nil }
+        guard let v = o[key], !isNull(v) else { return nil }
         guard let s = v as? String else { throw fail(at, "key '\(key)' must be a string", code: "wrong_type") }
         return s
     }
@@ -244,7 +250,8 @@ private struct Parser {
     }
 
     /// JSONSerialization boxes `true`/`false` as NSNumber with objCType "c"; numbers are "q" or "d".
-    private func isBool(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
+    /// (Compared in place: `String(cString:)` allocated a string per number.)
+    private func isBool(_ n: NSNumber) -> Bool { let t = n.objCType; return t[0] == CChar(UInt8(ascii: "c")) && t[1] == 0 }
 
     // MARK: GeoJSON floor plan
 
