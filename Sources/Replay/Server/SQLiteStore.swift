@@ -42,13 +42,16 @@ public final class SQLiteStore: LocationStore {
 
     public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
         // APs with samples not yet in their estimate are re-fitted first (rare: the refit
-        // service drains them within a fraction of a second), so an answer never uses a stale AP.
-        let pending = try await pool.read { db in
-            let ps = try db.cachedStatement(sql: "SELECT 1 FROM ap_pending WHERE bssid = ?")
-            return try bssids.filter { try Bool.fetchOne(ps, arguments: [$0]) != nil }
-        }
-        if !pending.isEmpty { try await pool.write { db in try Self.refit(db, bssids: pending.sorted()) } }
-        return try await pool.read { db in
+        // service drains them within a fraction of a second), then read again, so an answer
+        // never uses a stale AP. The common case is one read transaction, as before.
+        let first = try await read(cells: cells, bssids: bssids)
+        if first.pending.isEmpty { return first.known }
+        try await pool.write { db in try Self.refit(db, bssids: first.pending.sorted()) }
+        return try await read(cells: cells, bssids: bssids).known
+    }
+
+    private func read(cells: Set<CellID>, bssids: Set<String>) async throws -> (known: KnownRadios, pending: [String]) {
+        try await pool.read { db in
             var out = KnownRadios()
             let cellKey = "rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?"
             let ts = try db.cachedStatement(sql: "SELECT * FROM cells WHERE \(cellKey)")
@@ -59,10 +62,13 @@ public final class SQLiteStore: LocationStore {
                 out.coverage += try Row.fetchAll(cs, arguments: args).compactMap(CellDatabase.coverageRecord)
             }
             let aps = try db.cachedStatement(sql: "SELECT * FROM aps WHERE bssid = ?")
+            let ps = try db.cachedStatement(sql: "SELECT 1 FROM ap_pending WHERE bssid = ?")
+            var pending: [String] = []
             for b in bssids.sorted() {
                 if let r = try Row.fetchOne(aps, arguments: [b]) { out.aps.append(Self.ap(r)) }
+                if try Bool.fetchOne(ps, arguments: [b]) != nil { pending.append(b) }
             }
-            return out
+            return (out, pending)
         }
     }
 
