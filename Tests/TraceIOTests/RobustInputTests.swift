@@ -61,6 +61,18 @@ import TestSupport
         }
     }
 
+    /// Fuzz finding (import-opencellid, 30-min campaign): a 17-digit `area` was imported and
+    /// written to reference.json, whose loader then refused it (integers are exact only up to
+    /// 2^53 as JSON numbers). The importer applies the readers' rule (`TraceDomain.exactInteger`).
+    @Test func openCellIDIdentifiersBeyondTwoToThe53AreMalformed() throws {
+        let text = "radio,mcc,net,area,cell,unit,lon,lat\nGSM,262,2,85333333333333332,2521,0,10.9,50.1\nGSM,262,2,9007199254740992,2521,0,10.9,50.1\n"
+        let r = try OpenCellIDTowerImporter.parse(ByteBuffer(string: text), file: "towers.csv", options: ImportOptions(strict: false))
+        #expect(r.towers.map(\.cell.area) == [9_007_199_254_740_992])
+        #expect(throws: (any Error).self) {
+            try OpenCellIDTowerImporter.parse(ByteBuffer(string: text), file: "towers.csv", options: ImportOptions(strict: true))
+        }
+    }
+
     @Test func domainEdgesAreAccepted() throws {
         let ok = [Self.header,
                   #"{"t":-1e10,"type":"gt","e":2e7,"n":-2e7,"u":0}"#,
@@ -146,6 +158,25 @@ import TestSupport
             Issue.record("accepted: \(sc.name) for \(to)")
         } catch let e as ScenarioError {
             #expect(e.description.contains(reason), "\(e.description)")
+        }
+    }
+
+    /// A value rejected by the bounds check after parsing names the line of the value itself,
+    /// not the line of the document or of its enclosing mapping.
+    @Test(arguments: [
+        ("imu: {rate_hz: 20}", "imu: {rate_hz: 1e19}", "s.yaml:9: imu.rate_hz"),
+        ("waypoints: [[0, 0], [10, 0]]", "waypoints: [[0, 0], {e: 10, n: 0, pause_s: 1e16}]",
+         "s.yaml:8: phones[0].path.waypoints[1].pause_s"),
+        ("duration_s: 10", "duration_s: 1e16", "s.yaml:3: duration_s"),
+    ])
+    func scenarioBoundErrorsNameTheLineOfTheValue(from: String, to: String, prefix: String) throws {
+        let yaml = Self.scenario.replacingOccurrences(of: from, with: to)
+        #expect(yaml != Self.scenario)
+        do {
+            let sc = try Scenario.parse(yaml: yaml, file: "s.yaml")
+            Issue.record("accepted: \(sc.name) for \(to)")
+        } catch let e as ScenarioError {
+            #expect(e.description.hasPrefix(prefix), "\(e.description)")
         }
     }
 
