@@ -60,7 +60,9 @@ public final class GNSSStage: PipelineStage {
         self.estimator = estimator; self.errorModel = errorModel; self.handsetFamily = handsetFamily; self.families = families
     }
     public var sources: [Source] { [.gnss] }
-    public func fresh() -> any PipelineStage { GNSSStage(estimator: estimator) }
+    public func fresh() -> any PipelineStage {
+        GNSSStage(estimator: estimator, errorModel: errorModel, handsetFamily: handsetFamily, families: families)
+    }
 
     /// The estimator for a phone: `estimator` with the error model's calibration of its family
     /// when the pipeline set no calibration.
