@@ -2,6 +2,7 @@ import Testing
 import Foundation
 import Replay
 import Positioning
+import TestSupport
 
 /// A GSDC-layout drive written by the test (issue 21 item 1): two phones 50 m apart, each with
 /// its own SPAN truth track; the first phone's file name carries a modification marker
