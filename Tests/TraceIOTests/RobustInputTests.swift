@@ -73,6 +73,19 @@ import TestSupport
         }
     }
 
+    /// Fuzz finding (pipeline-yaml, this session's campaign): a mapping key that is a list or a
+    /// mapping trapped inside Yams' `load` (a force-unwrapped key conversion). Pipeline files and
+    /// regress baselines now go through `YAMLValues.load`, which names the key's line.
+    @Test(arguments: ["stages:\n  ? [a, b]\n  : 1\n", "stages: {wcl: {[1]: x}}\n", "? {a: 1}\n: 2\n"])
+    func yamlMappingKeysThatAreNotScalarsAreErrors(yaml: String) throws {
+        #expect { try PipelineConfigLoader.parse(yaml: yaml, file: "p.yaml") } throws: { e in
+            "\(e)".contains("mapping key must be a plain value")
+        }
+        #expect { try Baseline.parse(yaml, file: "b.yaml") } throws: { e in
+            "\(e)".contains("mapping key must be a plain value")
+        }
+    }
+
     @Test func domainEdgesAreAccepted() throws {
         let ok = [Self.header,
                   #"{"t":-1e10,"type":"gt","e":2e7,"n":-2e7,"u":0}"#,
