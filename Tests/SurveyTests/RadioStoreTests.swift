@@ -273,7 +273,7 @@ import TestSupport
     /// The development recordings with truth: the GSDC drive's phones and the static GnssLogger logs
     /// (one phone on two days: both of family `pseudoranges` by the file-name rule); nil without the data.
     static func gnssDevRecordings() throws -> [(walk: RecordedWalk, family: String)]? {
-        guard let dir = sharedData("gsdc2020/2020-05-14-US-MTV-1"), let st = sharedData("gnsslogger-static") else { return nil }
+        guard let dir = SharedData.url("gsdc2020/2020-05-14-US-MTV-1"), let st = SharedData.url("gnsslogger-static") else { return nil }
         var out = try GNSSFusionEvaluation.loadGSDC(dir).map { ($0, GNSSFusionEvaluation.handset(of: $0)) }
         for u in try expandInputs([st.path], extensions: ["txt"]) {
             let w = try GNSSFusionEvaluation.loadStatic(u, truth: Geodetic(latitude: 37.422578, longitude: -122.081678, height: -28))
