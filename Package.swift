@@ -94,12 +94,25 @@ let package = Package(
         // plain build replays corpus files through the targets' oracles (docs/fuzzing.md).
         .executableTarget(name: "posfuse-fuzz", dependencies: ["Positioning", "Replay"],
                           path: "Tests/Fuzz/posfuse-fuzz"),
+        // Tests mirror the sources: one test target per module (Tests/<Module>Tests), plus
+        // TestSupport (the CLI runner, package/shared-data paths, the seeded noise helpers, the
+        // bundled-trace replay cache) that every Replay-side test target shares.
+        .target(name: "TestSupport", dependencies: ["Replay", "Positioning"], path: "Tests/TestSupport"),
         .testTarget(name: "PositioningTests", dependencies: ["Positioning", "CGSL"]),
-        .testTarget(name: "ReplayTests", dependencies: ["Replay", "Positioning"],
-                    resources: []),
-        .testTarget(name: "CLITests", dependencies: ["Replay", "Positioning"]),
+        .testTarget(name: "TraceIOTests", dependencies: ["TraceIO", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "ScoringTests", dependencies: ["Scoring", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "SurveyTests", dependencies: ["Survey", "Simulation", "Replay", "Positioning", "TestSupport",
+                                                       .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "InteropTests", dependencies: ["Interop", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Replay", "Positioning", "TestSupport", "CGSL"]),
+        .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "RegressTests", dependencies: ["Regress", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "SweepTests", dependencies: ["Sweep", "Replay", "Positioning", "TestSupport"]),
+        // End-to-end tests of the posfuse executable (they run the built binary).
+        .testTarget(name: "CLITests", dependencies: ["Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: [
-            "PosfuseServer", "Replay", "Positioning",
+            "PosfuseServer", "Replay", "Positioning", "TestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),

@@ -51,9 +51,10 @@ struct EvaluateRadio: ParsableCommand {
         same for a phone of its model family, else the folder's only SPAN track; sentence defects that leave the data
         intact, e.g. wrong $GPRMC checksums, are counted per reason and fatal only with --strict): gnss, ekf and
         smoother P50/P95, inside95, ANEES per phone; gnsslogger (GnssLogger logs of a static phone, --truth-point LAT,LON[,H]): the same,
-        and whether the last fused fix converged within the phone's reported 95% radius. With --train,
-        each handset's reported accuracy is calibrated on its training recordings (all handsets pooled
-        for one the training set lacks; posfuse calibrate gnss) before the test recordings are scored.
+        and whether the last fused fix converged within the phone's reported 95% radius. The phone's
+        reported accuracy is scaled by the GNSS error model (default: the one posfuse ships, per handset
+        family, pooled for others; docs/radio.md); with --train, by a model of the same kind fitted on the
+        training recordings instead.
 
         Examples:
           posfuse evaluate radio --train F3/a --test F3/b --json  # ms-indoor walks
@@ -382,19 +383,37 @@ extension EvaluateRadio {
         let stages = try pipeline.map { try loadPipelineStages($0) } ?? [:]
         let confidence = try stages["gnss"]?.double("accuracy_confidence", default: 0.68) ?? 0.68
         do {
-            // Training recordings (optional): each handset's reported accuracy calibrated on them.
+            // Training recordings (optional): the GNSS error model fitted on them replaces the
+            // shipped one (per family, pooled for families they lack; GNSSErrorModel).
             let families = try handsetFamilies()
-            let calibrations = train.isEmpty ? nil
-                : GNSSFusionEvaluation.fitCalibrations(try loadGNSSRecordings(kind, train).map(\.walk), accuracyConfidence: confidence,
-                                                       families: families)
+            let trained = train.isEmpty ? nil
+                : GNSSFusionEvaluation.fitErrorModel(try train.flatMap { p in
+                    // Each training path of its own kind: drives and static logs may train one model.
+                    try loadGNSSRecordings(GNSSRecordingKind.detect([p], dataset: nil) ?? kind, [p]).map(\.walk)
+                }, accuracyConfidence: confidence,
+                                                     families: families)
+            if !train.isEmpty && trained == nil {
+                printError("error: no GNSS fix with truth in the --train recordings: no error model could be fitted")
+                throw ExitCode(ExitStatus.dataError)
+            }
+            let own = try stages["gnss"].map { try GNSSAccuracyCalibration.from(options: $0) != nil } ?? false
+            let shipped = try GNSSErrorModel.from(options: GNSSFusionEvaluation.stages(stages, family: "")["gnss"]!)
             for (walk, isStatic, drive) in try loadGNSSRecordings(kind, paths) {
                 var r: GNSSFusionEvaluation.Recording
-                if let cal = calibrations?.calibration(for: walk) {
+                let family = GNSSFusionEvaluation.handset(of: walk, families: families)
+                let withFamily = GNSSFusionEvaluation.stages(stages, family: family)
+                if let m = trained, !own {
+                    let (a, entry) = m.factor(forFamily: family)
                     r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic,
-                                                          stages: GNSSFusionEvaluation.stages(stages, calibratedBy: cal.calibration))
-                    r.calibratedOn = cal.fittedOn
+                                                          stages: GNSSFusionEvaluation.stages(withFamily, calibratedBy: m.calibration(forFamily: family)))
+                    r.calibratedOn = (entry == "pooled" ? "--train error model, pooled over \(m.pooled.recordings) recording(s)"
+                                      : "--train error model, family \(entry)") + String(format: " (α %.3f)", a)
                 } else {
-                    r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic, stages: stages)
+                    r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic, stages: withFamily)
+                    if !own, let m = shipped {
+                        let (a, entry) = m.factor(forFamily: family)
+                        r.calibratedOn = (entry == "pooled" ? "error model, pooled" : "error model, family \(entry)") + String(format: " (α %.3f)", a)
+                    }
                 }
                 r.family = GNSSFusionEvaluation.handset(of: walk, families: families)
                 if let d = drive {
@@ -409,7 +428,7 @@ extension EvaluateRadio {
         }
         if json {
             let o: [String: Any] = ["dataset": kind.rawValue,
-                                    "protocol": train.isEmpty ? "test only (nothing learned)" : "train/test: reported GNSS accuracy calibrated per handset on --train",
+                                    "protocol": train.isEmpty ? "test only: the pipeline's GNSS error model (default: the shipped one)" : "train/test: GNSS error model fitted on --train (per handset family, pooled for others), applied to --test",
                                     "recordings": try jsonObject(recordings)]
             print(String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
             return
@@ -418,7 +437,7 @@ extension EvaluateRadio {
         for r in recordings {
             var head = r.name
             if let a = r.reportedAccuracy_m { head += String(format: "  (reported accuracy median %.2f m, 95%% radius %.2f m)", a, a * GNSSFusionEvaluation.accuracyTo95) }
-            if let c = r.calibratedOn { head += "  [accuracy calibrated on \(c)]" }
+            if let c = r.calibratedOn { head += "  [accuracy: \(c)]" }
             lines.append(head)
             if let f = r.family { lines.append("  handset family \(f)" + (r.truthFile.map { ", truth \($0) (matched by \(r.truthMatch ?? "?"))" } ?? "")) }
             for (file, counts) in (r.tolerated ?? [:]).sorted(by: { $0.key < $1.key }) {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `posfuse evaluate consistency` end to end: a short seeded Monte Carlo (2 runs × 30 s of
 /// open-street, pf off) gives both bands per source in JSON; bad arguments exit 64.

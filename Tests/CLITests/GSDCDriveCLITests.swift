@@ -2,6 +2,7 @@ import Testing
 import Foundation
 import Replay
 import Positioning
+import TestSupport
 
 /// A GSDC-layout drive written by the test (issue 21 item 1): two phones 50 m apart, each with
 /// its own SPAN truth track; the first phone's file name carries a modification marker
@@ -127,7 +128,10 @@ enum GSDCFixture {
         let imp = try CLI.run(["import", "nmea", dir.appendingPathComponent("PhoneB_chipset.nmea").path,
                                "--truth", dir.appendingPathComponent("SPAN_PhoneB_1Hz.nmea").path, "-o", trace.path])
         #expect(imp.status == 0, "\(imp.stderr)")
-        try "stages:\n  smoother: {enabled: true}\n".write(to: yaml, atomically: true, encoding: .utf8)
+        // evaluate radio applies the shipped GNSS error model for the phone's family (PhoneB: not in
+        // the model, so its pooled factor); replay does the same when the pipeline says so.
+        try "stages:\n  gnss: {error_model: shipped, handset_family: PhoneB}\n  smoother: {enabled: true}\n"
+            .write(to: yaml, atomically: true, encoding: .utf8)
         let rp = try CLI.run(["replay", trace.path, "--pipeline", yaml.path, "--json"])
         #expect(rp.status == 0, "\(rp.stderr)")
         let rj = try #require(try JSONSerialization.jsonObject(with: Data(rp.stdout.utf8)) as? [String: Any])

@@ -1,27 +1,17 @@
 import Testing
 import Foundation
+import Positioning
 import Replay
+import TestSupport
 
 /// End-to-end tests of `posfuse regress`, `compare` and `report` on synthetic runs
 /// (replay JSON with per-epoch columns, seeded noise), plus the headless-Chromium check
 /// of the report (skipped when chromium is absent).
 enum GateFixtures {
-    struct Noise {
-        var state: UInt64
-        init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
-        mutating func uniform() -> Double {
-            state ^= state >> 12; state ^= state << 25; state ^= state >> 27
-            return Double((state &* 0x2545_F491_4F6C_DD1D) >> 11) / Double(1 << 53)
-        }
-        mutating func gaussian() -> Double {
-            (-2 * log(max(uniform(), 1e-300))).squareRoot() * cos(2 * .pi * uniform())
-        }
-    }
-
     /// A run of one trace "loop" with sources gnss (σ = 3 m, honest covariance) and ekf
     /// (σ = 1.5 m); `gnssReportedSigma` lets a test make gnss overconfident.
     static func run(seed: UInt64, gnssReportedSigma: Double = 3, n: Int = 300) -> RunResults {
-        var g = Noise(seed: seed)
+        var g = SplitMix64(seed: seed)
         func source(_ name: String, sigma: Double, reported: Double) -> SourceResult {
             var ex = 0.0, ey = 0.0
             let phi = 0.8, k = (1 - phi * phi).squareRoot()

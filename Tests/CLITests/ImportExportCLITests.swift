@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import TestSupport
 
 @Suite struct ImportExportCLITests {
     static let walk = """
@@ -57,11 +58,7 @@ import Foundation
 
 /// Real recordings (skipped without `../shared/data`): imported strictly, they replay.
 @Suite struct ImportedTraceReplayCLITests {
-    static var data: URL? {
-        if let e = ProcessInfo.processInfo.environment["POSFUSE_SHARED_DATA"], !e.isEmpty { return URL(fileURLWithPath: e) }
-        let u = CLI.root.deletingLastPathComponent().appendingPathComponent("shared/data")
-        return FileManager.default.fileExists(atPath: u.path) ? u : nil
-    }
+    static var data: URL? { SharedData.folder }
 
     @Test(.enabled(if: data != nil)) func gsdcPhoneAgainstSpanReplays() throws {
         let d = Self.data!.appendingPathComponent("gsdc2020/2020-05-14-US-MTV-1")

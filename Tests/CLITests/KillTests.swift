@@ -1,6 +1,8 @@
 import Testing
 import Foundation
+import Positioning
 import Replay
+import TestSupport
 
 /// Writers killed at random points (SIGKILL, seeded times) leave their outputs complete or
 /// absent: `replay --db` (no half run: every stored run has its scores), `celldb build` and
@@ -42,11 +44,8 @@ import Replay
 
     /// Seeded kill times spread over (5 %, 95 %) of the uninterrupted run.
     static func delays(_ full: Double, seed: UInt64) -> [Double] {
-        var s = seed
-        return (0..<trials).map { _ in
-            s = s &* 6364136223846793005 &+ 1442695040888963407
-            return full * (0.05 + 0.9 * Double(s >> 11) / Double(1 << 53))
-        }
+        var rng = SplitMix64(seed: seed)
+        return (0..<trials).map { _ in full * rng.uniform(0.05, 0.95) }
     }
 
     static func trace(_ name: String) -> String { CLI.root.appendingPathComponent("Traces/\(name)").path }

@@ -2,6 +2,7 @@ import Testing
 import Foundation
 import Replay
 import Positioning
+import TestSupport
 
 /// End-to-end radio commands: evaluate radio on a scenario folder (JSON), radiomap build and
 /// celldb build on tiny self-made traces, usage errors (exit 64).
@@ -28,8 +29,8 @@ import Positioning
     /// ms-indoor D` + `replay D --radio-map` with the same pipeline; the area-blocked split drops
     /// training scans; a bad pipeline value exits 65.
     @Test func msIndoorEvaluateEqualsBuildPlusReplay() throws {
-        let src = CLI.root.deletingLastPathComponent().appendingPathComponent("shared/data/ms-indoor/site2/F3/path_data_files")
-        guard let all = try? FileManager.default.contentsOfDirectory(at: src, includingPropertiesForKeys: nil) else { return }
+        guard let src = SharedData.url("ms-indoor/site2/F3/path_data_files"),
+              let all = try? FileManager.default.contentsOfDirectory(at: src, includingPropertiesForKeys: nil) else { return }
         let dir = try Self.tempDir()
         // Test walk: the first (its path passes within 10 m of 9 training scans); train: the next three.
         let walks = Array(all.filter { $0.pathExtension == "txt" }.sorted { $0.path < $1.path }.prefix(4).map(\.path).reversed())
@@ -68,8 +69,7 @@ import Positioning
     /// (`calibrated_on`); without --train nothing is learned. In-sample here (one drive in
     /// ../shared/data): the mechanics, not a figure (the time split is `gsdcCalibrationTimeSplit`).
     @Test func gsdcTrainCalibratesPerHandset() throws {
-        let drive = CLI.root.deletingLastPathComponent().appendingPathComponent("shared/data/gsdc2020/2020-05-14-US-MTV-1")
-        guard FileManager.default.fileExists(atPath: drive.path) else { return }
+        guard let drive = SharedData.url("gsdc2020/2020-05-14-US-MTV-1") else { return }
         func run(_ args: [String]) throws -> [String: Any] {
             let r = try CLI.run(["evaluate", "radio"] + args + ["--json"])
             #expect(r.status == 0, "\(r.stderr)")

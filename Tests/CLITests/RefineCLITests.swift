@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `posfuse refine` end to end on the bundled sample reports (Traces/reports, built from the
 /// mall-sparse-ap walk by scripts/make-sample-reports.py, truth in truth.jsonl).

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `posfuse refine` writes the bytes it wrote before its reader and writer were rewritten
 /// (issue 22): the expected outputs in `Fixtures/refine/*.expected` were written by the

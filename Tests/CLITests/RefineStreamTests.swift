@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The refine record reader (`ReportStream`, `ReportRecordParser`): a FeatureCollection is read
 /// feature by feature (a bad feature is one error record, the others go on), and numbers are

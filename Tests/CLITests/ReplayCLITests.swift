@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import TestSupport
 
 /// End-to-end tests of `posfuse replay` and `posfuse score` (docs/cli.md contract).
 @Suite struct ReplayCLITests {

@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import TestSupport
 
 /// End-to-end regression tests for the reproducers of issue 25 (crashes, NaN/null outputs,
 /// contracts): every one runs the built `posfuse` as a user would.

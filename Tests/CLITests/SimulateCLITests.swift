@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import TestSupport
 
 /// End-to-end `posfuse simulate`: writes a trace + reference, is deterministic per seed,
 /// reports scenario errors with exit 65 and usage errors with 64.

@@ -1,6 +1,7 @@
 import Foundation
 import Replay
 import Testing
+import TestSupport
 
 /// End-to-end `posfuse sweep`: bad study files, a killed and restarted study, shards merged
 /// by the CLI, and (where a local Slurm can be started) the study through `--slurm --submit`.

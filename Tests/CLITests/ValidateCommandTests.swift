@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import TestSupport
 
 @Suite struct ValidateCommandTests {
     static let header = #"{"type":"header","format":"posfuse-trace","version":1,"origin":{"lat":48.1,"lon":11.5,"h":500}}"#

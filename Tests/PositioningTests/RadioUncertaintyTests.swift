@@ -5,17 +5,6 @@ import Foundation
 /// `RadioUncertaintyModel`: features on hand-made geometry, and the fit on seeded residuals
 /// drawn from a known model (issue 20 item 3).
 @Suite struct RadioUncertaintyTests {
-    struct Rng {
-        var s: UInt64
-        mutating func u() -> Double {
-            s &+= 0x9E3779B97F4A7C15
-            var z = s
-            z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-            return Double((z ^ (z >> 31)) >> 11) * 0x1p-53
-        }
-        mutating func g() -> Double { (-2 * log(max(u(), 1e-300))).squareRoot() * cos(2 * .pi * u()) }
-    }
-
     /// Survey points at (0, 0) and (10, 0); the fix at (10, 5): d = 5. Scan hears a (−60, known
     /// to the survey), b (−70, known to the AP map), c (−80, unknown): u = 2/3. Signal distance
     /// to point 2 (a: −60, b: −70): over a, b, c: (0² + 0² + 20²)/3 → √(400/3).
@@ -42,12 +31,12 @@ import Foundation
     /// the fit's σₓ tracks 2 + 0.8 d, and on fresh draws 95 % (±2 %) land inside the 95 % ellipse
     /// and the ANEES is near 2.
     @Test func fitRecoversNoveltyGrowth() throws {
-        var rng = Rng(s: 42)
+        var rng = SplitMix64(seed: 42)
         func draw(_ n: Int) -> [RadioUncertaintyModel.Sample] {
             (0..<n).map { _ in
-                let d = 30 * rng.u()
+                let d = 30 * rng.uniform()
                 let sd = (1 + (2 + 0.8 * d) * (2 + 0.8 * d)).squareRoot()
-                return .init(residual: SIMD2(sd * rng.g(), sd * rng.g()), covariance: Covariance2(sigma: 1),
+                return .init(residual: SIMD2(sd * rng.gaussian(), sd * rng.gaussian()), covariance: Covariance2(sigma: 1),
                              features: .init(surveyDistance: d, knownShare: 1, signalDistance: 0))
             }
         }

@@ -6,11 +6,12 @@ import Positioning
 @testable import PosfuseServer
 import Replay
 import Testing
+import TestSupport
 
 /// Shared fixtures and helpers of the service tests.
 enum Fixture {
     static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = PackagePaths.root
     static func bytes(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: folder.appendingPathComponent(name))) }
     static func json(_ name: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(bytes(name))) as? [String: Any])

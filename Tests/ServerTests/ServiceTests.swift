@@ -198,10 +198,8 @@ import PostgresNIO
     /// `WalkSums` added walk by walk give `Builder`'s area of all walks (the celldb build model)
     /// on seeded random walks; a celldb-build row used as a seed is reproduced unchanged.
     @Test func walkSumsEqualTheBuilder() throws {
-        var rng = SystemRandomNumberGenerator()
-        _ = rng
-        var seed: UInt64 = 42
-        func next() -> Double { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return Double(seed >> 11) / Double(1 << 53) * 200 - 100 }
+        var rng = SplitMix64(seed: 42)
+        func next() -> Double { rng.uniform(-100, 100) }
         let cell = Fixture.cell
         var all = CellCoverageMap.Builder(), sums = CellCoverageMap.WalkSums()
         for w in 0..<5 {

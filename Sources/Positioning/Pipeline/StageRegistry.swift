@@ -21,7 +21,9 @@ public enum StageRegistry {
         Entry(name: "gnss", sources: [.gnss]) { o in
             GNSSStage(estimator: GNSSEstimator(accuracyConfidence: try o.double("accuracy_confidence", default: 0.68),
                                                inflation: try o.double("inflation", default: 1),
-                                               calibration: try GNSSAccuracyCalibration.from(options: o)))
+                                               calibration: try GNSSAccuracyCalibration.from(options: o)),
+                      errorModel: try GNSSErrorModel.from(options: o),
+                      handsetFamily: o.values[GNSSErrorModel.familyOption] == nil ? nil : try o.string(GNSSErrorModel.familyOption, default: ""))
         },
         // Radio estimators (docs/radio.md): options and defaults in each stage's `make`.
         Entry(name: "cell", sources: [.cell]) { try CellIDStage.make($0) },

@@ -235,6 +235,32 @@ public enum GNSSFusionEvaluation {
         return out
     }
 
+    /// A training recording for `GNSSErrorModel.fit`: its family (`handset`) and the NEES of its
+    /// fixes under the phone's own covariance.
+    public static func errorModelRecording(_ walk: RecordedWalk, accuracyConfidence: Double = 0.68,
+                                           families: HandsetFamilies = HandsetFamilies()) -> GNSSErrorModel.Recording {
+        GNSSErrorModel.Recording(family: handset(of: walk, families: families),
+                                 nees: calibrationSamples(walk, accuracyConfidence: accuracyConfidence).map(\.nees))
+    }
+
+    /// The GNSS error model fitted on training recordings (`GNSSErrorModel.fit`).
+    public static func fitErrorModel(_ training: [RecordedWalk], accuracyConfidence: Double = 0.68,
+                                     families: HandsetFamilies = HandsetFamilies(), provenance: String = "") -> GNSSErrorModel? {
+        GNSSErrorModel.fit(training.map { errorModelRecording($0, accuracyConfidence: accuracyConfidence, families: families) },
+                           provenance: provenance)
+    }
+
+    /// `stages` with the gnss stage told the recording's handset family (the error model's key)
+    /// and, unless they set one, the shipped error model.
+    public static func stages(_ stages: [String: StageOptions], family: String) -> [String: StageOptions] {
+        var out = stages
+        var g = out["gnss"] ?? StageOptions(name: "gnss")
+        if g.values[GNSSErrorModel.familyOption] == nil { g.values[GNSSErrorModel.familyOption] = .string(family) }
+        if g.values[GNSSErrorModel.option] == nil { g.values[GNSSErrorModel.option] = .string("shipped") }
+        out["gnss"] = g
+        return out
+    }
+
     /// `stages` with the gnss stage calibrated by `c`.
     public static func stages(_ stages: [String: StageOptions], calibratedBy c: GNSSAccuracyCalibration) -> [String: StageOptions] {
         var out = stages

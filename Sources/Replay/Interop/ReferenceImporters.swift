@@ -29,7 +29,12 @@ public enum OpenCellIDTowerImporter {
                 }
                 return
             }
-            func i(_ k: String) -> Int? { cols[k].flatMap { $0 < fields.count ? buf.int(fields[$0]) : nil } }
+            // Integers outside the trace format's exact range (TraceDomain.exactInteger) count as
+            // absent: reference.json could not carry them back (a 17-digit 'area' was written and
+            // then refused by the loader; found by the import-opencellid fuzz target).
+            func i(_ k: String) -> Int? {
+                cols[k].flatMap { $0 < fields.count ? buf.int(fields[$0]) : nil }.flatMap { TraceDomain.exactInteger.contains($0) ? $0 : nil }
+            }
             func d(_ k: String) -> Double? { cols[k].flatMap { $0 < fields.count ? buf.double(fields[$0]) : nil } }
             let radio = cols["radio"].flatMap { $0 < fields.count ? buf.string(buf.trimmed(fields[$0])) : nil } ?? ""   // a short row has no radio field
             guard let rat = OpenCellIDMeasurementsImporter.rat(forAct: radio) else {

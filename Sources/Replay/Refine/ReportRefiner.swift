@@ -76,9 +76,17 @@ public final class ReportRefiner {
     /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
     /// with the ukf, pf and smoother off unless configured, and GNSS inflation α = 1 — one report
     /// is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is taken at face
-    /// value unless the configuration says otherwise.
+    /// value unless the configuration says otherwise. For the same reason the `gnss` stage's
+    /// error model (`GNSSErrorModel`, fitted on chipset fix streams) is off here unless configured
+    /// (`gnss: {error_model: shipped}`): a report's position and `accuracy_m` may come from any
+    /// location provider, and the model's effect on refined reports is not measured yet.
     public static func reportOptions(_ stages: [String: StageOptions]) -> [String: StageOptions] {
         var options = stages
+        if options["gnss"]?.values[GNSSErrorModel.option] == nil {
+            var g = options["gnss"] ?? StageOptions(name: "gnss")
+            g.values[GNSSErrorModel.option] = .string("none")
+            options["gnss"] = g
+        }
         if options["ekf"]?.values["inflation"] == nil {
             var e = options["ekf"] ?? StageOptions(name: "ekf")
             var m: [String: ConfigValue] = [:]

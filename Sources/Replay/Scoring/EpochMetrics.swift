@@ -1,4 +1,5 @@
 import Foundation
+import Positioning
 import CGSL
 import TraceIO
 
@@ -20,13 +21,10 @@ public enum EpochMetrics {
     /// Metrics that can be recomputed from epochs (and hence bootstrapped).
     public static let names = ["mean_m", "median_m", "p75_m", "p90_m", "p95_m", "rmse_m", "max_m", "inside95", "anees"]
 
-    /// Type-7 quantile of an already sorted, non-empty array; p in [0, 1].
+    /// Type-7 quantile of an already sorted, non-empty array; p in [0, 1] (`Quantile.type7`).
     public static func quantile(sorted x: [Double], _ p: Double) -> Double {
         precondition(!x.isEmpty)
-        let h = Double(x.count - 1) * min(max(p, 0), 1)
-        let lo = Int(h.rounded(.down))
-        let hi = min(lo + 1, x.count - 1)
-        return x[lo] + (h - Double(lo)) * (x[hi] - x[lo])
+        return Quantile.type7(sorted: x, p)!
     }
 
     /// All metrics of `names` that the samples support.

@@ -2,29 +2,6 @@ import CGSL
 import Positioning
 import Foundation
 
-/// Hyndman–Fan type-7 quantiles (numpy's default `linear`, R's default `type = 7`),
-/// the one percentile definition of posfuse (`docs/metrics.md`).
-///
-/// With sorted data x₍₀₎ ≤ … ≤ x₍ₙ₋₁₎ and h = (n − 1)·p,
-/// Q(p) = x₍⌊h⌋₎ + (h − ⌊h⌋)·(x₍⌊h⌋₊₁₎ − x₍⌊h⌋₎).
-/// Computed by GSL's `gsl_stats_quantile_from_sorted_data`, which implements exactly
-/// this definition.
-public enum Quantile {
-    /// Q(p) of already sorted, non-empty data; `p` is clamped to [0, 1]. nil when empty.
-    public static func type7(sorted x: [Double], _ p: Double) -> Double? {
-        guard !x.isEmpty, p.isFinite else { return nil }
-        let f = min(max(p, 0), 1)
-        return x.withUnsafeBufferPointer { gsl_stats_quantile_from_sorted_data($0.baseAddress, 1, $0.count, f) }
-    }
-
-    /// Sorts `x` ascending with GSL (C sort: fast in debug builds too).
-    public static func sorted(_ x: [Double]) -> [Double] {
-        var s = x
-        s.withUnsafeMutableBufferPointer { if let b = $0.baseAddress { gsl_sort(b, 1, $0.count) } }
-        return s
-    }
-}
-
 /// Summary statistics of the horizontal errors of one source (`docs/metrics.md`).
 ///
 /// Inputs per scored epoch k: the error vector d_k = p̂_k − p_k (East, North, m), its

@@ -35,8 +35,35 @@ final class ScenarioNode {
         return ScenarioNode(node: r, path: "", file: file)
     }
 
+    /// The error for `key` (a key path below this node, e.g. `phones[0].path.waypoints[2].e`),
+    /// located at `n` when given, else at the deepest node of the key path present in the file
+    /// (so a value checked after parsing still names its own line, not the mapping's).
     func error(_ reason: String, key: String? = nil, node n: Node? = nil) -> ScenarioError {
-        ScenarioError(file: file, path: key.map { sub($0) } ?? path, line: (n ?? node).mark?.line, reason: reason)
+        let at = n ?? key.map { deepestNode(along: $0) } ?? node
+        return ScenarioError(file: file, path: key.map { sub($0) } ?? path, line: at.mark?.line, reason: reason)
+    }
+    /// Walks a key path of mapping keys and `[i]` list indices from this node and returns the
+    /// last node found on the way (this node when the first step is absent).
+    func deepestNode(along keyPath: String) -> Node {
+        var cur = node
+        for part in keyPath.split(separator: ".") {
+            var name = part
+            var indices: [Int] = []
+            while name.hasSuffix("]"), let open = name.lastIndex(of: "["),
+                  let i = Int(name[name.index(after: open)..<name.index(before: name.endIndex)]) {
+                indices.insert(i, at: 0)
+                name = name[..<open]
+            }
+            if !name.isEmpty {
+                guard let next = cur.mapping?[String(name)] else { return cur }
+                cur = next
+            }
+            for i in indices {
+                guard let seq = cur.sequence, i >= 0, i < seq.count else { return cur }
+                cur = seq[seq.index(seq.startIndex, offsetBy: i)]
+            }
+        }
+        return cur
     }
     private func sub(_ k: String) -> String { path.isEmpty ? k : path + "." + k }
 

@@ -81,10 +81,22 @@ public enum InputFile {
     /// Offset of the first byte that does not belong to a well-formed UTF-8 sequence
     /// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
     public static func firstInvalidUTF8(_ b: [UInt8]) -> Int? {
-        var i = 0
-        let n = b.count
-        while i < n {
-            let c = b[i]
+        b.withUnsafeBufferPointer { buf in
+            guard let p = buf.baseAddress else { return nil }
+            return firstInvalidUTF8(p, from: 0, to: buf.count)
+        }
+    }
+
+    /// The one UTF-8 rule of posfuse's readers (trace files, `InputFile.text`, refine report
+    /// records): the offset of the first byte of `p[from..<to]` that does not start or continue a
+    /// well-formed sequence (RFC 3629, Table 3-7 of the Unicode standard: no overlong forms, no
+    /// surrogates, nothing above U+10FFFF), or nil. ASCII runs are skipped 8 bytes at a time.
+    public static func firstInvalidUTF8(_ p: UnsafePointer<UInt8>, from: Int, to: Int) -> Int? {
+        var i = from
+        while i < to {
+            while i + 8 <= to, UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+            guard i < to else { break }
+            let c = p[i]
             if c < 0x80 { i += 1; continue }
             let len: Int, lo: UInt8, hi: UInt8
             switch c {
@@ -97,8 +109,8 @@ public enum InputFile {
             case 0xF4: len = 4; lo = 0x80; hi = 0x8F
             default: return i
             }
-            guard i + len <= n, (lo...hi).contains(b[i + 1]) else { return i }
-            for k in 2..<max(2, len) where !(0x80...0xBF).contains(b[i + k]) { return i }
+            guard i + len <= to, p[i + 1] >= lo, p[i + 1] <= hi else { return i }
+            for k in 2..<max(2, len) where p[i + k] & 0xC0 != 0x80 { return i }
             i += len
         }
         return nil

@@ -201,7 +201,7 @@ private struct Parser {
 
     func optInt(_ o: [String: Any], _ key: String, _ at: String) throws -> Int? {
         guard let d = try optNumber(o, key, at) else { return nil }
-        guard d == d.rounded(), abs(d) <= 9_007_199_254_740_992 else {
+        guard d == d.rounded(), abs(d) <= Double(TraceDomain.exactInteger.upperBound) else {
             throw fail(at, "key '\(key)' must be an integer, got \(d)", code: "wrong_type")
         }
         return Int(d)

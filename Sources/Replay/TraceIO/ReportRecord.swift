@@ -159,31 +159,8 @@ package struct ReportRecordParser {
         }
     }
 
-    /// Whether `p[from..<to]` is valid UTF-8 (RFC 3629: no overlongs, surrogates or values above U+10FFFF).
+    /// Whether `p[from..<to]` is valid UTF-8 (the one rule: `InputFile.firstInvalidUTF8`).
     static func validUTF8(_ p: UnsafePointer<UInt8>, _ from: Int, _ to: Int) -> Bool {
-        var i = from
-        while i < to {
-            // ASCII fast path, 8 bytes at a time.
-            while i + 8 <= to, UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
-            guard i < to else { break }
-            let c = p[i]
-            if c < 0x80 { i += 1; continue }
-            let n: Int, lo: UInt8, hi: UInt8
-            switch c {
-            case 0xC2...0xDF: n = 1; lo = 0x80; hi = 0xBF
-            case 0xE0: n = 2; lo = 0xA0; hi = 0xBF
-            case 0xE1...0xEC, 0xEE...0xEF: n = 2; lo = 0x80; hi = 0xBF
-            case 0xED: n = 2; lo = 0x80; hi = 0x9F
-            case 0xF0: n = 3; lo = 0x90; hi = 0xBF
-            case 0xF1...0xF3: n = 3; lo = 0x80; hi = 0xBF
-            case 0xF4: n = 3; lo = 0x80; hi = 0x8F
-            default: return false
-            }
-            guard i + n < to else { return false }
-            guard p[i + 1] >= lo && p[i + 1] <= hi else { return false }
-            for k in 2...max(2, n) where k <= n { guard p[i + k] & 0xC0 == 0x80 else { return false } }
-            i += n + 1
-        }
-        return true
+        InputFile.firstInvalidUTF8(p, from: from, to: to) == nil
     }
 }

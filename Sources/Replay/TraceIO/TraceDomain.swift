@@ -40,6 +40,10 @@ public enum TraceDomain {
     public static let degrees: ClosedRange<Double> = -720...720
     /// Temperature, °C.
     public static let temperature: ClosedRange<Double> = -100...100
+    /// Integers (identifiers such as MCC, MNC, LAC/TAC, cell id, counts): those a JSON number,
+    /// read as a Double, carries exactly, |v| ≤ 2^53. A larger one would be written in a form the
+    /// readers cannot read back as the same integer.
+    public static let exactInteger: ClosedRange<Int> = -9_007_199_254_740_992...9_007_199_254_740_992
 
     /// nil when `v` lies in `range`; otherwise the reason, e.g. `t 1e+300 outside [-1e10, 1e10] s`.
     public static func violation(_ name: String, _ v: Double, _ range: ClosedRange<Double>, _ unit: String) -> String? {

@@ -323,7 +323,7 @@ private struct Obj {
 
     func optionalInt(_ key: StaticString) throws(LineIssue) -> Int? {
         guard let v = try optionalNumber(key) else { return nil }
-        guard v == v.rounded(), abs(v) <= 9_007_199_254_740_992 else {
+        guard v == v.rounded(), abs(v) <= Double(TraceDomain.exactInteger.upperBound) else {
             throw .wrongType(path + key.description, expected: "an integer", got: "\(v)")
         }
         return Int(v)

@@ -118,34 +118,3 @@ public struct TimingAdvanceModel: Sendable, Equatable {
         return RadioStats.median(v)
     }
 }
-
-/// Small order statistics used by the radio estimators and their calibrations.
-public enum RadioStats {
-    /// Median (mean of the two central values for even counts); nil for an empty input.
-    public static func median(_ x: [Double]) -> Double? { quantile(x, 0.5) }
-
-    /// Hyndman–Fan type 7 quantile (numpy "linear"); nil for an empty input.
-    public static func quantile(_ x: [Double], _ q: Double) -> Double? {
-        let s = x.filter(\.isFinite).sorted()
-        guard !s.isEmpty else { return nil }
-        let h = Double(s.count - 1) * min(1, max(0, q))
-        let lo = Int(h.rounded(.down)), hi = min(lo + 1, s.count - 1)
-        return s[lo] + (h - Double(lo)) * (s[hi] - s[lo])
-    }
-
-    public static func mean(_ x: [Double]) -> Double? { x.isEmpty ? nil : x.reduce(0, +) / Double(x.count) }
-
-    /// χ²₂ 95 % quantile: −2 ln 0.05 = 5.99146… (the 95 % ellipse of a 2-D Gaussian).
-    public static let chi2Two95 = -2 * log(0.05)
-
-    /// Share of 2-D NEES / NIS values inside the 95 % ellipse (≤ `chi2Two95`); nil for none.
-    public static func inside95(_ x: [Double]) -> Double? {
-        x.isEmpty ? nil : Double(x.filter { $0 <= chi2Two95 }.count) / Double(x.count)
-    }
-
-    /// Sample standard deviation (n − 1); nil for fewer than two values.
-    public static func standardDeviation(_ x: [Double]) -> Double? {
-        guard x.count > 1, let m = mean(x) else { return nil }
-        return (x.reduce(0) { $0 + ($1 - m) * ($1 - m) } / Double(x.count - 1)).squareRoot()
-    }
-}

@@ -44,14 +44,36 @@ public struct GNSSEstimator: Sendable {
 }
 
 /// Pipeline stage emitting `gnss` fixes (and loose position measurements for filters).
+///
+/// The phone's reported accuracy is scaled by a calibration: the estimator's own when the
+/// pipeline gives one (`calibration_edges_m` / `calibration_factors`), else the error model's
+/// (`error_model`, default the shipped `GNSSErrorModel`) factor for the phone's handset family:
+/// the `handset_family` option, else the family of the trace header's `device`, else of the
+/// event's device (`HandsetFamilies`); a family the model lacks gets its pooled factor.
 public final class GNSSStage: PipelineStage {
     public let estimator: GNSSEstimator
-    public init(estimator: GNSSEstimator = GNSSEstimator()) { self.estimator = estimator }
+    public let errorModel: GNSSErrorModel?
+    public let handsetFamily: String?
+    public let families: HandsetFamilies
+    public init(estimator: GNSSEstimator = GNSSEstimator(), errorModel: GNSSErrorModel? = nil, handsetFamily: String? = nil,
+                families: HandsetFamilies = HandsetFamilies()) {
+        self.estimator = estimator; self.errorModel = errorModel; self.handsetFamily = handsetFamily; self.families = families
+    }
     public var sources: [Source] { [.gnss] }
+
+    /// The estimator for a phone: `estimator` with the error model's calibration of its family
+    /// when the pipeline set no calibration.
+    public func estimator(device: String, header: TraceHeader) -> GNSSEstimator {
+        guard estimator.calibration == nil, let m = errorModel else { return estimator }
+        let name = handsetFamily ?? header.device.flatMap { $0.isEmpty ? nil : $0 } ?? device
+        var e = estimator
+        e.calibration = m.calibration(forFamily: handsetFamily ?? families.family(of: name))
+        return e
+    }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .gnss(let g) = event.payload else { return [] }
-        switch estimator.estimate(g, time: event.time, subject: event.device, frame: context.frame) {
+        switch estimator(device: event.device, header: context.header).estimate(g, time: event.time, subject: event.device, frame: context.frame) {
         case .success(let f):
             return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
         case .failure(let r):

@@ -1,0 +1,44 @@
+import Foundation
+
+extension GNSSErrorModel {
+    /// The GNSS error model shipped with posfuse and applied by default by the `gnss` stage
+    /// (option `error_model: shipped`), in the model file format (`error_model: FILE` reads the
+    /// same JSON). Provenance (also in the file): fitted by `GNSSErrorModel.fit` on every
+    /// truth-bearing GNSS recording of the development data — the GSDC 2020 drive
+    /// 2020-05-14-US-MTV-1 (Pixel4 and Pixel4XLModded chipset NMEA, accuracy = HDOP · 3 m, against
+    /// the NovAtel SPAN 1 Hz track) and the two Android GnssLogger demo logs of one static phone
+    /// (2016-06-30, 2016-08-22, against the surveyed point), family `pseudoranges`. The test
+    /// `shippedGNSSErrorModelReproduces` refits it from those files and fails when this text
+    /// differs (it prints the refitted JSON). docs/radio.md, "The shipped GNSS error model".
+    public static let shippedJSON = """
+    {
+      "day_spread_log_sd" : 0.5305796835408232,
+      "families" : {
+        "pseudoranges" : {
+          "factor" : 1.9333669518853478,
+          "fixes" : 423,
+          "recordings" : 2
+        },
+        "Pixel4" : {
+          "factor" : 1.6018338368360467,
+          "fixes" : 1737,
+          "recordings" : 1
+        },
+        "Pixel4XL" : {
+          "factor" : 3.0049351441505956,
+          "fixes" : 1743,
+          "recordings" : 1
+        }
+      },
+      "pooled" : {
+        "factor" : 2.2224925913172777,
+        "fixes" : 3903,
+        "recordings" : 4
+      },
+      "provenance" : "GNSSErrorModel.fit on gsdc2020/2020-05-14-US-MTV-1 (Pixel4, Pixel4XLModded vs SPAN_Pixel4_1Hz) and gnsslogger-static (2 logs, family pseudoranges, static truth 37.422578,-122.081678,-28); day spread from the pseudoranges pair"
+    }
+    """
+
+    /// `shippedJSON` decoded (a decoding failure is a build defect the tests catch).
+    public static let shipped: GNSSErrorModel = try! decode(Data(shippedJSON.utf8))
+}

@@ -1,0 +1,185 @@
+import Foundation
+
+/// The GNSS error model posfuse applies by default to every phone's fix (docs/radio.md, "The
+/// shipped GNSS error model"): a factor α on the σ derived from the phone's reported accuracy,
+/// one per handset *family* (`HandsetFamilies`) the training recordings had, and a pooled one
+/// for every other phone (a simulated phone included).
+///
+/// **Heavy tails: a phone's error changes between days.** Each training recording i gives the
+/// NEES of its fixes under the phone's own covariance (σ = r / 1.5096, `GNSSEstimator`). On a new
+/// day the same phone's errors are those of a training day scaled by an unknown day factor δ,
+/// ln δ ~ N(0, s²) (the same phone's error-to-reported-accuracy ratio changes between days: the
+/// two GnssLogger logs of one static phone differ 2.1× in it; a held-back drive is said to double
+/// a phone's error). The predictive coverage of a factor α over a set of recordings R is
+///
+///     C(α) = (1/|R|) Σᵢ E_δ[ Fᵢ(α² χ²₂,₀.₉₅ / δ²) ],
+///
+/// with Fᵢ the empirical CDF of recording i's NEES (each recording weighted equally, as one
+/// phone-day) and E_δ a 161-point normal quadrature over ±4 s. α solves C(α) = 0.95 (bisection in
+/// ln α), so the truth falls inside the 95 % ellipse 95 % of the time *over days and phones*,
+/// not on the training day: on the training day itself the model is deliberately wide. This is
+/// the GNSS counterpart of the cell coverage areas' Student-t predictive (a scale mixture mapped
+/// to the equal-95 % Gaussian covariance). The quantile, not a mean, sets α, so multipath tails
+/// count at the level the 95 % region is judged.
+///
+/// - family entry: R = that family's recordings;
+/// - pooled entry (a phone the model has not met): R = all recordings — a random phone-day;
+/// - s: the within-family standard deviation of ln α₉₅ᵢ over families with ≥ 2 recordings
+///   (α₉₅ᵢ = √(q₀.₉₅(NEESᵢ) / χ²₂,₀.₉₅), pooled variance with Σ(n_f − 1) degrees of freedom);
+///   without such a family, the standard deviation over all recordings (between phones stands
+///   in for between days); with one recording, 0.
+///
+/// **Online part.** The filters' `AccuracyScale` widens R further when the fixes disagree with
+/// the motion model and other evidence (NIS-driven), and the GNSS bias states carry the error
+/// the fixes share (docs/fusion.md).
+public struct GNSSErrorModel: Sendable, Equatable, Codable {
+    public struct Entry: Sendable, Equatable, Codable {
+        /// α, factor on the per-axis σ from the reported accuracy.
+        public var factor: Double
+        public var recordings: Int
+        public var fixes: Int
+        public init(factor: Double, recordings: Int, fixes: Int) { self.factor = factor; self.recordings = recordings; self.fixes = fixes }
+    }
+    /// Per handset family.
+    public var families: [String: Entry]
+    /// For every family not in `families`.
+    public var pooled: Entry
+    /// s, the between-day standard deviation of ln α.
+    public var daySpread: Double
+    /// What the model was fitted on and how (kept in the shipped file).
+    public var provenance: String
+
+    enum CodingKeys: String, CodingKey { case families, pooled, daySpread = "day_spread_log_sd", provenance }
+
+    public init(families: [String: Entry], pooled: Entry, daySpread: Double, provenance: String) {
+        self.families = families; self.pooled = pooled; self.daySpread = daySpread; self.provenance = provenance
+    }
+
+    /// α for a family, and which entry gave it (the family, or "pooled").
+    public func factor(forFamily f: String) -> (factor: Double, entry: String) {
+        if let e = families[f] { return (e.factor, f) }
+        return (pooled.factor, "pooled")
+    }
+
+    /// The calibration applied to a family's fixes (one bin).
+    public func calibration(forFamily f: String) -> GNSSAccuracyCalibration {
+        GNSSAccuracyCalibration(edges: [], factors: [factor(forFamily: f).factor])!
+    }
+
+    /// One training recording: its family and the NEES of its fixes under the phone's own covariance.
+    public struct Recording: Sendable {
+        public var family: String
+        public var nees: [Double]
+        public init(family: String, nees: [Double]) { self.family = family; self.nees = nees.filter { $0.isFinite && $0 >= 0 } }
+    }
+
+    static let chi2_95 = -2 * log(0.05)
+
+    /// α₉₅ of one recording: the factor giving inside95 = 0.95 on its own fixes.
+    public static func alpha95(_ nees: [Double]) -> Double? {
+        let s = nees.sorted()
+        guard !s.isEmpty else { return nil }
+        let q = s[min(s.count - 1, Int((0.95 * Double(s.count)).rounded(.down)))]
+        return max(q / chi2_95, 1e-12).squareRoot()
+    }
+
+    /// s from the recordings (above); nil when there is nothing to estimate it from.
+    public static func daySpread(_ recordings: [Recording]) -> Double? {
+        let a = recordings.compactMap { r in alpha95(r.nees).map { (r.family, log($0)) } }
+        let groups = Dictionary(grouping: a, by: \.0).values.filter { $0.count >= 2 }
+        let dof = groups.reduce(0) { $0 + $1.count - 1 }
+        if dof > 0 {
+            let ss = groups.reduce(0.0) { acc, g in
+                let m = g.reduce(0.0) { $0 + $1.1 } / Double(g.count)
+                return acc + g.reduce(0.0) { $0 + ($1.1 - m) * ($1.1 - m) }
+            }
+            return (ss / Double(dof)).squareRoot()
+        }
+        guard a.count >= 2 else { return a.isEmpty ? nil : 0 }
+        let m = a.reduce(0.0) { $0 + $1.1 } / Double(a.count)
+        return (a.reduce(0.0) { $0 + ($1.1 - m) * ($1.1 - m) } / Double(a.count - 1)).squareRoot()
+    }
+
+    /// Predictive coverage C(α) of the 95 % ellipse over `recordings` with day spread s.
+    public static func coverage(_ alpha: Double, recordings: [[Double]], daySpread s: Double) -> Double {
+        let sorted = recordings.filter { !$0.isEmpty }.map { $0.sorted() }
+        guard !sorted.isEmpty else { return .nan }
+        let n = 161
+        var total = 0.0, wsum = 0.0
+        for k in 0..<n {
+            let z = -4 + 8 * Double(k) / Double(n - 1)
+            let w = exp(-z * z / 2)
+            let bound = alpha * alpha * chi2_95 / exp(2 * s * z)
+            var c = 0.0
+            for r in sorted {
+                // upper bound: count of values ≤ bound
+                var lo = 0, hi = r.count
+                while lo < hi { let mid = (lo + hi) / 2; if r[mid] <= bound { lo = mid + 1 } else { hi = mid } }
+                c += Double(lo) / Double(r.count)
+            }
+            total += w * c / Double(sorted.count); wsum += w
+            if s == 0 { return c / Double(sorted.count) }
+        }
+        return total / wsum
+    }
+
+    /// α with C(α) = `target` (bisection on ln α over [10⁻³, 10³]).
+    public static func solve(recordings: [[Double]], daySpread s: Double, target: Double = 0.95) -> Double? {
+        guard recordings.contains(where: { !$0.isEmpty }) else { return nil }
+        var lo = log(1e-3), hi = log(1e3)
+        for _ in 0..<60 {
+            let m = (lo + hi) / 2
+            if coverage(exp(m), recordings: recordings, daySpread: s) < target { lo = m } else { hi = m }
+        }
+        return exp(hi)
+    }
+
+    /// Fits the model (above) on training recordings; `daySpread` nil = estimated from them.
+    public static func fit(_ recordings: [Recording], daySpread: Double? = nil, provenance: String = "") -> GNSSErrorModel? {
+        let rs = recordings.filter { !$0.nees.isEmpty }
+        guard let s = daySpread ?? Self.daySpread(rs), let pooled = solve(recordings: rs.map(\.nees), daySpread: s) else { return nil }
+        var fam: [String: Entry] = [:]
+        for (f, g) in Dictionary(grouping: rs, by: \.family) {
+            guard let a = solve(recordings: g.map(\.nees), daySpread: s) else { continue }
+            fam[f] = Entry(factor: a, recordings: g.count, fixes: g.reduce(0) { $0 + $1.nees.count })
+        }
+        return GNSSErrorModel(families: fam, pooled: Entry(factor: pooled, recordings: rs.count, fixes: rs.reduce(0) { $0 + $1.nees.count }),
+                              daySpread: s, provenance: provenance)
+    }
+
+    /// Reads a model file (the shipped file's JSON form).
+    public static func decode(_ data: Data) throws -> GNSSErrorModel { try JSONDecoder().decode(GNSSErrorModel.self, from: data) }
+
+    /// The model as the shipped file's JSON (sorted keys, stable).
+    public func encoded() throws -> Data {
+        let e = JSONEncoder(); e.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try e.encode(self)
+    }
+
+    // MARK: the gnss stage options
+
+    /// `gnss` stage option: `shipped`, `none`, or a path to a model file. Default `stageDefault`.
+    public static let option = "error_model"
+    /// The pipeline's default for `error_model`. `evaluate radio` on GNSS recordings always uses
+    /// `shipped` unless its `--pipeline` says otherwise; `replay` uses this default: `none`
+    /// (the phone's reported accuracy) until the change of the bundled simulated scenarios'
+    /// figures under `shipped` is accepted (docs/fusion.md, "The shipped error model on the
+    /// bundled scenarios").
+    public static let stageDefault = "none"
+    /// `gnss` stage option: the handset family of the trace's phone (default: from the trace
+    /// header's `device`, else the event's device, by `HandsetFamilies`).
+    public static let familyOption = "handset_family"
+
+    /// The model the options select; nil = none.
+    public static func from(options o: StageOptions) throws -> GNSSErrorModel? {
+        let v = try o.string(option, default: stageDefault)
+        switch v {
+        case "shipped": return shipped
+        case "none": return nil
+        default:
+            do { return try decode(try Data(contentsOf: URL(fileURLWithPath: v))) } catch {
+                throw ConfigurationError(path: "\(o.name).\(option)", reason: "expected shipped, none or a GNSS error model file: \(v): \(error)")
+            }
+        }
+    }
+}

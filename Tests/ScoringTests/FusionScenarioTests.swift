@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@testable import Replay
+import Positioning
+import TestSupport
+
+/// Issue-6 figures on the bundled scenarios with the default pipeline (docs/fusion.md has the
+/// full table). The assertions hold what the fusion achieves where it does; where a target is
+/// not reached (crowd-peers: the phones' WCL errors share one shadowing field) the test pins
+/// the honest figure's side.
+@Suite struct FusionScenarioTests {
+    /// mall-sparse-ap: PDR + WCL/HAPEL fusion halves the error; the smoother beats the filter.
+    @Test func mallSparseAP() throws {
+        guard let m = try BundledTraces.scores("mall-sparse-ap") else { return }
+        let best = min(m["wcl"]!.mean, m["hapel"]!.mean)
+        for f in ["ekf", "ukf", "pf"] { #expect(m[f]!.mean <= 0.8 * best, "\(f) \(m[f]!.mean) vs best single \(best)") }
+        #expect(m["smoother"]!.mean <= m["ekf"]!.mean)
+        // Consistency with the default inflations (α = 1.5 for WCL/HAPEL): ANEES within 1–3.
+        #expect((1...3).contains(m["ekf"]!.anees!), "ekf ANEES \(m["ekf"]!.anees!)")
+    }
+
+    /// open-street: GNSS + PDR; the RTS smoother reaches ≤ 0.8 × GNSS, the filter does not
+    /// (GNSS errors are time-correlated: a causal filter cannot average them away).
+    @Test func openStreet() throws {
+        guard let m = try BundledTraces.scores("open-street") else { return }
+        #expect(m["smoother"]!.mean <= 0.8 * m["gnss"]!.mean)
+        #expect(m["smoother"]!.mean <= m["ekf"]!.mean)
+        #expect(m["ekf"]!.mean < m["gnss"]!.mean)
+        #expect((1...2.6).contains(m["ekf"]!.anees!), "ekf ANEES \(m["ekf"]!.anees!)")
+    }
+
+    /// crowd-peers: the filters fuse the peer fixes (which replace the scan fixes they contain,
+    /// `supersede`) and beat the peer solve; the smoother beats its filter. The issue's
+    /// 0.8 × best single is met on this realisation by a hair (smoother 4.54 vs peer 5.70 m) and
+    /// not over 50 seeded runs (0.84, docs/fusion.md), so it is not asserted here.
+    @Test func crowdPeers() throws {
+        guard let m = try BundledTraces.scores("crowd-peers") else { return }
+        for f in ["ekf", "ukf", "pf"] { #expect(m[f]!.mean < m["peer"]!.mean, "\(f) \(m[f]!.mean) vs peer \(m["peer"]!.mean)") }
+        #expect(m["smoother"]!.mean <= m["ekf"]!.mean)
+        // Consistency on this run (the 50-run figure is 1.93, docs/consistency.md): ANEES within 1–3.
+        #expect((1...3).contains(m["ekf"]!.anees!), "ekf ANEES \(m["ekf"]!.anees!)")
+    }
+
+    /// office-acoustic: TDoA alone is at 1 cm. The filters beat it where the motion model is good
+    /// enough: standing at the test points (stationary diffusion), and walking between heel
+    /// strikes (stride interpolation); the NLoS fixes TDoA keeps are gated. Issue-6 target met by
+    /// the smoother (≤ 0.8 × tdoa); the causal ekf is below tdoa.
+    @Test func officeAcoustic() throws {
+        guard let m = try BundledTraces.scores("office-acoustic") else { return }
+        #expect(m["smoother"]!.mean <= 0.8 * m["tdoa"]!.mean, "smoother \(m["smoother"]!.mean) vs tdoa \(m["tdoa"]!.mean)")
+        #expect(m["ekf"]!.mean < m["tdoa"]!.mean, "ekf \(m["ekf"]!.mean) vs tdoa \(m["tdoa"]!.mean)")
+    }
+}
