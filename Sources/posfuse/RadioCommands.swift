@@ -592,7 +592,7 @@ struct RadioMapBuild: ParsableCommand {
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
-    @Option(name: .customLong("reference-json"), help: "Also write {\"aps\": [...]} to this file.") var referenceJSON: String?
+    @Option(name: .customLong("reference-json"), help: "Also write the \"aps\" (and with --fingerprints \"fingerprints\") members of this reference.json (its other members are kept).") var referenceJSON: String?
     @Option(name: .customLong("max-age"), help: "Drop scan entries older than this, s.") var maxAge: Double = 5
     @Flag(help: "With --reference-json: also write a 'fingerprints' section, the walks' scans binned into --fingerprint-cell cells (the fingerprint stage's map).") var fingerprints = false
     @Option(name: .customLong("fingerprint-cell"), help: "Fingerprint cell size, m.") var fingerprintCell: Double = 2
@@ -620,10 +620,11 @@ struct RadioMapBuild: ParsableCommand {
             let est = map.accessPoints
             let points = map.fingerprints.points.count
             if let r = referenceJSON {
-                var ref: [String: Any] = ["aps": RadioMapDatabase.referenceJSON(est.map(\.ap))]
-                if fingerprints { ref["fingerprints"] = RadioMapDatabase.referenceJSON(map.fingerprints) }
-                let d = try JSONSerialization.data(withJSONObject: ref, options: [.prettyPrinted, .sortedKeys])
-                try d.write(to: URL(fileURLWithPath: r), options: .atomic)
+                // The radio map's members as a set: without --fingerprints an older 'fingerprints' goes.
+                try ReferenceJSONWriter.update(url: URL(fileURLWithPath: r), members: [
+                    "aps": RadioMapDatabase.referenceJSON(est.map(\.ap)),
+                    "fingerprints": fingerprints ? RadioMapDatabase.referenceJSON(map.fingerprints) : NSNull(),
+                ])
             }
             let model = map.uncertainty.map { m in
                 "; uncertainty model for " + m.terms.keys.sorted().map { "\($0) (\(m.terms[$0]!.samples) residuals)" }.joined(separator: ", ")

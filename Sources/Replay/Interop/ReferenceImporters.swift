@@ -206,21 +206,31 @@ public enum UJIIndoorLocImporter {
     }
 }
 
-/// Writes (or updates) a `reference.json`: replaces its `aps` or `cells` array and keeps
-/// every other member. Positions are written as `lat`, `lon`, `h` (deg, deg, m).
+/// The one `reference.json` writer (ReferenceLoader is the one reader): sets some members of the
+/// file and keeps every other member, then writes it atomically (`OutputFile`: a killed run
+/// leaves the old file or the new one). Positions are written as `lat`, `lon`, `h` (deg, deg, m).
 public enum ReferenceJSONWriter {
-    public static func update(url: URL, aps: [APEstimate]? = nil, towers: [CellTower]? = nil, coverage: [CellCoverageRecord]? = nil) throws {
+    /// Sets `members` (a member given as `NSNull()` is removed) of the file at `url`, which may
+    /// not exist yet.
+    public static func update(url: URL, members: [String: Any]) throws {
         var root: [String: Any] = [:]
         if let d = try? Data(contentsOf: url), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] { root = o }
+        for (k, v) in members { root[k] = v is NSNull ? nil : v }
+        let data = try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys])
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try OutputFile.write(data, to: url)
+    }
+
+    /// Replaces the `aps`, `cells` and/or `cell_coverage` arrays that are given.
+    public static func update(url: URL, aps: [APEstimate]? = nil, towers: [CellTower]? = nil, coverage: [CellCoverageRecord]? = nil) throws {
+        var members: [String: Any] = [:]
         if let aps {
-            root["aps"] = aps.map { a -> [String: Any] in
+            members["aps"] = aps.map { a -> [String: Any] in
                 ["bssid": a.bssid, "lat": a.position.latitude, "lon": a.position.longitude, "h": a.position.height]
             }
         }
-        if let towers { root["cells"] = CellTower.referenceJSON(towers) }
-        if let coverage { root["cell_coverage"] = CellCoverageRecord.referenceJSON(coverage) }
-        let data = try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys])
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try data.write(to: url)
+        if let towers { members["cells"] = CellTower.referenceJSON(towers) }
+        if let coverage { members["cell_coverage"] = CellCoverageRecord.referenceJSON(coverage) }
+        try update(url: url, members: members)
     }
 }

@@ -351,8 +351,9 @@ public final class ReportRefiner {
 
         var used: [String] = [], gated: [String: Int] = [:], contained: Set<String> = []
         for (s, c) in fusion.counters.sorted(by: { $0.key < $1.key }) {
-            // The filter's own source labels its magnetometer heading updates.
-            if c.accepted > 0 || c.initializations > 0 { used.append(s.isFusion ? "magnetometer-heading" : s.rawValue) }
+            // The filter's own source labels its magnetometer heading updates; a fix `combined` into a
+            // scan's covariance intersection was used through it.
+            if c.accepted > 0 || c.initializations > 0 || c.combined > 0 { used.append(s.isFusion ? "magnetometer-heading" : s.rawValue) }
             if c.gated > 0 { gated[s.rawValue] = c.gated }
             if c.superseded > 0 { contained.insert(s.rawValue) }
         }

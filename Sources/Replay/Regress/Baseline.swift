@@ -84,7 +84,7 @@ public struct Baseline: Sendable, Equatable {
     /// Parse a baseline (YAML; JSON is valid YAML too). Errors name the offending key.
     public static func parse(_ text: String, file: String) throws -> Baseline {
         let root: Any?
-        do { root = try Yams.load(yaml: text) } catch {
+        do { root = try YAMLValues.load(yaml: text) } catch {
             throw ResultsDataError(file: file, reason: "not YAML: \(error)")
         }
         guard let obj = root as? [String: Any] else { throw ResultsDataError(file: file, reason: "expected a mapping at the top level") }

@@ -19,7 +19,7 @@ public enum PipelineConfigLoader {
     /// Parses YAML text. `file` names the source in error messages.
     public static func parse(yaml: String, file: String = "pipeline") throws -> [String: StageOptions] {
         let root: Any?
-        do { root = try Yams.load(yaml: yaml) } catch {
+        do { root = try YAMLValues.load(yaml: yaml) } catch {
             throw ConfigurationError(path: file, reason: "invalid YAML: \(error)")
         }
         guard let root else { return [:] }

@@ -57,6 +57,14 @@ public final class FusionStage: PipelineStage {
         /// alone, 50 runs); α = 1.5 on each carries their correlation. Option `supersede` (true).
         public var superseding: [Source: Set<Source>] = Self.defaultSuperseding
         public static let defaultSuperseding: [Source: Set<Source>] = [.cellTA: [.cell], .peer: [.fingerprint, .rss, .wcl, .hapel]]
+        /// Sources whose loose fixes of one scan (same phone, same time) enter as ONE update, the
+        /// fast covariance intersection of their R = α²Σ (`CovarianceIntersection`): they read the
+        /// same RSS values against the same map, so their errors are correlated by an unknown
+        /// amount and adding them counts the scan several times (measured in docs/fusion.md,
+        /// "One WiFi update per scan"). Option `combine_scan_fixes` (false until its effect on real
+        /// walks is measured: it changes every WiFi trace's ekf); true = `scanCombinable`.
+        public var scanCombined: Set<Source> = []
+        public static let scanCombinable: Set<Source> = [.wcl, .hapel, .fingerprint, .rss]
         /// α per source (R = α²Σ). Defaults: WCL, HAPEL and fingerprint 1.5 (consecutive scans
         /// share the shadowing, and a fingerprint the survey's error at that place); Cell-ID and Cell-ID + TA 1.5 as well (consecutive reports of one serving
         /// cell share its geometry error, also when the TA steps; identical repeats are handled
@@ -172,11 +180,23 @@ public final class FusionStage: PipelineStage {
         default: break
         }
         let superseded = supersededFixes(upstream)
+        let scans = scanGroups(upstream, superseded: superseded)
         for r in upstream {
             switch r {
             case .fix(let f) where isLooseInput(f):
-                if superseded.contains(SourceAt(source: f.source, subject: f.subject, time: f.time)) {
+                let key = SourceAt(source: f.source, subject: f.subject, time: f.time)
+                if superseded.contains(key) {
                     track(f.subject, context).counters[f.source, default: SourceCounters()].superseded += 1
+                } else if let group = scans[ScanKey(subject: f.subject, time: f.time)] {
+                    // The group's one update is made at its first member; the members other than
+                    // the one it is credited to count as combined.
+                    if group.first == f {
+                        let c = intersect(group, context)
+                        if let c { out += update(fix: c, context, prescaled: true) }
+                        for g in group where g.source != c?.source {
+                            track(g.subject, context).counters[g.source, default: SourceCounters()].combined += 1
+                        }
+                    }
                 } else {
                     out += update(fix: f, context)
                 }
@@ -201,6 +221,50 @@ public final class FusionStage: PipelineStage {
     }
 
     private struct SourceAt: Hashable { var source: Source; var subject: String; var time: Double }
+    private struct ScanKey: Hashable { var subject: String; var time: Double }
+
+    /// The loose fixes of `scanCombined` sources of this event with at least one other such fix
+    /// of the same phone and time (not superseded), grouped, in upstream order.
+    private func scanGroups(_ upstream: [StageResult], superseded: Set<SourceAt>) -> [ScanKey: [Fix]] {
+        guard !settings.scanCombined.isEmpty, upstream.count > 1 else { return [:] }
+        var groups: [ScanKey: [Fix]] = [:]
+        for case .fix(let f) in upstream where isLooseInput(f) && settings.scanCombined.contains(f.source)
+            && !superseded.contains(SourceAt(source: f.source, subject: f.subject, time: f.time)) {
+            groups[ScanKey(subject: f.subject, time: f.time), default: []].append(f)
+        }
+        return groups.filter { $0.value.count > 1 }
+    }
+
+    /// One fix for a scan's group: the fast covariance intersection of the members' R = α²Σ
+    /// (α with the repeat factor, as `update` would apply it), credited to the member with the
+    /// smallest trace of R (its counters, gate run and divergence restart).
+    private func intersect(_ group: [Fix], _ context: PipelineContext) -> Fix? {
+        let t = track(group[0].subject, context)
+        var members: [(position: SIMD2<Double>, covariance: Covariance2)] = []
+        var lead: (Fix, Double)?
+        for f in group where f.covariance.determinant > 0 && f.position.x.isFinite && f.position.y.isFinite {
+            // As `update`: the fix that starts the filter is not counted as a repeat.
+            let a = t.filter.isInitialized ? alpha(f, t) : (settings.inflation[f.source] ?? 1), r = f.covariance.scaled(a * a)
+            members.append((f.position, r))
+            if lead == nil || r.trace < lead!.1 { lead = (f, r.trace) }
+        }
+        guard let (l, _) = lead, let c = CovarianceIntersection.fast(members) else { return nil }
+        return Fix(time: l.time, position: c.position, covariance: c.covariance, source: l.source, subject: l.subject)
+    }
+
+    /// α of a loose fix: the source's inflation, × √k for the k-th identical fix in a row
+    /// (`repeat_inflation`; counts the fix, so call once per fix).
+    private func alpha(_ f: Fix, _ t: FusionTrack) -> Double {
+        var alpha = settings.inflation[f.source] ?? 1
+        if settings.repeatInflation {
+            // The k-th identical fix in a row (a serving cell, a TA that has not changed) carries no
+            // new information about the position: R × k, so n repeats add ≈ ln n, not n, fixes' worth.
+            let c = f.covariance
+            let k = t.repeatCount(of: "fix:" + f.source.rawValue, value: [f.position.x, f.position.y, c.ee, c.en, c.nn])
+            alpha *= Double(k).squareRoot()
+        }
+        return alpha
+    }
 
     /// The loose fixes of this event that a fix of a superseding source (`Settings.superseding`)
     /// for the same phone and time makes redundant.
@@ -291,27 +355,21 @@ public final class FusionStage: PipelineStage {
         return out
     }
 
-    private func update(fix f: Fix, _ context: PipelineContext) -> [StageResult] {
+    /// `prescaled`: the fix's covariance is already R (a scan's intersection): no α, no repeat factor.
+    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool = false) -> [StageResult] {
         let t = track(f.subject, context)
         guard f.covariance.determinant > 0, f.position.x.isFinite, f.position.y.isFinite else { return [] }
         if !t.filter.isInitialized {
-            guard initialize(t, at: f) else { return [] }
+            guard initialize(t, at: f, prescaled: prescaled) else { return [] }
             return [emit(t, device: f.subject)]
         }
-        var alpha = settings.inflation[f.source] ?? 1
-        if settings.repeatInflation {
-            // The k-th identical fix in a row (a serving cell, a TA that has not changed) carries no
-            // new information about the position: R × k, so n repeats add ≈ ln n, not n, fixes' worth.
-            let c = f.covariance
-            let k = t.repeatCount(of: "fix:" + f.source.rawValue, value: [f.position.x, f.position.y, c.ee, c.en, c.nn])
-            alpha *= Double(k).squareRoot()
-        }
+        let alpha = prescaled ? 1 : alpha(f, t)
         let m = PositionMeasurement(fix: f, inflation: alpha, gateProbability: 0.99)
         guard var r = t.apply(.update(m), gate: gate) else { return [] }
         if r.outcome == .gated, let start = t.startFix, start.source == f.source, t.filter.motion.layout == .constantVelocity {
             // The one-point start assumed rest (v = 0 ± initial_speed_sigma_mps) and the next fix
             // says otherwise (a car): start again from the two fixes (§7.5 track initiation).
-            _ = initialize(t, at: f, keepingHeading: true, previous: start)
+            _ = initialize(t, at: f, keepingHeading: true, previous: start, prescaled: prescaled)
             return [emit(t, device: f.subject)]
         }
         t.startFix = nil
@@ -324,7 +382,7 @@ public final class FusionStage: PipelineStage {
                 let previous = t.previousGated[f.source]
                 t.consecutiveGated = [:]
                 t.previousGated = [:]
-                _ = initialize(t, at: f, keepingHeading: true, previous: previous)
+                _ = initialize(t, at: f, keepingHeading: true, previous: previous, prescaled: prescaled)
             } else {
                 t.previousGated[f.source] = f
             }
@@ -371,8 +429,8 @@ public final class FusionStage: PipelineStage {
     /// Li & Kirubarajan 2001, §5.5.3), v = (z − z₋)/Δt, P_vv = (R + R₋)/Δt², P_pv = R/Δt, so a
     /// filter that lost a vehicle restarts at its speed instead of at rest (at rest ± 1.5 m/s it
     /// would gate the next fixes again and cycle through re-initialisations).
-    private func initialize(_ t: FusionTrack, at f: Fix, keepingHeading: Bool = false, previous: Fix? = nil) -> Bool {
-        let alpha2 = pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
+    private func initialize(_ t: FusionTrack, at f: Fix, keepingHeading: Bool = false, previous: Fix? = nil, prescaled: Bool = false) -> Bool {
+        let alpha2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
         let c = f.covariance.scaled(alpha2)
         let layout: StateLayout
         switch settings.layout {
@@ -439,6 +497,7 @@ extension FusionStage {
         s.adaptiveAccuracyWindow = try o.double("adaptive_accuracy_window", default: s.adaptiveAccuracyWindow)
         s.repeatInflation = try o.bool("repeat_inflation", default: s.repeatInflation)
         if !(try o.bool("supersede", default: true)) { s.superseding = [:] }
+        s.scanCombined = try o.bool("combine_scan_fixes", default: false) ? Settings.scanCombinable : []
         if try o.bool("gnss_bias", default: true) {
             let tau = try o.double("gnss_bias_tau_s", default: 30), beta = try o.double("gnss_bias_fraction", default: 0.75)
             guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).gnss_bias_tau_s", reason: "expected a time > 0 s, got \(tau)") }

@@ -10,6 +10,9 @@ public struct SourceCounters: Sendable, Equatable {
     /// Fixes of this source not fused because a fix that contains them came with them
     /// (`FusionStage.Settings.superseding`).
     public var superseded = 0
+    /// Fixes of this source that entered inside another source's update: the covariance
+    /// intersection of one scan's WiFi fixes (`FusionStage.Settings.scanCombined`).
+    public var combined = 0
     /// Σ NIS and Σ m over the accepted and gated updates (ANIS = nisSum / dofSum; ≈ 1 when consistent).
     public var nisSum = 0.0
     public var dofSum = 0
@@ -19,7 +22,7 @@ public struct SourceCounters: Sendable, Equatable {
     /// Adds another phone's counters (the stage's totals).
     mutating func add(_ c: SourceCounters) {
         accepted += c.accepted; gated += c.gated; singular += c.singular; initializations += c.initializations
-        superseded += c.superseded; nisSum += c.nisSum; dofSum += c.dofSum
+        superseded += c.superseded; combined += c.combined; nisSum += c.nisSum; dofSum += c.dofSum
     }
 }
 
