@@ -247,8 +247,9 @@ extension EvaluateRadio {
             "split": splitName, "folds": r.folds, "rows": rows.count,
             "fingerprint": try summary(r.posfuse), "plain_knn": try summary(r.plain),
             "fingerprint_to_plain_knn_mean": ratio,
-            "fitted": r.fitted.map { ["representation": $0.representation.rawValue, "distance": $0.distance.rawValue,
-                                      "k": $0.k, "class_k": $0.classK, "weight_exponent": $0.weightExponent] as [String: Any] },
+            "fitted": r.fitted.map { e in FingerprintStage.options(e).values.mapValues { v -> Any in
+                switch v { case .number(let x): return x; case .string(let x): return x; case .bool(let x): return x; default: return "\(v)" }
+            } },
             "wcl": try jsonObject(ErrorSummary(wclErrors)), "wcl_units": "EPSG:3857 m (the AP-map evaluation works in the data set's coordinates)",
             "wcl_floor_hit_rate": wclErrors.isEmpty ? 0 : wclFloor.reduce(0, +) / Double(wclErrors.count),
         ] as [String: Any]

@@ -162,13 +162,16 @@ public enum UJIIndoorLocEvaluation {
     }
 
     /// The `fingerprint` stage options of an estimator (`method: wknn`).
-    public static func stageOptions(_ e: KNNFingerprintEstimator) -> StageOptions {
-        StageOptions(name: "fingerprint", values: [
-            "method": .string("wknn"), "k": .number(Double(e.k)), "class_k": .number(Double(e.classK)),
-            "representation": .string(e.representation.rawValue), "distance": .string(e.distance.rawValue),
-            "weight_exponent": .number(e.weightExponent), "classify": .bool(e.classify),
-            "not_heard_dbm": .number(e.notHeard), "sigma0_m": .number(e.sigma0), "min_aps": .number(Double(e.minAPs)),
-        ])
+    public static func stageOptions(_ e: KNNFingerprintEstimator) -> StageOptions { FingerprintStage.options(e) }
+
+    /// One line of a fitted configuration: position match, vote, calibration.
+    public static func describe(_ e: KNNFingerprintEstimator) -> String {
+        let c = e.classMatcher
+        var s = "\(e.representation.rawValue)/\(e.distance.rawValue) k=\(e.k) g=\(e.weightExponent); vote \(c.representation.rawValue)/\(c.distance.rawValue)@\(c.notHeard) dBm class_k=\(e.classK)"
+        if let t = e.calibration {
+            s += String(format: "; cov k=%.2f gamma=%.2f a=%.2f m c=%.2f m e=%.2f m d0=%.3g", t.k, t.gamma, t.a, t.c, t.e, e.distanceScale)
+        }
+        return s
     }
 
     /// Errors and hits of one estimator, poolable over folds.
@@ -262,7 +265,7 @@ public enum UJIIndoorLocEvaluation {
             let map = map(train, frame: frame)
             let est = fixed ?? fit(train: train, map: map, frame: frame, perGroup: perGroup, seed: seed, grid: grid).first?.estimator ?? KNNFingerprintEstimator()
             report.fitted.append(est)
-            progress?("\(f.name): \(train.count) map rows, \(test.count) test rows, \(est.representation.rawValue)/\(est.distance.rawValue) k=\(est.k) class_k=\(est.classK) g=\(est.weightExponent)")
+            progress?("\(f.name): \(train.count) map rows, \(test.count) test rows, \(describe(est))")
             report.posfuse.merge(try replay(test: test, map: map, frame: frame, fingerprint: stageOptions(est)))
             report.plain.merge(try replay(test: test, map: map, frame: frame, fingerprint: stageOptions(.plain)))
         }

@@ -10,7 +10,10 @@
 /// `rss_min` (the trace header's `rss_threshold_dbm`, else −90 dBm), `max_age_s` (none).
 /// Options of `wknn`: `k` (11), `class_k` (11), `representation` (powed; positive, exponential),
 /// `distance` (sorensen; euclidean, manhattan, neyman), `weight_exponent` (1), `classify` (true),
-/// `not_heard_dbm` (−105), `sigma0_m` (2), `min_aps` (1), `max_age_s` (none).
+/// `not_heard_dbm` (−105), `sigma0_m` (2), `min_aps` (1), `max_age_s` (none); the building/floor
+/// vote's `class_representation` (+ `binary`), `class_distance`, `class_not_heard_dbm` (default: the
+/// position's); the fitted covariance `cov_k`, `cov_gamma`, `cov_a_m`, `cov_c_m`, `cov_e_m`,
+/// `cov_distance_scale` (absent = spread + `sigma0_m`²).
 public final class FingerprintStage: PipelineStage {
     public enum Method: String, Sendable, CaseIterable { case bayes, wknn }
     public let method: Method
@@ -74,7 +77,61 @@ public final class FingerprintStage: PipelineStage {
         e.minAPs = try o.int("min_aps", default: e.minAPs)
         guard e.minAPs >= 1 else { throw ConfigurationError(path: "\(o.name).min_aps", reason: "must be ≥ 1") }
         if o.values["max_age_s"] != nil { e.maxAge = try o.double("max_age_s", default: 0) }
+        if o.values["class_representation"] != nil {
+            let r = try o.string("class_representation", default: "")
+            guard let rep = RSSRepresentation(rawValue: r) else {
+                throw ConfigurationError(path: "\(o.name).class_representation", reason: "expected positive, exponential, powed or binary, got '\(r)'")
+            }
+            e.classRepresentation = rep
+        }
+        if o.values["class_distance"] != nil {
+            let d = try o.string("class_distance", default: "")
+            guard let dist = FingerprintDistance(rawValue: d) else {
+                throw ConfigurationError(path: "\(o.name).class_distance", reason: "expected euclidean, manhattan, sorensen or neyman, got '\(d)'")
+            }
+            e.classDistance = dist
+        }
+        if o.values["class_not_heard_dbm"] != nil {
+            let m = try o.double("class_not_heard_dbm", default: e.notHeard)
+            guard m < 0 else { throw ConfigurationError(path: "\(o.name).class_not_heard_dbm", reason: "must be negative (dBm)") }
+            e.classNotHeard = m
+        }
+        // The covariance calibration (KNNFingerprintFit.calibrate): present when cov_k is given.
+        if o.values["cov_k"] != nil {
+            var t = RadioUncertaintyModel.Term()
+            t.k = try o.double("cov_k", default: 1)
+            t.gamma = try o.double("cov_gamma", default: 1)
+            t.a = try o.double("cov_a_m", default: 0)
+            t.c = try o.double("cov_c_m", default: 0)
+            t.e = try o.double("cov_e_m", default: 0)
+            for (key, v) in [("cov_k", t.k), ("cov_gamma", t.gamma), ("cov_a_m", t.a), ("cov_c_m", t.c), ("cov_e_m", t.e)] where !(v >= 0) {
+                throw ConfigurationError(path: "\(o.name).\(key)", reason: "must be ≥ 0")
+            }
+            guard t.k > 0 else { throw ConfigurationError(path: "\(o.name).cov_k", reason: "must be positive") }
+            e.calibration = t
+            e.distanceScale = try o.double("cov_distance_scale", default: 1)
+            guard e.distanceScale > 0 else { throw ConfigurationError(path: "\(o.name).cov_distance_scale", reason: "must be positive") }
+        }
         return e
+    }
+
+    /// The `wknn` options of an estimator (what `knnEstimator` reads back to the same estimator).
+    public static func options(_ e: KNNFingerprintEstimator, name: String = "fingerprint") -> StageOptions {
+        var v: [String: ConfigValue] = [
+            "method": .string(Method.wknn.rawValue), "k": .number(Double(e.k)), "class_k": .number(Double(e.classK)),
+            "representation": .string(e.representation.rawValue), "distance": .string(e.distance.rawValue),
+            "weight_exponent": .number(e.weightExponent), "classify": .bool(e.classify),
+            "not_heard_dbm": .number(e.notHeard), "sigma0_m": .number(e.sigma0), "min_aps": .number(Double(e.minAPs)),
+        ]
+        if let a = e.maxAge { v["max_age_s"] = .number(a) }
+        if let r = e.classRepresentation { v["class_representation"] = .string(r.rawValue) }
+        if let d = e.classDistance { v["class_distance"] = .string(d.rawValue) }
+        if let m = e.classNotHeard { v["class_not_heard_dbm"] = .number(m) }
+        if let t = e.calibration {
+            v["cov_k"] = .number(t.k); v["cov_gamma"] = .number(t.gamma); v["cov_a_m"] = .number(t.a)
+            v["cov_c_m"] = .number(t.c); v["cov_e_m"] = .number(t.e); v["cov_distance_scale"] = .number(e.distanceScale)
+        }
+        return StageOptions(name: name, values: v)
     }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {

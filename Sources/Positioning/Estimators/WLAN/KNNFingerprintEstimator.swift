@@ -10,12 +10,15 @@ import Foundation
 /// - `positive`: pos(s);
 /// - `exponential`: exp(pos(s)/α) / exp(−m/α), α = 24;
 /// - `powed`: pos(s)^β / (−m)^β, β = e;
+/// - `binary`: 1 (the AP-set view: with the Sørensen distance, 1 − the Dice coefficient of the
+///   two sets of APs heard above m, which orders neighbours as the Jaccard distance does; it ignores
+///   every level, so a phone's RSS offset cannot move it, only which APs it hears above m);
 /// and an AP not heard maps to 0 in every representation (the paper's exponential maps it to
 /// exp(0)/exp(−m/α) ≈ 0.013; 0 here keeps every distance a sum over the heard APs only).
 /// `exponential` and `powed` shrink the differences between weak signals, which vary most
 /// between phones and over time, and lie in [0, 1].
 public enum RSSRepresentation: String, Sendable, CaseIterable, Codable {
-    case positive, exponential, powed
+    case positive, exponential, powed, binary
 
     public static let exponentialAlpha = 24.0
     public static let powedBeta = M_E
@@ -28,6 +31,7 @@ public enum RSSRepresentation: String, Sendable, CaseIterable, Codable {
         case .positive: return p
         case .exponential: return exp((p + m) / Self.exponentialAlpha)
         case .powed: return pow(p / -m, Self.powedBeta)
+        case .binary: return p > 0 ? 1 : 0
         }
     }
 }
@@ -114,13 +118,43 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     public var minAPs: Int
     /// Scan entries last seen more than this before the scan's time are dropped, s; nil = keep all.
     public var maxAge: Double?
+    /// Representation, distance and not-heard level (dBm) of the building and floor votes; nil =
+    /// the position's. A vote over which APs are heard (`binary`, Sørensen) is not moved by a
+    /// phone's RSS offset, which moves the levels the position match compares.
+    public var classRepresentation: RSSRepresentation?
+    public var classDistance: FingerprintDistance?
+    public var classNotHeard: Double?
+    /// Covariance calibration fitted on a blocked inner split (`KNNFingerprintFit.calibrate`);
+    /// nil = the neighbour spread + `sigma0`² per axis.
+    public var calibration: RadioUncertaintyModel.Term?
+    /// Signal distance (the position distance's units) that the calibration's novelty feature
+    /// counts as 10: δ = 10 · d_nearest / `distanceScale`.
+    public var distanceScale: Double
 
     public init(k: Int = 11, classK: Int = 11, representation: RSSRepresentation = .powed, distance: FingerprintDistance = .sorensen,
                 weightExponent: Double = 1, classify: Bool = true, notHeard: Double = -105, sigma0: Double = 2,
-                minAPs: Int = 1, maxAge: Double? = nil) {
+                minAPs: Int = 1, maxAge: Double? = nil, classRepresentation: RSSRepresentation? = nil,
+                classDistance: FingerprintDistance? = nil, classNotHeard: Double? = nil,
+                calibration: RadioUncertaintyModel.Term? = nil, distanceScale: Double = 1) {
         self.k = k; self.classK = classK; self.representation = representation; self.distance = distance
         self.weightExponent = weightExponent; self.classify = classify; self.notHeard = notHeard
         self.sigma0 = sigma0; self.minAPs = minAPs; self.maxAge = maxAge
+        self.classRepresentation = classRepresentation; self.classDistance = classDistance; self.classNotHeard = classNotHeard
+        self.calibration = calibration; self.distanceScale = distanceScale
+    }
+
+    /// The estimator whose distances the building and floor votes use.
+    public var classMatcher: KNNFingerprintEstimator {
+        var c = self
+        c.representation = classRepresentation ?? representation; c.distance = classDistance ?? distance
+        c.notHeard = classNotHeard ?? notHeard
+        c.classRepresentation = nil; c.classDistance = nil; c.classNotHeard = nil
+        return c
+    }
+
+    /// Whether the votes use other distances than the position.
+    public var separateClassDistances: Bool {
+        classify && (classMatcher.representation != representation || classMatcher.distance != distance || classMatcher.notHeard != notHeard)
     }
 
     /// The plain kNN of the UJIIndoorLoc literature: k = 3, Euclidean on raw RSS with
@@ -145,6 +179,8 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     public struct Match: Sendable, Equatable {
         public var position: SIMD2<Double>
         public var covariance: Covariance2
+        /// The neighbours' weighted spread alone (before `sigma0` or the calibration).
+        public var spread: Covariance2
         public var building: Int?
         public var floor: Int?
         /// Map point indices of the position neighbours, nearest first, and their distances.
@@ -221,33 +257,58 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
 
     /// Building, floor and position of a scan.
     public func match(_ scan: WiFiScan, time: Double? = nil, map: FingerprintMap) -> Result<Match, EstimationFailure> {
-        distances(scan, time: time, map: map).map { r in locate(r.d, known: r.known, heard: r.heard, map: map) }
+        distances(scan, time: time, map: map).map { r in
+            // Vote distances of their own; a scan with no AP above the votes' level votes on the position's.
+            var dc: [Double]? = nil
+            if separateClassDistances, case .success(let c) = classMatcher.distances(scan, time: time, map: map) { dc = c.d }
+            return locate(r.d, known: r.known, heard: r.heard, map: map, classDistances: dc)
+        }
+    }
+
+    /// Steps 2–3: the building voted by the `classK` nearest points (by `d`, nearest first in
+    /// `order`), then the floor voted by the `classK` nearest points of that building.
+    public func classifyBuildingFloor(_ d: [Double], order: [Int], map: FingerprintMap) -> (building: Int?, floor: Int?) {
+        let buildings = map.buildings, floors = map.floors
+        let near = Array(order.prefix(Swift.max(classK, 1)))
+        let building = vote(near.map { buildings[$0] }, near.map { weight(d[$0]) })
+        let inBuilding = Self.first(Swift.max(classK, 1), d: d, order: order) { buildings[$0] == building }
+        let floor = vote(inBuilding.map { floors[$0] }, inBuilding.map { weight(d[$0]) })
+        return (building, floor)
+    }
+
+    /// The `count` nearest points that `keep` accepts, from `order` (the nearest points, nearest
+    /// first), or from every point when that prefix holds too few.
+    static func first(_ count: Int, d: [Double], order: [Int], _ keep: @escaping (Int) -> Bool) -> [Int] {
+        var out: [Int] = []
+        for i in order where keep(i) { out.append(i); if out.count == count { return out } }
+        let finite = d.reduce(0) { $0 + ($1.isFinite ? 1 : 0) }
+        return order.count >= finite ? out : nearest(d, count: count, where: keep)
     }
 
     /// Steps 2–4 from the distances to every point (+∞ = left out).
     /// `order`: the indices of the nearest points, nearest first (`nearest(d, count:)`), when the
     /// caller has them (the fit reuses one per scan); a class step that needs more points than
-    /// this prefix holds scans every point again.
-    public func locate(_ d: [Double], known: Int, heard: Int, map: FingerprintMap, order given: [Int]? = nil) -> Match {
+    /// this prefix holds scans every point again. `classDistances` (and their `classOrder`): the
+    /// votes' own distances (`classMatcher`), nil = `d`; `classified`: a building and floor
+    /// already voted (the fit votes once per scan and class configuration).
+    public func locate(_ d: [Double], known: Int, heard: Int, map: FingerprintMap, order given: [Int]? = nil,
+                       classDistances dc: [Double]? = nil, classOrder: [Int]? = nil,
+                       classified: (building: Int?, floor: Int?)? = nil) -> Match {
         let buildings = map.buildings, floors = map.floors
         var building: Int? = nil, floor: Int? = nil
-        let order = given ?? Self.nearest(d, count: Self.prefixLength(k: k, classK: classK))
-        let finite = d.reduce(0) { $0 + ($1.isFinite ? 1 : 0) }
-        func first(_ count: Int, _ keep: @escaping (Int) -> Bool) -> [Int] {
-            var out: [Int] = []
-            for i in order where keep(i) { out.append(i); if out.count == count { return out } }
-            return order.count >= finite ? out : Self.nearest(d, count: count, where: keep)
-        }
+        let prefix = Self.prefixLength(k: k, classK: classK)
+        let order = given ?? Self.nearest(d, count: prefix)
         let sel: [Int]
         if classify {
-            let near = Array(order.prefix(Swift.max(classK, 1)))
-            precondition(order.count >= Swift.min(Swift.max(classK, k), finite), "order shorter than k")
-            building = vote(near.map { buildings[$0] }, near.map { weight(d[$0]) })
-            let b = building
-            let inBuilding = first(Swift.max(classK, 1)) { buildings[$0] == b }
-            floor = vote(inBuilding.map { floors[$0] }, inBuilding.map { weight(d[$0]) })
-            let f = floor
-            sel = first(Swift.max(k, 1)) { buildings[$0] == b && floors[$0] == f }
+            if let c = classified {
+                building = c.building; floor = c.floor
+            } else if let dc {
+                (building, floor) = classifyBuildingFloor(dc, order: classOrder ?? Self.nearest(dc, count: prefix), map: map)
+            } else {
+                (building, floor) = classifyBuildingFloor(d, order: order, map: map)
+            }
+            let b = building, f = floor
+            sel = Self.first(Swift.max(k, 1), d: d, order: order) { buildings[$0] == b && floors[$0] == f }
         } else {
             sel = Array(order.prefix(Swift.max(k, 1)))
             building = vote(sel.map { buildings[$0] }, sel.map { _ in 1 })
@@ -263,11 +324,31 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
             ee += w * e.x * e.x; en += w * e.x * e.y; nn += w * e.y * e.y
         }
         if sw > 0 { ee /= sw; en /= sw; nn /= sw }
-        let s0 = sigma0 * sigma0
         let features = Features(nearestDistance: sel.first.map { d[$0] } ?? .infinity, neighbourSpread: (ee + nn).squareRoot(),
                                 knownShare: heard == 0 ? 0 : Double(known) / Double(heard), knownAPs: known)
-        return Match(position: mean, covariance: Covariance2(ee: ee + s0, en: en, nn: nn + s0), building: building, floor: floor,
-                     neighbours: sel, distances: sel.map { d[$0] }, features: features)
+        let spread = Covariance2(ee: ee, en: en, nn: nn)
+        return Match(position: mean, covariance: covariance(spread: spread, features: features), spread: spread,
+                     building: building, floor: floor, neighbours: sel, distances: sel.map { d[$0] }, features: features)
+    }
+
+    /// The fix's covariance: without a calibration, the neighbour spread S + σ0² I; with one
+    /// (`RadioUncertaintyModel.Term`), k · (γ² S + σₓ² I) with σₓ = a + c · (1 − u) + e · δ/10,
+    /// u the share of the scan's APs the map knows and δ = 10 · d_nearest / `distanceScale`
+    /// (docs/radio.md, "Fingerprint kNN").
+    public func covariance(spread: Covariance2, features: Features) -> Covariance2 {
+        guard let t = calibration else {
+            let s0 = sigma0 * sigma0
+            return Covariance2(ee: spread.ee + s0, en: spread.en, nn: spread.nn + s0)
+        }
+        return t.covariance(spread, noveltyFeatures(features))
+    }
+
+    /// The calibration's features of a match: no survey distance (the fix is a mean of survey
+    /// points), the known share, and the nearest signal distance scaled by `distanceScale`.
+    public func noveltyFeatures(_ f: Features) -> RadioUncertaintyModel.Features {
+        let nd = f.nearestDistance.isFinite ? f.nearestDistance : 0
+        return RadioUncertaintyModel.Features(surveyDistance: 0, knownShare: f.knownShare,
+                                              signalDistance: 10 * nd / Swift.max(distanceScale, .leastNormalMagnitude))
     }
 
     /// Weighted majority; ties go to the label seen first (the nearer point).

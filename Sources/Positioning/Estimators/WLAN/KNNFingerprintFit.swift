@@ -1,10 +1,13 @@
-/// Choice of the kNN fingerprint estimator's hyper-parameters (representation, distance, k,
-/// classification k, weight exponent) on training data only, by a blocked inner split: each
-/// training sample is matched against the map with every point of its own group (in
-/// UJIIndoorLoc: its phone-and-user group) left out, so a configuration is judged as it would
-/// do for a phone and a person the map has never seen. The configuration with the lowest mean
-/// horizontal error wins (ties: the earlier in grid order). Distances are computed once per
-/// (representation, distance) and sample; the (k, class k, g) grid reuses them.
+/// Choice of the kNN fingerprint estimator's hyper-parameters on training data only, by a
+/// blocked inner split: each training sample is matched against the map with every point of its
+/// own group (in UJIIndoorLoc: its phone-and-user group) left out, so a configuration is judged
+/// as it would do for a phone and a person the map has never seen. Three steps:
+/// 1. the building and floor vote: every `Grid.classMatchers` × class k × weight exponent; the
+///    highest share of samples with building and floor right wins (ties: the earlier in grid order);
+/// 2. the position: every representation × distance × k × weight exponent, with step 1's vote;
+///    the lowest mean horizontal error wins (ties: the earlier);
+/// 3. the covariance (`calibrate`): `RadioUncertaintyModel.fit` on the winner's inner residuals.
+/// Distances are computed once per (representation, distance, not-heard level) and sample.
 public enum KNNFingerprintFit {
     public struct Sample: Sendable {
         public var scan: WiFiScan
@@ -28,39 +31,76 @@ public enum KNNFingerprintFit {
     }
 
     public struct Grid: Sendable {
-        public var representations: [RSSRepresentation] = RSSRepresentation.allCases
+        public var representations: [RSSRepresentation] = [.positive, .exponential, .powed]
         public var distances: [FingerprintDistance] = FingerprintDistance.allCases
         public var ks: [Int] = [1, 3, 5, 7, 11, 15]
         public var classKs: [Int] = [5, 11, 21]
         public var weightExponents: [Double] = [0, 1, 2]
+        /// Vote distances tried in step 1: (representation, distance, not-heard dBm).
+        public var classMatchers: [(representation: RSSRepresentation, distance: FingerprintDistance, notHeard: Double)] = [
+            (.powed, .sorensen, -105), (.exponential, .sorensen, -105), (.positive, .sorensen, -105), (.binary, .sorensen, -105),
+        ]
+        /// Fit the covariance calibration (step 3).
+        public var calibrate = true
         public init() {}
     }
 
-    /// Every configuration of `grid` over `base` scored on `samples` against `map`, whose point i
+    /// Every position configuration of `grid` over `base`, with the best vote of step 1 and, for
+    /// the winner, the calibration of step 3, scored on `samples` against `map`, whose point i
     /// belongs to group `pointGroups[i]`; best first.
     public static func score(_ samples: [Sample], map: FingerprintMap, pointGroups: [Int], grid: Grid = Grid(),
                              base: KNNFingerprintEstimator = KNNFingerprintEstimator()) -> [Candidate] {
         precondition(pointGroups.count == map.points.count, "one group per map point")
-        var out: [Candidate] = []
         let prefix = KNNFingerprintEstimator.prefixLength(k: grid.ks.max() ?? 1, classK: grid.classKs.max() ?? 1)
+        /// Distances of every sample under `e`, its own group left out (nil: no usable match).
+        func leaveGroupOut(_ e: KNNFingerprintEstimator) -> [(d: [Double], order: [Int], known: Int, heard: Int)?] {
+            samples.map { s in
+                guard case .success(var r) = e.distances(s.scan, map: map) else { return nil }
+                var any = false
+                for i in r.d.indices { if pointGroups[i] == s.group { r.d[i] = .infinity } else { any = true } }
+                guard any else { return nil }
+                return (r.d, KNNFingerprintEstimator.nearest(r.d, count: prefix), r.known, r.heard)
+            }
+        }
+        // Step 1: the vote.
+        var bestVote: (hits: Int, estimator: KNNFingerprintEstimator, votes: [(building: Int?, floor: Int?)?])? = nil
+        for c in grid.classMatchers {
+            var e = base
+            e.representation = c.representation; e.distance = c.distance; e.notHeard = c.notHeard; e.classify = true
+            let ds = leaveGroupOut(e)
+            for ck in grid.classKs { for g in grid.weightExponents {
+                var v = e; v.classK = ck; v.weightExponent = g
+                var hits = 0
+                let votes = zip(samples, ds).map { s, r -> (building: Int?, floor: Int?)? in
+                    guard let r else { return nil }
+                    let bf = v.classifyBuildingFloor(r.d, order: r.order, map: map)
+                    if bf.building == s.building && bf.floor == s.floor { hits += 1 }
+                    return bf
+                }
+                if bestVote == nil || hits > bestVote!.hits { bestVote = (hits, v, votes) }
+            } }
+        }
+        guard let vote = bestVote else { return [] }
+        // Step 2: the position, with that vote.
+        var out: [Candidate] = []
         for rep in grid.representations {
             for dist in grid.distances {
                 var e = base
                 e.representation = rep; e.distance = dist; e.classify = true
+                e.classK = vote.estimator.classK
+                e.classRepresentation = vote.estimator.representation; e.classDistance = vote.estimator.distance
+                e.classNotHeard = vote.estimator.notHeard
                 var configs: [KNNFingerprintEstimator] = []
-                for k in grid.ks { for ck in grid.classKs { for g in grid.weightExponents {
-                    var c = e; c.k = k; c.classK = ck; c.weightExponent = g; configs.append(c)
-                } } }
+                for k in grid.ks { for g in grid.weightExponents { var c = e; c.k = k; c.weightExponent = g; configs.append(c) } }
+                // The vote's weight exponent is its own; the position's g may differ, so the vote is
+                // passed in as classified (`locate(classified:)`).
                 var err = [Double](repeating: 0, count: configs.count), hit = [Int](repeating: 0, count: configs.count), n = 0
-                for s in samples {
-                    guard case .success(var r) = e.distances(s.scan, map: map) else { continue }
-                    var any = false
-                    for i in r.d.indices { if pointGroups[i] == s.group { r.d[i] = .infinity } else { any = true } }
-                    guard any else { continue }
+                let ds = leaveGroupOut(e)
+                for (i, s) in samples.enumerated() {
+                    guard let r = ds[i], let bf = vote.votes[i] else { continue }
                     n += 1
-                    let order = KNNFingerprintEstimator.nearest(r.d, count: prefix)
                     for (c, cfg) in configs.enumerated() {
-                        let m = cfg.locate(r.d, known: r.known, heard: r.heard, map: map, order: order)
+                        let m = cfg.locate(r.d, known: r.known, heard: r.heard, map: map, order: r.order, classified: bf)
                         let v = m.position - s.truth
                         err[c] += (v * v).sum().squareRoot()
                         if m.building == s.building && m.floor == s.floor { hit[c] += 1 }
@@ -73,8 +113,46 @@ public enum KNNFingerprintFit {
             }
         }
         // Stable: ties keep grid order.
-        return out.enumerated().sorted { a, b in
+        out = out.enumerated().sorted { a, b in
             a.element.meanError != b.element.meanError ? a.element.meanError < b.element.meanError : a.offset < b.offset
         }.map(\.element)
+        if grid.calibrate, !out.isEmpty {
+            out[0].estimator = calibrate(out[0].estimator, samples: samples, map: map, pointGroups: pointGroups)
+        }
+        return out
+    }
+
+    /// Step 3: the covariance of `e` fitted on its leave-group-out residuals
+    /// (`RadioUncertaintyModel.fit`: maximum likelihood of γ, a, c, e, then k for 95 % coverage),
+    /// with `distanceScale` the median nearest signal distance of the samples. `e` unchanged when
+    /// fewer than `RadioUncertaintyModel.minSamples` samples match.
+    public static func calibrate(_ e: KNNFingerprintEstimator, samples: [Sample], map: FingerprintMap, pointGroups: [Int]) -> KNNFingerprintEstimator {
+        var plain = e
+        plain.calibration = nil
+        let prefix = KNNFingerprintEstimator.prefixLength(k: e.k, classK: e.classK)
+        var matches: [(m: KNNFingerprintEstimator.Match, truth: SIMD2<Double>)] = []
+        for s in samples {
+            guard case .success(var r) = plain.distances(s.scan, map: map) else { continue }
+            var any = false
+            for i in r.d.indices { if pointGroups[i] == s.group { r.d[i] = .infinity } else { any = true } }
+            guard any else { continue }
+            var dc: [Double]? = nil
+            if plain.separateClassDistances, case .success(var c) = plain.classMatcher.distances(s.scan, map: map) {
+                for i in c.d.indices where pointGroups[i] == s.group { c.d[i] = .infinity }
+                dc = c.d
+            }
+            let order = KNNFingerprintEstimator.nearest(r.d, count: prefix)
+            matches.append((plain.locate(r.d, known: r.known, heard: r.heard, map: map, order: order, classDistances: dc), s.truth))
+        }
+        let nearest = matches.map(\.m.features.nearestDistance).filter(\.isFinite).sorted()
+        guard !nearest.isEmpty else { return e }
+        var out = plain
+        out.distanceScale = Swift.max(nearest[nearest.count / 2], 1e-9)
+        let fitSamples = matches.map { x in
+            RadioUncertaintyModel.Sample(residual: x.m.position - x.truth, covariance: x.m.spread, features: out.noveltyFeatures(x.m.features))
+        }
+        guard let t = RadioUncertaintyModel.fit(fitSamples) else { return e }
+        out.calibration = t
+        return out
     }
 }
