@@ -86,6 +86,28 @@ import TestSupport
         }
     }
 
+    /// Fuzz finding (refine, this session's campaign): a line of two carriage returns became an
+    /// error record (one CR was dropped as the line ending, the other was "not blank"), so records
+    /// out ≠ non-blank lines in. A line of spaces, tabs and CRs carries no record.
+    @Test func refineLinesOfOnlyCarriageReturnsAreBlank() throws {
+        let u = Self.temp("crlines").appendingPathComponent("r.jsonl")
+        try Data("{\"id\":1}\n\r\r\n \r\t\r\n\r\n{\"id\":2}\r\n".utf8).write(to: u)
+        var lines: [Int] = []
+        try ReportStream(url: u).forEach { r in if case .bytes(_, let line) = r { lines.append(line) } }
+        #expect(lines == [1, 5])
+    }
+
+    /// Fuzz finding (scenario-yaml, this session's campaign): a BSSID with a line break, written
+    /// as a key of a fingerprint's `rss` object, made `simulate` write a reference.json that does
+    /// not parse. `JSONLine` escapes keys as it escapes values.
+    @Test func jsonLineEscapesKeys() throws {
+        var o = JSONLine()
+        o.number("02:43\n\"x\\", 1); o.string("ok", "v")
+        let obj = try JSONSerialization.jsonObject(with: Data(o.finish().utf8)) as? [String: Any]
+        #expect(obj?["02:43\n\"x\\"] as? Double == 1)
+        #expect(obj?["ok"] as? String == "v")
+    }
+
     @Test func domainEdgesAreAccepted() throws {
         let ok = [Self.header,
                   #"{"t":-1e10,"type":"gt","e":2e7,"n":-2e7,"u":0}"#,

@@ -8,7 +8,7 @@ import Darwin
 /// Streams the records of a report file as raw bytes, in file order, in bounded memory:
 ///
 /// - **JSON Lines**: one report (or GeoJSON Feature) per line; every non-blank line is one record
-///   (blank = spaces and tabs only; a trailing CR is dropped). Lines are split with `memchr`.
+///   (blank = spaces, tabs and carriage returns only; a trailing CR is dropped). Lines are split with `memchr`.
 /// - **One GeoJSON FeatureCollection** (the file starts with `{` and its first 4 KiB mention
 ///   `"FeatureCollection"`): every element of its `features` array is one record, read feature by
 ///   feature (`FeatureSplitter`): the document is never held whole, and a syntax error inside
@@ -84,7 +84,9 @@ public struct ReportStream {
         var n = n
         if n > 0 && p[n - 1] == 0x0D { n -= 1 }
         var blank = true
-        for i in 0..<n where p[i] != 0x20 && p[i] != 0x09 { blank = false; break }
+        // JSON's insignificant white space except the line feed that ends the line: a line of
+        // only spaces, tabs and carriage returns ("\r\r" too) carries no record.
+        for i in 0..<n where p[i] != 0x20 && p[i] != 0x09 && p[i] != 0x0D { blank = false; break }
         if blank { return }
         try body(.bytes(UnsafeBufferPointer(start: p, count: n), line: line))
     }

@@ -142,7 +142,8 @@ public struct JSONLine {
     private mutating func key(_ k: String) {
         if !first { s += "," }
         first = false
-        s += "\""; s += k; s += "\":"
+        // Keys are escaped like values: some come from files (a BSSID as an `rss` key).
+        s += jsonEscaped(k); s += ":"
     }
     public mutating func number(_ k: String, _ v: Double) { key(k); s += num(v) }
     public mutating func int(_ k: String, _ v: Int) { key(k); s += String(v) }
