@@ -108,6 +108,25 @@ import TestSupport
         #expect(obj?["ok"] as? String == "v")
     }
 
+    /// Fuzz finding (pipeline-yaml, rerun after the key fix): a YAML 1.1 base-60 integer that
+    /// overflows (`707777777777777777:7`) trapped in Yams' integer constructor. Every YAML file
+    /// posfuse reads refuses base-60 numbers, naming the line (`YAMLValues.check`).
+    @Test func yamlBase60NumbersAreRefused() throws {
+        #expect(YAMLValues.isBase60Integer("707777777777777777:7") && YAMLValues.isBase60Integer("-1:30:00"))
+        #expect(!YAMLValues.isBase60Integer("12") && !YAMLValues.isBase60Integer("1:70") && !YAMLValues.isBase60Integer("0:30")
+                && !YAMLValues.isBase60Integer("a:30") && !YAMLValues.isBase60Integer("1.5"))
+        let yaml = "stages:\n  wcl: {exponent: 707777777777777777:7}\n"
+        #expect { try PipelineConfigLoader.parse(yaml: yaml, file: "p.yaml") } throws: { e in
+            "\(e)".contains("line 2") && "\(e)".contains("base-60")
+        }
+        #expect { try Baseline.parse(yaml, file: "b.yaml") } throws: { e in "\(e)".contains("base-60") }
+        #expect { try Scenario.parse(yaml: "name: x\nseed: 707777777777777777:7\n", file: "s.yaml") } throws: { e in
+            "\(e)".hasPrefix("s.yaml:2:") && "\(e)".contains("base-60")
+        }
+        // Quoted, it is text and reads as before.
+        #expect(try PipelineConfigLoader.parse(yaml: "stages: {}\nnote: '1:30'\n", file: "p.yaml").isEmpty)
+    }
+
     @Test func domainEdgesAreAccepted() throws {
         let ok = [Self.header,
                   #"{"t":-1e10,"type":"gt","e":2e7,"n":-2e7,"u":0}"#,

@@ -1,5 +1,6 @@
 import Foundation
 import Yams
+import TraceIO
 
 /// A malformed scenario file: where (YAML key path and line) and why.
 public struct ScenarioError: Error, CustomStringConvertible, Sendable {
@@ -31,6 +32,9 @@ final class ScenarioNode {
         }
         guard let r = root, r.mapping != nil else {
             throw ScenarioError(file: file, path: "", line: nil, reason: "the scenario must be a YAML mapping")
+        }
+        do { try YAMLValues.check(r) } catch let e as YAMLValues.Refused {
+            throw ScenarioError(file: file, path: "", line: e.line, reason: e.reason)
         }
         return ScenarioNode(node: r, path: "", file: file)
     }

@@ -98,6 +98,9 @@ public struct Study: Sendable {
         guard let root, case .mapping(let top) = root else {
             throw fail(root, nil, "the top level must be a mapping with `inputs` and `grid`")
         }
+        do { try YAMLValues.check(root) } catch let e as YAMLValues.Refused {
+            throw StudyError(file: file, line: e.line ?? 0, key: nil, reason: e.reason)
+        }
         var fields: [String: (key: Node, value: Node)] = [:]
         for (k, v) in top {
             guard let name = k.string else { throw fail(k, nil, "keys must be strings") }
