@@ -47,7 +47,7 @@ package enum YAMLValues {
     }
 
     /// `[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+`, the YAML 1.1 sexagesimal integer form.
-    static func isBase60Integer(_ s: String) -> Bool {
+    package static func isBase60Integer(_ s: String) -> Bool {
         var u = Substring(s).utf8[...]
         if let f = u.first, f == UInt8(ascii: "+") || f == UInt8(ascii: "-") { u = u.dropFirst() }
         guard let f = u.first, f >= UInt8(ascii: "1"), f <= UInt8(ascii: "9") else { return false }
