@@ -127,6 +127,20 @@ import TestSupport
         #expect(try PipelineConfigLoader.parse(yaml: "stages: {}\nnote: '1:30'\n", file: "p.yaml").isEmpty)
     }
 
+    /// Fuzz finding (scenario-yaml, rerun at beb8f61): a cell id written with colons was read by
+    /// Yams as base 60 (1.6e17), and simulate wrote a reference.json its loader refuses. Scenario
+    /// integers with colons are not integers; cell identifiers share the trace format's exact range.
+    @Test func scenarioCellIdentifiersAreDecimalAndExact() throws {
+        let base = "name: x\nseed: 1\nduration_s: 10\norigin: {lat: 48.0, lon: 11.0, h: 500}\nphones:\n  - id: phone\n    path: {mode: static, waypoints: [[0, 0]]}\ncell:\n  sites:\n    - {rat: lte, mnc: 2, area: 31000, CID, e: 100, n: 0}\n"
+        _ = try Scenario.parse(yaml: base.replacingOccurrences(of: "CID", with: "cid: 2100001"), file: "s.yaml")
+        #expect { try Scenario.parse(yaml: base.replacingOccurrences(of: "CID", with: "cid: 210000102:43:52:44:00:020"), file: "s.yaml") } throws: { e in
+            "\(e)".hasPrefix("s.yaml:10:") && "\(e)".contains("expected an integer")
+        }
+        #expect { try Scenario.parse(yaml: base.replacingOccurrences(of: "CID", with: "cid: 163296079883870430"), file: "s.yaml") } throws: { e in
+            "\(e)".contains("cell.sites[0].cid")
+        }
+    }
+
     @Test func domainEdgesAreAccepted() throws {
         let ok = [Self.header,
                   #"{"t":-1e10,"type":"gt","e":2e7,"n":-2e7,"u":0}"#,

@@ -89,6 +89,10 @@ extension Scenario {
                 guard cells.insert(x.cell).inserted else { throw fail("cell.sites[\(i)]", "duplicate cell \(x.cell)") }
                 for (n, v) in [("e", x.e), ("n", x.n), ("height_m", x.height)] { try within("cell.sites[\(i)].\(n)", v, L, "m") }
                 if let rg = x.range { try within("cell.sites[\(i)].range_m", rg, 0...L.upperBound, "m") }
+                // Identifiers as the trace format carries them exactly (reference.json `cells`).
+                for (n, v) in [("mcc", x.cell.mcc), ("mnc", x.cell.mnc), ("area", x.cell.area), ("cid", x.cell.cid)] {
+                    if let m = TraceDomain.violation(n, v, TraceDomain.exactInteger) { throw fail("cell.sites[\(i)].\(n)", m) }
+                }
             }
         }
         if let m = imu {
