@@ -5,7 +5,7 @@
 #   scripts/fuzz/run-all.sh [-t SECONDS_PER_TARGET] [-j PARALLEL] [-c debug|release] [TARGET...]
 #
 # Defaults: 60 s per target, 1 at a time, release build. Oracles live in the targets
-# (Tests/Fuzz/posfuse-fuzz/Targets.swift); libFuzzer adds: -timeout=10 (a hang is a finding),
+# (Tests/Fuzz/posfuse-fuzz/Targets.swift); libFuzzer adds: -timeout=$FUZZ_TIMEOUT s, default 10 (a hang is a finding; raise it when running at NICE=19 on a busy machine, where a process can wait seconds for a CPU),
 # -rss_limit_mb=2048 (bounded memory), -max_len=65536. Findings go to
 # .build-fuzz/findings/<target>/ (crash-*, timeout-*, oom-*); reproduce one with
 #   POSFUSE_FUZZ_TARGET=<target> <binary> <file>   or   .build/debug/posfuse-fuzz <target> <file>
@@ -38,7 +38,7 @@ run_one() {
   mkdir -p "$corpus/$t" ".build-fuzz/findings/$t"
   local before; before=$(ls "$corpus/$t" | wc -l)
   local start; start=$(date +%s)
-  POSFUSE_FUZZ_TARGET="$t" SWIFT_BACKTRACE=enable=no nice -n "${NICE:-0}" "$bin" "$corpus/$t" -max_total_time="$secs" -timeout=10 \
+  POSFUSE_FUZZ_TARGET="$t" SWIFT_BACKTRACE=enable=no nice -n "${NICE:-0}" "$bin" "$corpus/$t" -max_total_time="$secs" -timeout=${FUZZ_TIMEOUT:-10} \
     -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} -artifact_prefix=".build-fuzz/findings/$t/" \
     > ".build-fuzz/results/$t.log" 2>&1 || true
   local end; end=$(date +%s)
@@ -49,7 +49,7 @@ run_one() {
   if [ "$found" -eq 0 ] && grep -qE 'ORACLE FAILURE|Program crashed|ERROR: libFuzzer|ERROR: .*Sanitizer' ".build-fuzz/results/$t.log"; then found=1; fi
   printf '%s\t%d\t%s\t%d\t%d\n' "$t" "$((end - start))" "${execs:-0}" "$((after - before))" "$found"
 }
-export -f run_one; export bin corpus secs FUZZ_SEED
+export -f run_one; export bin corpus secs FUZZ_SEED FUZZ_TIMEOUT
 printf 'target\tseconds\texecutions\tnew_corpus\tfindings\n' | tee .build-fuzz/results/summary.tsv
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}' | tee -a .build-fuzz/results/summary.tsv
 if awk -F'\t' 'NR > 1 && $5 > 0 { bad = 1 } END { exit !bad }' .build-fuzz/results/summary.tsv; then
