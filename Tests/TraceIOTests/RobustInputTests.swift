@@ -139,6 +139,14 @@ import TestSupport
         #expect { try Scenario.parse(yaml: base.replacingOccurrences(of: "CID", with: "cid: 163296079883870430"), file: "s.yaml") } throws: { e in
             "\(e)".contains("cell.sites[0].cid")
         }
+        // Fuzz finding (scenario-yaml, rerun at c80f5fe): an azimuth of 1.9e12° was written to
+        // reference.json `cells`, whose loader accepts [-720, 720]°.
+        #expect { try Scenario.parse(yaml: base.replacingOccurrences(of: "CID", with: "cid: 7, azimuth_deg: 1868363870480"), file: "s.yaml") } throws: { e in
+            "\(e)".contains("cell.sites[0].azimuth_deg")
+        }
+        #expect { try Scenario.parse(yaml: base.replacingOccurrences(of: "CID", with: "cid: 7, azimuth_deg: 30, sector_width_deg: 400"), file: "s.yaml") } throws: { e in
+            "\(e)".contains("cell.sites[0].sector_width_deg")
+        }
     }
 
     @Test func domainEdgesAreAccepted() throws {

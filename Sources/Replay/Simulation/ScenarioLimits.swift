@@ -89,6 +89,10 @@ extension Scenario {
                 guard cells.insert(x.cell).inserted else { throw fail("cell.sites[\(i)]", "duplicate cell \(x.cell)") }
                 for (n, v) in [("e", x.e), ("n", x.n), ("height_m", x.height)] { try within("cell.sites[\(i)].\(n)", v, L, "m") }
                 if let rg = x.range { try within("cell.sites[\(i)].range_m", rg, 0...L.upperBound, "m") }
+                // Angles as reference.json `cells` carries them (the loader's domains).
+                if let a = x.azimuth { try within("cell.sites[\(i)].azimuth_deg", a, TraceDomain.degrees, "deg") }
+                if let b = x.beamwidth { try within("cell.sites[\(i)].beamwidth_deg", b, 0...360, "deg") }
+                if let w = x.sectorWidth { try within("cell.sites[\(i)].sector_width_deg", w, 0...360, "deg") }
                 // Identifiers as the trace format carries them exactly (reference.json `cells`).
                 for (n, v) in [("mcc", x.cell.mcc), ("mnc", x.cell.mnc), ("area", x.cell.area), ("cid", x.cell.cid)] {
                     if let m = TraceDomain.violation(n, v, TraceDomain.exactInteger) { throw fail("cell.sites[\(i)].\(n)", m) }
