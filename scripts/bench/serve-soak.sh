@@ -13,17 +13,13 @@ cd "$(dirname "$0")/../.."
 SECS="${SERVE_SOAK_SECONDS:-600}"
 CONN="${SERVE_SOAK_CONNECTIONS:-16}"
 PORT="${SERVE_SOAK_PORT:-18093}"
-if ! command -v wrk >/dev/null; then
-    [ "$(id -u)" -eq 0 ] || { echo "serve-soak: needs wrk (apt-get install wrk)" >&2; exit 1; }
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-fi
-swift build -c release --product posfuse >/dev/null
-BIN="$(swift build -c release --show-bin-path)/posfuse"
+. scripts/bench/serve-lib.sh
+serve_prepare serve-soak
 WORK="$(mktemp -d /tmp/posfuse-serve-soak.XXXXXX)"
 "$BIN" serve --db "$WORK/soak.sqlite" --port "$PORT" --log-level warning 2>"$WORK/server.log" &
 PID=$!
 trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.1; done
+serve_wait "$PORT"
 
 python3 - "$WORK" <<'PY'
 import json, math, sys

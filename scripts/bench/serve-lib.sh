@@ -1,0 +1,14 @@
+# Sourced by serve-bench.sh and serve-soak.sh (not run on its own): what both need before load.
+# serve_prepare NAME: wrk from Debian's packages (installed when root), the release posfuse
+# built; sets BIN. serve_wait PORT: waits up to 10 s for /health.
+serve_prepare() {
+    if ! command -v wrk >/dev/null; then
+        [ "$(id -u)" -eq 0 ] || { echo "$1: needs wrk (apt-get install wrk)" >&2; exit 1; }
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+    fi
+    swift build -c release --product posfuse >/dev/null
+    BIN="$(swift build -c release --show-bin-path)/posfuse"
+}
+serve_wait() {
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$1/health" >/dev/null && return 0; sleep 0.1; done
+}
