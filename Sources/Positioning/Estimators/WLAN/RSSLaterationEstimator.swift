@@ -82,11 +82,22 @@ public struct RSSLaterationEstimator: Sendable {
         let half = -0.5 / (shadowingSigma * shadowingSigma)
         var logL = [Double](repeating: 0, count: nx * ny)
         var best = -Double.infinity
+        // The anchors' model terms as plain arrays: the node loop then touches no reference-counted
+        // storage (iterating `anchors`, whose elements hold strings, cost most of the time).
+        // Same arithmetic as `PathLossModel.mean` (dx² + dy² + dz², its root, the same products).
+        let ax = m.map(\.anchor.x), ay = m.map(\.anchor.y), az = m.map { $0.anchor.z - $0.phoneUp }
+        let p0 = m.map(\.p0), ex = m.map(\.exponent), dmin = m.map(\.minDistance), rss = anchors.map(\.rss)
+        let count = anchors.count
         for iy in 0..<ny {
             for ix in 0..<nx {
                 let p = lo + SIMD2(Double(ix), Double(iy)) * cell
                 var l = 0.0
-                for (k, a) in anchors.enumerated() { let r = a.rss - m[k].mean(p); l += half * r * r }
+                for k in 0..<count {
+                    let dx = p.x - ax[k], dy = p.y - ay[k], dz = az[k]
+                    let d = (dx * dx + dy * dy + dz * dz).squareRoot()
+                    let r = rss[k] - (p0[k] - 10 * ex[k] * log10(max(d, dmin[k])))
+                    l += half * r * r
+                }
                 logL[iy * nx + ix] = l
                 best = max(best, l)
             }
