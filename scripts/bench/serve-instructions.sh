@@ -55,9 +55,9 @@ measure() {
         python3 "$W/client.py" "$PORT" "$1" "$W/$2" "$3"
     fi
     local t1; t1=$(date +%s.%N)
-    callgrind_control -d "$1" "$PID" >/dev/null 2>&1
     # Dumps are numbered from 1 (cg.PID.K); the file is complete once its "totals:" line is written.
     local k=$(( $(cat "$W/dumps" 2>/dev/null || echo 0) + 1 )); echo "$k" >"$W/dumps"
+    callgrind_control -d "dump$k" "$PID" >/dev/null 2>&1
     local f="$W/cg.$PID.$k"
     for _ in $(seq 600); do grep -q '^totals:' "$f" 2>/dev/null && break; sleep 0.1; done
     echo "$(awk '/^summary:/ {print $2}' "$f") $(python3 -c "print($t1 - $t0)")"
