@@ -416,7 +416,7 @@ extension EvaluateRadio {
                 if let m = trained, !own {
                     let (a, entry) = m.factor(forFamily: family)
                     r = try GNSSFusionEvaluation.evaluate(walk, isStatic: isStatic,
-                                                          stages: GNSSFusionEvaluation.stages(withFamily, calibratedBy: m.calibration(forFamily: family)))
+                                                          stages: GNSSFusionEvaluation.stages(stages, model: m, family: family))
                     r.calibratedOn = (entry == "pooled" ? "--train error model, pooled over \(m.pooled.recordings) recording(s)"
                                       : "--train error model, family \(entry)") + String(format: " (α %.3f)", a)
                 } else {

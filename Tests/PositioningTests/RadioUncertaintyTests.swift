@@ -27,6 +27,50 @@ import Foundation
         #expect(abs(g.covariance.ee - 1.5 * (4 * 4 + 36)) < 1e-9 && g.covariance.en == 0)
     }
 
+    /// The signal-space distance over integer AP columns (`FingerprintMap.nearestSignalDistance`)
+    /// equals the direct definition — per point, the RMS over the union of the scan's and the
+    /// point's APs with −100 dBm for a missing side — on 200 seeded random maps and scans (APs
+    /// the map does not know, points without APs, empty scans), and the per-scan memo gives
+    /// the right answer when scans alternate.
+    @Test func signalDistanceMatchesDefinition() {
+        var rng = SplitMix64(seed: 7)
+        func direct(_ heard: [String: Double], _ fp: FingerprintMap) -> Double {
+            var best = Double.infinity
+            for p in fp.points {
+                var s = 0.0, n = 0
+                for (b, r) in heard { let v = p.rss[b] ?? RadioUncertaintyModel.notHeard; s += (r - v) * (r - v); n += 1 }
+                for (b, v) in p.rss where heard[b] == nil { s += (v + 100) * (v + 100); n += 1 }
+                if n > 0 { best = min(best, s / Double(n)) }
+            }
+            return best.isFinite ? best.squareRoot() : 0
+        }
+        let names = (0..<30).map { String(format: "ap%02d", $0) }
+        for _ in 0..<200 {
+            let points = (0..<(1 + Int(rng.uniform() * 40))).map { _ -> FingerprintMap.Point in
+                var rss: [String: Double] = [:]
+                for b in names where rng.uniform() < 0.2 { rss[b] = -95 + 60 * rng.uniform() }
+                return .init(position: SIMD2(100 * rng.uniform(), 100 * rng.uniform()), rss: rss)
+            }
+            let fp = FingerprintMap(points: points, threshold: -95)
+            let ref = ReferenceData(fingerprints: fp)
+            var scans: [WiFiScan] = []
+            for _ in 0..<3 {
+                var obs: [WiFiObservation] = []
+                for b in names + ["zz1", "zz2"] where rng.uniform() < 0.25 { obs.append(WiFiObservation(bssid: b.uppercased(), rss: -92 + 55 * rng.uniform())) }
+                scans.append(WiFiScan(accessPoints: obs))
+            }
+            for scan in scans + scans.reversed() {
+                var heard: [String: Double] = [:]
+                for o in scan.accessPoints where o.rss >= -90 { heard[o.bssid.lowercased()] = o.rss }
+                let f = RadioUncertaintyModel.features(position: SIMD2(50, 50), scan: scan, time: 0, reference: ref)
+                let want = direct(heard, fp)
+                #expect(abs(f.signalDistance - want) <= 1e-9 * max(1, want), "δ \(f.signalDistance) vs \(want)")
+                let d = fp.points.map { (($0.position - SIMD2(50, 50)) * ($0.position - SIMD2(50, 50))).sum() }.min()!.squareRoot()
+                #expect(abs(f.surveyDistance - d) < 1e-12)
+            }
+        }
+    }
+
     /// Residuals drawn from N(0, P + (2 + 0.8 d)² I) with P = 1 m² I and d uniform in [0, 30] m:
     /// the fit's σₓ tracks 2 + 0.8 d, and on fresh draws 95 % (±2 %) land inside the 95 % ellipse
     /// and the ANEES is near 2.

@@ -288,15 +288,22 @@ import TestSupport
     @Test func shippedGNSSErrorModelReproduces() throws {
         guard let recs = try Self.gnssDevRecordings() else { return }
         let fitted = try #require(GNSSErrorModel.fit(recs.map {
-            GNSSErrorModel.Recording(family: $0.family, nees: GNSSFusionEvaluation.errorModelRecording($0.walk).nees)
+            GNSSFusionEvaluation.errorModelRecording($0.walk)
         },
             provenance: GNSSErrorModel.shipped.provenance))
         let shipped = GNSSErrorModel.shipped
         let same = abs(fitted.pooled.factor - shipped.pooled.factor) < 1e-9 && abs(fitted.daySpread - shipped.daySpread) < 1e-9
             && fitted.families.keys.sorted() == shipped.families.keys.sorted()
-            && fitted.families.allSatisfy { k, v in abs(v.factor - shipped.families[k]!.factor) < 1e-9 && v.fixes == shipped.families[k]!.fixes }
+            && fitted.families.allSatisfy { k, v in abs(v.factor - shipped.families[k]!.factor) < 1e-9 && v.fixes == shipped.families[k]!.fixes
+                && Self.sameCorrelation(v.correlation, shipped.families[k]!.correlation) }
+            && Self.sameCorrelation(fitted.pooled.correlation, shipped.pooled.correlation)
         let text = String(decoding: try fitted.encoded(), as: UTF8.self)
         #expect(same, "refitted model:\n\(text)")
+    }
+
+    static func sameCorrelation(_ a: ErrorCorrelation?, _ b: ErrorCorrelation?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        return abs(a.biasFraction - b.biasFraction) < 1e-9 && abs(a.correlationTime - b.correlationTime) < 1e-6
     }
 
     /// The protocol of issue 21 on the development recordings: the error model learned on all
@@ -310,13 +317,15 @@ import TestSupport
         for (i, test) in recs.enumerated() {
             let train = recs.enumerated().filter { $0.offset != i }.map(\.element)
             let m = try #require(GNSSErrorModel.fit(train.map {
-                GNSSErrorModel.Recording(family: $0.family, nees: GNSSFusionEvaluation.errorModelRecording($0.walk).nees)
+                GNSSFusionEvaluation.errorModelRecording($0.walk)
             }))
             let (a, entry) = m.factor(forFamily: test.family)
             if !train.contains(where: { $0.family == test.family }) { #expect(entry == "pooled") }
             let r = try GNSSFusionEvaluation.evaluate(test.walk, isStatic: test.family == "pseudoranges",
-                                                      stages: GNSSFusionEvaluation.stages([:], calibratedBy: m.calibration(forFamily: test.family)))
-            var line = String(format: "[gnss LORO] %@ (%@ α %.3f, s %.3f):", test.walk.name, entry, a, m.daySpread)
+                                                      stages: GNSSFusionEvaluation.stages([:], model: m, family: test.family))
+            let c = m.correlation(forFamily: test.family)
+            var line = String(format: "[gnss LORO] %@ (%@ α %.3f, s %.3f, β %.3f, τ %.0f s):", test.walk.name, entry, a, m.daySpread,
+                              c?.biasFraction ?? .nan, c?.correlationTime ?? .nan)
             for src in ["gnss", "ekf", "smoother"] {
                 guard let x = r.sources[src] else { continue }
                 line += String(format: " %@ P50 %.2f P95 %.2f mean %.2f inside95 %.3f ANEES %.2f;", src, x.errors.median_m ?? .nan,

@@ -1,11 +1,14 @@
 # Sourced by serve-bench.sh and serve-soak.sh (not run on its own): what both need before load.
 # serve_prepare NAME: wrk from Debian's packages (installed when root), the release posfuse
-# built; sets BIN. serve_wait PORT: waits up to 10 s for /health.
+# built; sets BIN (POSFUSE_BIN=path skips the build and uses that binary, e.g. a copy of a
+# release build kept for a soak while the worktree moves on). serve_wait PORT: waits up to 10 s
+# for /health.
 serve_prepare() {
     if ! command -v wrk >/dev/null; then
         [ "$(id -u)" -eq 0 ] || { echo "$1: needs wrk (apt-get install wrk)" >&2; exit 1; }
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
     fi
+    if [ -n "${POSFUSE_BIN:-}" ]; then BIN="$POSFUSE_BIN"; return 0; fi
     swift build -c release --product posfuse >/dev/null
     BIN="$(swift build -c release --show-bin-path)/posfuse"
 }

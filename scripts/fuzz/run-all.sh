@@ -44,13 +44,17 @@ run_one() {
   local end; end=$(date +%s)
   local execs; execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' ".build-fuzz/results/$t.log" | grep -o '[0-9]*$' | tail -1)
   local after; after=$(ls "$corpus/$t" | wc -l)
-  local found; found=$(ls ".build-fuzz/findings/$t" 2>/dev/null | wc -l)
+  # Failures are libFuzzer's crash-/timeout-/oom-/leak- artifacts; slow-unit- files are inputs
+  # slower than libFuzzer's report threshold (10 s of wall clock, so mostly scheduler waits at
+  # NICE=19), counted apart and not failures.
+  local found; found=$(ls ".build-fuzz/findings/$t" 2>/dev/null | grep -cE '^(crash|timeout|oom|leak)-' || true)
+  local slow; slow=$(ls ".build-fuzz/findings/$t" 2>/dev/null | grep -c '^slow-unit-' || true)
   # An oracle failure or crash that left no artifact still counts.
   if [ "$found" -eq 0 ] && grep -qE 'ORACLE FAILURE|Program crashed|ERROR: libFuzzer|ERROR: .*Sanitizer' ".build-fuzz/results/$t.log"; then found=1; fi
-  printf '%s\t%d\t%s\t%d\t%d\n' "$t" "$((end - start))" "${execs:-0}" "$((after - before))" "$found"
+  printf '%s\t%d\t%s\t%d\t%d\t%d\n' "$t" "$((end - start))" "${execs:-0}" "$((after - before))" "$found" "$slow"
 }
 export -f run_one; export bin corpus secs FUZZ_SEED FUZZ_TIMEOUT
-printf 'target\tseconds\texecutions\tnew_corpus\tfindings\n' | tee .build-fuzz/results/summary.tsv
+printf 'target\tseconds\texecutions\tnew_corpus\tfindings\tslow_units\n' | tee .build-fuzz/results/summary.tsv
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}' | tee -a .build-fuzz/results/summary.tsv
 if awk -F'\t' 'NR > 1 && $5 > 0 { bad = 1 } END { exit !bad }' .build-fuzz/results/summary.tsv; then
   echo "findings: see .build-fuzz/findings/ and .build-fuzz/results/<target>.log" >&2

@@ -24,6 +24,10 @@ public struct Fix: Sendable, Equatable {
     public var floor: Int?
     /// Estimated building (a site's own numbering, e.g. UJIIndoorLoc's BUILDINGID), when known.
     public var building: Int?
+    /// How this fix's error is correlated in time, when its estimator knows (a GNSS fix under
+    /// the GNSS error model: the split of its covariance into a slowly varying bias and white
+    /// noise, `GNSSErrorModel`); nil: the filter's own default (`gnss_bias_fraction`, `gnss_bias_tau_s`).
+    public var errorCorrelation: ErrorCorrelation? = nil
 
     public init(time: Double, position: SIMD2<Double>, up: Double? = nil, covariance: Covariance2,
                 source: Source, subject: String = Fix.defaultSubject, usedCount: Int = 0,
@@ -51,4 +55,16 @@ public struct FixFlags: OptionSet, Sendable, Hashable {
     public static let extrapolated = FixFlags(rawValue: 1 << 3)
     /// The particle cloud (or likelihood) is multimodal.
     public static let multimodal = FixFlags(rawValue: 1 << 4)
+}
+
+/// The time correlation of an estimator's error, as the filters' GNSS bias block models it
+/// (`GNSSBias`): the error is b + w, b a first-order Gauss–Markov bias holding the share β of the
+/// covariance with correlation time τ, w white. Its autocorrelation at lag Δt > 0 is β e^{−Δt/τ}.
+public struct ErrorCorrelation: Sendable, Equatable, Codable {
+    /// β, the share of the covariance that is bias (0 < β < 1).
+    public var biasFraction: Double
+    /// τ, s.
+    public var correlationTime: Double
+    public init(biasFraction: Double, correlationTime: Double) { self.biasFraction = biasFraction; self.correlationTime = correlationTime }
+    enum CodingKeys: String, CodingKey { case biasFraction = "bias_fraction", correlationTime = "correlation_time_s" }
 }

@@ -101,6 +101,8 @@ public struct PositionMeasurement: MeasurementModel {
     public let z: [Double]
     public private(set) var noise: Matrix
     public let gateProbability: Double?
+    /// The fix's error correlation (`Fix.errorCorrelation`), for the GNSS bias block.
+    public let errorCorrelation: ErrorCorrelation?
 
     /// R as a symmetric 2×2 covariance.
     public var covariance: Covariance2 { Covariance2(ee: noise[0, 0], en: 0.5 * (noise[0, 1] + noise[1, 0]), nn: noise[1, 1]) }
@@ -114,6 +116,7 @@ public struct PositionMeasurement: MeasurementModel {
         let c = fix.covariance.scaled(alpha * alpha)
         noise = Matrix([[c.ee, c.en], [c.en, c.nn]])
         self.gateProbability = gateProbability
+        errorCorrelation = fix.errorCorrelation
     }
     public func predict(_ p: SIMD2<Double>) -> [Double] { [p.x, p.y] }
     public func jacobian(_ p: SIMD2<Double>) -> Matrix { .identity(2) }

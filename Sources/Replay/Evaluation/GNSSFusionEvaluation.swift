@@ -237,10 +237,18 @@ public enum GNSSFusionEvaluation {
 
     /// A training recording for `GNSSErrorModel.fit`: its family (`handset`) and the NEES of its
     /// fixes under the phone's own covariance.
+    /// Also each fix's error over its own σ per axis, with its time, for the error correlation.
     public static func errorModelRecording(_ walk: RecordedWalk, accuracyConfidence: Double = 0.68,
                                            families: HandsetFamilies = HandsetFamilies()) -> GNSSErrorModel.Recording {
-        GNSSErrorModel.Recording(family: handset(of: walk, families: families),
-                                 nees: calibrationSamples(walk, accuracyConfidence: accuracyConfidence).map(\.nees))
+        let est = GNSSEstimator(accuracyConfidence: accuracyConfidence)
+        var nees: [Double] = [], z: [(time: Double, error: SIMD2<Double>)] = []
+        walk.forEachEvent(withTruthIn: walk.header.frame, maxGap: 5, where: { if case .gnss = $0.payload { true } else { false } }) { e, p in
+            guard case .gnss(let g) = e.payload, case .success(let f) = est.estimate(g, time: e.time, frame: walk.header.frame),
+                  let s = GNSSAccuracyCalibration.Sample(fix: f, truth: p, accuracyConfidence: accuracyConfidence) else { return }
+            nees.append(s.nees)
+            z.append((e.time, (f.position - p) / f.covariance.ee.squareRoot()))
+        }
+        return GNSSErrorModel.Recording(family: handset(of: walk, families: families), nees: nees, normalizedErrors: z)
     }
 
     /// The GNSS error model fitted on training recordings (`GNSSErrorModel.fit`).
@@ -258,6 +266,23 @@ public enum GNSSFusionEvaluation {
         if g.values[GNSSErrorModel.familyOption] == nil { g.values[GNSSErrorModel.familyOption] = .string(family) }
         if g.values[GNSSErrorModel.option] == nil { g.values[GNSSErrorModel.option] = .string("shipped") }
         out["gnss"] = g
+        return out
+    }
+
+    /// `stages` with a fitted error model `m` applied to a phone of `family` as pipeline options,
+    /// the same a user would write: the gnss stage calibrated by the family's (or pooled) factor
+    /// with no other error model, and the ekf's and smoother's GNSS bias block given the model's
+    /// error correlation for that family (`gnss_bias_fraction`, `gnss_bias_tau_s`) unless set.
+    public static func stages(_ stages: [String: StageOptions], model m: GNSSErrorModel, family: String) -> [String: StageOptions] {
+        var out = self.stages(stages, calibratedBy: m.calibration(forFamily: family))
+        out["gnss"]!.values[GNSSErrorModel.option] = .string("none")
+        guard let c = m.correlation(forFamily: family) else { return out }
+        for name in ["ekf", "smoother"] {
+            var o = out[name] ?? StageOptions(name: name, values: name == "smoother" ? ["enabled": .bool(true)] : [:])
+            if o.values["gnss_bias_fraction"] == nil { o.values["gnss_bias_fraction"] = .number(c.biasFraction) }
+            if o.values["gnss_bias_tau_s"] == nil { o.values["gnss_bias_tau_s"] = .number(c.correlationTime) }
+            out[name] = o
+        }
         return out
     }
 

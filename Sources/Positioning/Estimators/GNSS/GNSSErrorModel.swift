@@ -38,7 +38,12 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         public var factor: Double
         public var recordings: Int
         public var fixes: Int
-        public init(factor: Double, recordings: Int, fixes: Int) { self.factor = factor; self.recordings = recordings; self.fixes = fixes }
+        /// β and τ of the fixes' error (`fitCorrelation`), handed to the filters' GNSS bias block
+        /// with every fix; nil (a model file without them, or too short recordings): the filter's defaults.
+        public var correlation: ErrorCorrelation?
+        public init(factor: Double, recordings: Int, fixes: Int, correlation: ErrorCorrelation? = nil) {
+            self.factor = factor; self.recordings = recordings; self.fixes = fixes; self.correlation = correlation
+        }
     }
     /// Per handset family.
     public var families: [String: Entry]
@@ -61,16 +66,74 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         return (pooled.factor, "pooled")
     }
 
+    /// The error correlation of a family's fixes (the family's entry, else the pooled one).
+    public func correlation(forFamily f: String) -> ErrorCorrelation? {
+        (families[f] ?? pooled).correlation
+    }
+
     /// The calibration applied to a family's fixes (one bin).
     public func calibration(forFamily f: String) -> GNSSAccuracyCalibration {
         GNSSAccuracyCalibration(edges: [], factors: [factor(forFamily: f).factor])!
     }
 
-    /// One training recording: its family and the NEES of its fixes under the phone's own covariance.
+    /// One training recording: its family, the NEES of its fixes under the phone's own covariance
+    /// and, for the error correlation, each fix's time (s) and error over its own σ per axis
+    /// ((ê − e)/σ, E and N; empty: no correlation from this recording).
     public struct Recording: Sendable {
         public var family: String
         public var nees: [Double]
-        public init(family: String, nees: [Double]) { self.family = family; self.nees = nees.filter { $0.isFinite && $0 >= 0 } }
+        public var normalizedErrors: [(time: Double, error: SIMD2<Double>)]
+        public init(family: String, nees: [Double], normalizedErrors: [(time: Double, error: SIMD2<Double>)] = []) {
+            self.family = family; self.nees = nees.filter { $0.isFinite && $0 >= 0 }
+            self.normalizedErrors = normalizedErrors.filter { $0.time.isFinite && $0.error.x.isFinite && $0.error.y.isFinite }
+        }
+    }
+
+    // MARK: error correlation
+
+    /// Lags (s) at which the autocorrelation is measured for `fitCorrelation`.
+    public static let correlationLags: [Double] = [1, 2, 5, 10, 20, 30, 60]
+
+    /// Autocorrelation of a recording's normalised errors at lag `lag` s: Σ zᵢ·zⱼ / Σ|z|² over the
+    /// pairs exactly `lag` apart (±0.25 s), both axes; nil with fewer than 20 pairs. Uncentred:
+    /// the model's bias is zero-mean over phones and days, so a recording's mean error is part of it.
+    public static func autocorrelation(_ z: [(time: Double, error: SIMD2<Double>)], lag: Double) -> Double? {
+        guard z.count > 1 else { return nil }
+        let v0 = z.reduce(0.0) { $0 + ($1.error * $1.error).sum() } / Double(z.count)
+        guard v0 > 0 else { return nil }
+        var byTime: [Int64: Int] = [:]
+        for (i, p) in z.enumerated() { byTime[Int64((p.time * 4).rounded())] = i }
+        var s = 0.0, n = 0
+        for p in z {
+            guard let j = byTime[Int64(((p.time + lag) * 4).rounded())] else { continue }
+            s += (p.error * z[j].error).sum(); n += 1
+        }
+        return n >= 20 ? s / Double(n) / v0 : nil
+    }
+
+    /// β and τ of a group of recordings: the autocorrelation ρ(ℓ) at `correlationLags`, averaged
+    /// over the recordings (each one phone-day, weighted equally), fitted by least squares as
+    /// ln ρ(ℓ) = ln β − ℓ/τ over the lags with ρ > 0.05 (the first-order Gauss–Markov bias plus white
+    /// noise of `GNSSBias`: the white part decorrelates within one fix interval, so β is the
+    /// extrapolation of ρ to lag 0⁺ and τ its decay). β is kept in [0.5, 0.99] (at 0.99 the filter
+    /// still sees 1 % white noise and stays well conditioned), τ in [5, 3600] s. nil with fewer
+    /// than two usable lags.
+    public static func fitCorrelation(_ recordings: [[(time: Double, error: SIMD2<Double>)]]) -> ErrorCorrelation? {
+        var points: [(Double, Double)] = []
+        for lag in correlationLags {
+            let r = recordings.compactMap { autocorrelation($0, lag: lag) }
+            guard !r.isEmpty else { continue }
+            let m = r.reduce(0, +) / Double(r.count)
+            if m > 0.05 { points.append((lag, log(m))) }
+        }
+        guard points.count >= 2 else { return nil }
+        let n = Double(points.count)
+        let mx = points.reduce(0) { $0 + $1.0 } / n, my = points.reduce(0) { $0 + $1.1 } / n
+        let sxx = points.reduce(0) { $0 + ($1.0 - mx) * ($1.0 - mx) }, sxy = points.reduce(0) { $0 + ($1.0 - mx) * ($1.1 - my) }
+        let slope = sxx > 0 ? sxy / sxx : 0
+        let beta = min(0.99, max(0.5, exp(my - slope * mx)))
+        let tau = slope < 0 ? min(3600, max(5, -1 / slope)) : 3600
+        return ErrorCorrelation(biasFraction: beta, correlationTime: tau)
     }
 
     static let chi2_95 = -2 * log(0.05)
@@ -141,9 +204,11 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         var fam: [String: Entry] = [:]
         for (f, g) in Dictionary(grouping: rs, by: \.family) {
             guard let a = solve(recordings: g.map(\.nees), daySpread: s) else { continue }
-            fam[f] = Entry(factor: a, recordings: g.count, fixes: g.reduce(0) { $0 + $1.nees.count })
+            fam[f] = Entry(factor: a, recordings: g.count, fixes: g.reduce(0) { $0 + $1.nees.count },
+                           correlation: fitCorrelation(g.map(\.normalizedErrors)))
         }
-        return GNSSErrorModel(families: fam, pooled: Entry(factor: pooled, recordings: rs.count, fixes: rs.reduce(0) { $0 + $1.nees.count }),
+        return GNSSErrorModel(families: fam, pooled: Entry(factor: pooled, recordings: rs.count, fixes: rs.reduce(0) { $0 + $1.nees.count },
+                                                           correlation: fitCorrelation(rs.map(\.normalizedErrors))),
                               daySpread: s, provenance: provenance)
     }
 

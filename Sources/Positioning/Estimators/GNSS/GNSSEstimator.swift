@@ -18,6 +18,9 @@ public struct GNSSEstimator: Sendable {
     /// Factor on σ by reported accuracy, fitted against ground truth (`posfuse calibrate gnss`);
     /// nil: none. Applied on top of `inflation`.
     public var calibration: GNSSAccuracyCalibration?
+    /// The time correlation of the fixes' error (the error model's, per family), carried on each
+    /// fix for the filters' GNSS bias block; nil: the filters' defaults.
+    public var errorCorrelation: ErrorCorrelation?
 
     public init(accuracyConfidence: Double = 0.68, inflation: Double = 1, calibration: GNSSAccuracyCalibration? = nil) {
         self.accuracyConfidence = accuracyConfidence; self.inflation = inflation; self.calibration = calibration
@@ -38,8 +41,10 @@ public struct GNSSEstimator: Sendable {
         }
         let v = frame.enu(Geodetic(latitude: g.latitude, longitude: g.longitude, height: g.altitude ?? frame.origin.height))
         let s = sigma(forAccuracy: g.accuracy)
-        return .success(Fix(time: time, position: SIMD2(v.x, v.y), up: g.altitude == nil ? nil : v.z,
-                            covariance: Covariance2(sigma: s), source: .gnss, subject: subject, usedCount: 1))
+        var f = Fix(time: time, position: SIMD2(v.x, v.y), up: g.altitude == nil ? nil : v.z,
+                    covariance: Covariance2(sigma: s), source: .gnss, subject: subject, usedCount: 1)
+        f.errorCorrelation = errorCorrelation
+        return .success(f)
     }
 }
 
@@ -66,11 +71,15 @@ public final class GNSSStage: PipelineStage {
 
     /// The estimator for a phone: `estimator` with the error model's calibration of its family
     /// when the pipeline set no calibration.
+    /// The error model also gives the fixes its error correlation (β, τ) for that family, unless
+    /// the estimator has one.
     public func estimator(device: String, header: TraceHeader) -> GNSSEstimator {
-        guard estimator.calibration == nil, let m = errorModel else { return estimator }
+        guard let m = errorModel, estimator.calibration == nil || estimator.errorCorrelation == nil else { return estimator }
         let name = handsetFamily ?? header.device.flatMap { $0.isEmpty ? nil : $0 } ?? device
+        let family = handsetFamily ?? families.family(of: name)
         var e = estimator
-        e.calibration = m.calibration(forFamily: handsetFamily ?? families.family(of: name))
+        if e.calibration == nil { e.calibration = m.calibration(forFamily: family) }
+        if e.errorCorrelation == nil { e.errorCorrelation = m.correlation(forFamily: family) }
         return e
     }
 

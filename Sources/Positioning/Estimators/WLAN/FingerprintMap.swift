@@ -87,6 +87,9 @@ public struct FingerprintMap: Sendable, Equatable {
     final class RepresentedCache: @unchecked Sendable {
         private let lock = NSLock()
         private var store: [String: Represented] = [:]
+        /// The last signal-space distance asked for (`nearestSignalDistance`): the WiFi stages
+        /// of one pipeline ask it for the same scan one after another.
+        private var lastSignal: (heard: [String: Double], notHeard: Double, result: Double?)?
         func get(_ key: String, _ make: () -> Represented) -> Represented {
             lock.lock(); defer { lock.unlock() }
             if let r = store[key] { return r }
@@ -94,11 +97,57 @@ public struct FingerprintMap: Sendable, Equatable {
             store[key] = r
             return r
         }
+        func signal(_ heard: [String: Double], _ notHeard: Double, _ make: () -> Double?) -> Double? {
+            lock.lock()
+            if let l = lastSignal, l.notHeard == notHeard, l.heard == heard { lock.unlock(); return l.result }
+            lock.unlock()
+            let r = make()
+            lock.lock(); lastSignal = (heard, notHeard, r); lock.unlock()
+            return r
+        }
     }
     let cache = RepresentedCache()
 
+    /// Signal-space distance from a scan to its nearest point (`RadioUncertaintyModel`'s δ):
+    /// min over points of the RMS difference in dB over the APs heard on either side, an AP
+    /// missing on one side counting at `notHeard` dBm (points with no AP on either side are
+    /// skipped); nil when no point is left.
+    /// `heard`: RSS per BSSID (lower case). With q = r − m and v = value − m (m = `notHeard`):
+    /// Σ over the union = Σ_scan q² + Σ_point v² − 2 Σ_shared q·v, so a point costs O(1) plus
+    /// the APs it shares with the scan (the inverted index of v), not a dictionary walk.
+    public func nearestSignalDistance(_ heard: [String: Double], notHeard m: Double) -> Double? {
+        guard !points.isEmpty else { return nil }
+        return cache.signal(heard, m) {
+            let inv = inverted("offset|\(m)") { $0 - m }
+            let n = points.count
+            var base = 0.0
+            var cross = [Double](repeating: 0, count: n), shared = [Int](repeating: 0, count: n)
+            for (b, r) in heard {
+                let q = r - m
+                base += q * q
+                guard let j = index[b] else { continue }
+                for c in inv.start[j]..<inv.start[j + 1] {
+                    let i = Int(inv.point[c])
+                    cross[i] += q * inv.value[c]; shared[i] += 1
+                }
+            }
+            var best = Double.infinity
+            for i in 0..<n {
+                let count = heard.count + (heardStart[i + 1] - heardStart[i]) - shared[i]
+                guard count > 0 else { continue }
+                best = Swift.min(best, Swift.max(0, base + inv.sumSquares[i] - 2 * cross[i]) / Double(count))
+            }
+            return best.isFinite ? best.squareRoot() : nil
+        }
+    }
+
     func represented(_ rep: RSSRepresentation, notHeard m: Double) -> Represented {
-        cache.get("\(rep.rawValue)|\(m)") {
+        inverted("\(rep.rawValue)|\(m)") { rep.value($0, notHeard: m) }
+    }
+
+    /// The inverted index of `transform(mean RSS)` over the heard entries, cached under `key`.
+    func inverted(_ key: String, _ transform: (Double) -> Double) -> Represented {
+        cache.get(key) {
             let w = bssids.count, n = points.count
             var count = [Int](repeating: 0, count: w + 1)
             for j in heardColumns { count[j + 1] += 1 }
@@ -109,7 +158,7 @@ public struct FingerprintMap: Sendable, Equatable {
             for i in 0..<n {
                 for c in heardStart[i]..<heardStart[i + 1] {
                     let j = heardColumns[c]
-                    let p = rep.value(values[i * w + j], notHeard: m)
+                    let p = transform(values[i * w + j])
                     point[fill[j]] = Int32(i); value[fill[j]] = p; fill[j] += 1
                     sum[i] += p; sq[i] += p * p
                 }

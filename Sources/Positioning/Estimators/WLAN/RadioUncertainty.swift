@@ -69,22 +69,21 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         var heard: [String: Double] = [:]
         for o in scan.accessPoints where o.rss >= rssMin {
             if let m = maxAge, let t = o.lastSeen, time - t > m { continue }
-            heard[o.bssid.lowercased()] = max(heard[o.bssid.lowercased()] ?? -.infinity, o.rss)
+            let b = o.bssid.lowercased()
+            heard[b] = max(heard[b] ?? -.infinity, o.rss)
         }
         let fps = reference.fingerprints
         let known = heard.keys.filter { reference.accessPoints[$0] != nil || (fps?.index[$0] != nil) }.count
         let u = heard.isEmpty ? 0 : Double(known) / Double(heard.count)
         guard let fps, !fps.isEmpty else { return Features(surveyDistance: 0, knownShare: u, signalDistance: 0) }
-        var d2 = Double.infinity, best = Double.infinity
-        for p in fps.points {
-            let v = p.position - position
+        var d2 = Double.infinity
+        for q in fps.positions {
+            let v = q - position
             d2 = min(d2, (v * v).sum())
-            var s = 0.0, n = 0
-            for (b, r) in heard { s += (r - (p.rss[b] ?? notHeard)) * (r - (p.rss[b] ?? notHeard)); n += 1 }
-            for (b, r) in p.rss where heard[b] == nil { s += (r - notHeard) * (r - notHeard); n += 1 }
-            if n > 0 { best = min(best, s / Double(n)) }
         }
-        return Features(surveyDistance: d2.squareRoot(), knownShare: u, signalDistance: best.isFinite ? best.squareRoot() : 0)
+        // δ over integer AP columns, once per scan (`FingerprintMap.nearestSignalDistance`).
+        let delta = fps.nearestSignalDistance(heard, notHeard: notHeard) ?? 0
+        return Features(surveyDistance: d2.squareRoot(), knownShare: u, signalDistance: delta)
     }
 
     /// The fix with its covariance inflated (unchanged when the model has no term for its source).

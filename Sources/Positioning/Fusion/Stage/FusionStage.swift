@@ -471,7 +471,8 @@ public final class FusionStage: PipelineStage {
                 p[2, 2] = pow(settings.initialSpeedSigma, 2); p[3, 3] = p[2, 2]
             }
         }
-        t.initialize(mean: x, covariance: p, time: f.time, gnssFix: f.source == .gnss ? c : nil)
+        t.initialize(mean: x, covariance: p, time: f.time, gnssFix: f.source == .gnss ? c : nil,
+                     errorCorrelation: f.source == .gnss ? f.errorCorrelation : nil)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
         t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()

@@ -129,10 +129,11 @@ final class FusionTrack {
 
     /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
     /// `gnssFix`: the start is a GNSS fix with this covariance (the bias block is primed from it).
-    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double, gnssFix: Covariance2? = nil) {
+    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double, gnssFix: Covariance2? = nil, errorCorrelation: ErrorCorrelation? = nil) {
         filter.initialize(mean: mean, covariance: covariance, time: time)
         (filter as? ParticleFilter)?.primeBias(startingAt: gnssFix, fix: SIMD2(mean[0], mean[1]))
         if gnssBias != nil {
+            gnssBias!.adopt(errorCorrelation)
             if let c = gnssFix { gnssBias!.prime(startingAt: c, time: time) } else { gnssBias!.reset(time: time) }
         }
         history.removeAll()
@@ -191,6 +192,7 @@ final class FusionTrack {
                 }
             }
             if gnssBias != nil, m.source == .gnss, let pm = m as? PositionMeasurement {
+                gnssBias!.adopt(pm.errorCorrelation)
                 record = updateWithBias(pm, gate: gate(m))
             } else {
                 let prior = gnssBias?.isPrimed == true ? (x: filter.mean, p: filter.covariance) : nil   // only the bias block needs it

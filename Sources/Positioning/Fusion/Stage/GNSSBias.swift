@@ -54,6 +54,13 @@ public struct GNSSBias: Sendable, Equatable {
 
     public var isPrimed: Bool { stationary != nil }
 
+    /// Takes β and τ from a fix that carries its own error correlation (`Fix.errorCorrelation`,
+    /// the GNSS error model's fitted split for the phone's family); nil keeps the stage's.
+    public mutating func adopt(_ c: ErrorCorrelation?) {
+        guard let c, c.biasFraction > 0, c.biasFraction < 1, c.correlationTime > 0, c.correlationTime.isFinite else { return }
+        biasFraction = c.biasFraction; correlationTime = c.correlationTime
+    }
+
     /// Back to unprimed (the filter was (re)started from another source).
     public mutating func reset(time t: Double) {
         bias = .zero; crossE = .zero; crossN = .zero; covariance = .zero; stationary = nil; time = t
