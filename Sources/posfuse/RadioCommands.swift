@@ -150,13 +150,13 @@ struct EvaluateRadio: ParsableCommand {
                 let report: CellEvaluation.Report
                 if folder == nil {
                     let tr = try RadioWalkLoader.load(trainURLs, dataset: ds), te = try RadioWalkLoader.load(testURLs, dataset: ds)
-                    report = ev.report(ev.run(train: tr, test: te), train: tr.map(\.name), test: te.map(\.name))
+                    report = ev.report(try ev.run(train: tr, test: te), train: tr.map(\.name), test: te.map(\.name))
                 } else {
                     let walks = try RadioWalkLoader.load(lowoURLs, dataset: ds)
                     var pooled = CellEvaluation.Raw()
                     var betas: [Double] = []
                     for i in walks.indices {
-                        let r = ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
+                        let r = try ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
                         pooled.merge(r); betas.append(r.beta)
                     }
                     pooled.beta = RadioStats.median(betas) ?? 0

@@ -149,4 +149,28 @@ import CGSL
         #expect(share >= 0.85 && share <= 0.99, "inside95 \(share)")
         #expect(naive < 0.65, "the naive rule should be over-confident here: \(naive)")
     }
+
+    /// The stages say why a report is not located: a cell whose area has too few positions is
+    /// `missing_input` (the coverage map's reason) when the tower database has no site for it
+    /// either, a cell nobody saw is `unknown_anchor`; with the site known the tower fix is used.
+    @Test func stagesReportTheCoverageReason() throws {
+        let rare = CellCoverageMap(areas: [.init(cell: id, timingAdvance: nil): .init(mean: SIMD2(5, 5), covariance: .zero, count: 1)])
+        let origin = Geodetic(latitude: 45, longitude: -75)
+        func codes(_ reference: ReferenceData, _ o: CellObservation) -> [String] {
+            let ctx = PipelineContext(header: TraceHeader(origin: origin), reference: reference)
+            let ev = TraceEvent(time: 1, payload: .cell(o))
+            return (CellIDStage().process(ev, upstream: [], context: ctx) + CellTAStage().process(ev, upstream: [], context: ctx)).compactMap {
+                switch $0 {
+                case .failure(_, _, _, let r): return r.code
+                case .fix: return "fix"
+                default: return nil
+                }
+            }
+        }
+        #expect(codes(ReferenceData(cellCoverage: rare), obs(ta: 3)) == ["missing_input", "missing_input"])
+        let other = CellObservation(cell: CellID(rat: .lte, mcc: 1, mnc: 1, area: 1, cid: 1), serving: true, timingAdvance: 3)
+        #expect(codes(ReferenceData(cellCoverage: rare), other) == ["unknown_anchor", "unknown_anchor"])
+        let site = CellSite(cell: id, position: SIMD3(0, 0, 30))
+        #expect(codes(ReferenceData(cells: [id: site], cellCoverage: rare), obs(ta: 3)) == ["fix", "fix"])
+    }
 }

@@ -72,3 +72,37 @@ import Foundation
         #expect(rl == .failure(.collinearGeometry))
     }
 }
+
+/// `RSSLaterationEstimator.logLikelihoodGrid` (the flat-buffer hot loop) gives the same bits as
+/// the plain sum of `PathLossModel.mean` over the anchors at every node, on seeded random
+/// anchors, heights, P0, n and RSS (including nodes closer than `minDistance`).
+@Suite struct RSSGridIdentityTests {
+    @Test func gridMatchesPathLossModelBitForBit() {
+        var rng = Xoshiro256(seed: 22)
+        func u(_ a: Double, _ b: Double) -> Double { a + (b - a) * Double(rng.next() >> 11) / Double(1 << 53) }
+        for _ in 0..<40 {
+            let k = 3 + Int(rng.next() % 10)
+            let m = (0..<k).map { _ in
+                PathLossModel(anchor: SIMD3(u(-80, 80), u(-80, 80), u(0, 6)), p0: u(-50, -30), exponent: u(1.5, 4.5),
+                              phoneUp: u(0.5, 2), minDistance: u(0.5, 3))
+            }
+            let rss = (0..<k).map { _ in u(-95, -30) }
+            let lo = SIMD2(u(-100, -60), u(-100, -60)), cell = u(0.3, 3)
+            let nx = 1 + Int(rng.next() % 50), ny = 1 + Int(rng.next() % 50)
+            let half = -0.5 / pow(u(1, 9), 2)
+            var got = [Double](repeating: 0, count: nx * ny)
+            let best = RSSLaterationEstimator.logLikelihoodGrid(m, rss: rss, lo: lo, cell: cell, nx: nx, ny: ny, half: half, into: &got)
+            var want = -Double.infinity
+            for iy in 0..<ny {
+                for ix in 0..<nx {
+                    let p = lo + SIMD2(Double(ix), Double(iy)) * cell
+                    var l = 0.0
+                    for j in 0..<k { let r = rss[j] - m[j].mean(p); l += half * r * r }
+                    #expect(got[iy * nx + ix].bitPattern == l.bitPattern)
+                    want = max(want, l)
+                }
+            }
+            #expect(best.bitPattern == want.bitPattern)
+        }
+    }
+}

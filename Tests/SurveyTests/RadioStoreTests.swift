@@ -179,7 +179,7 @@ import TestSupport
         #expect(RadioDataset.detect(urls) == .lteWalks)
         let walks = try RadioWalkLoader.load(urls, dataset: .lteWalks)
         let ev = CellEvaluation()
-        let raw = ev.run(train: Array(walks.prefix(10)), test: Array(walks.suffix(4)))
+        let raw = try ev.run(train: Array(walks.prefix(10)), test: Array(walks.suffix(4)))
         #expect(raw.cell.count > 100 && raw.cell.count == raw.cellTA.count)
         #expect(raw.sitesOK > 5)
         // Omni sites: cell-ta's ring centroid is the site, like cell (single epoch).

@@ -47,6 +47,9 @@ $PIN "$BENCH" refine
 echo "== instructions per event / report (callgrind; independent of the machine's load) =="
 scripts/bench/instructions.sh
 
+echo "== serve: instructions per request, geolocate vs the empty handler (callgrind) =="
+scripts/bench/serve-instructions.sh
+
 sleep 1   # tee has written every line
 echo "== summary (one run; ratios are within this run) =="
 python3 - "$LOG" <<'PY'

@@ -189,7 +189,7 @@ public struct CellEvaluation: Sendable {
     /// How the coverage map is used: the `cell` and `cell-ta` stages' rule and defaults.
     public var coverageUse = CellCoverageUse()
 
-    public func run(train: [RecordedWalk], test: [RecordedWalk]) -> Raw {
+    public func run(train: [RecordedWalk], test: [RecordedWalk]) throws -> Raw {
         var raw = Raw()
         guard let origin = train.first?.header.origin else { return raw }
         let frame = LocalFrame(origin: origin)
@@ -211,42 +211,118 @@ public struct CellEvaluation: Sendable {
             if let beta = TimingAdvanceModel(unit: .lte16Ts).calibrateOffset(pairs) { raw.beta = beta }
             b.offset = raw.beta
         }
-        let cid = CellIDEstimator()
-        let cta = CellTAEstimator(offset: raw.beta, sigmaFraction: b.sigmaFraction)
         let coverage = CellCoverageMap(walks: train, frame: frame)
+        // The one path (issue 19): each test walk is replayed by `Replayer` through the `cell` and
+        // `cell-ta` stages (every other stage off) and scored by `Scorer`, twice: against the
+        // training walks' coverage map alone (the stages' coverage rule, `coverageUse`), and
+        // against the estimated towers alone (coverage off, β̂ and σ fraction as stage options).
+        let sites = ReferenceData(cells: cells)
+        let mapOnly = ReferenceData(cellCoverage: coverage)
         for w in test {
-            let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
-            for e in w.events {
-                guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
+            let fromMap = try Self.replay(w, origin: origin, reference: mapOnly, options: [
+                "coverage": .bool(coverageUse.enabled), "coverage_min_count": .number(Double(coverageUse.minCount))])
+            let fromSites = try Self.replay(w, origin: origin, reference: sites, options: ["coverage": .bool(false)],
+                                            cellTA: ["offset": .number(raw.beta), "sigma_fraction": .number(b.sigmaFraction)])
+            for e in fromMap.epochs {
                 // The stages' rule: cell-ta only for a report with a TA.
-                let r1 = coverageUse.result(o, source: .cell, time: e.time, subject: w.name, map: coverage)
-                let r2 = coverageUse.result(o, source: .cellTA, time: e.time, subject: w.name, map: coverage)
-                if let r1 { raw.locatedCell.record(r1) }
-                if let r2 { raw.locatedCellTA.record(r2) }
-                let c1 = try? r1?.get(), c2 = try? r2?.get()
-                if let c1 {
-                    raw.coverageCell.append(norm(c1.position - p))
-                    if let n = c1.covariance.mahalanobis2(c1.position - p) { raw.coverageCellNEES.append(n) }
-                } else {
+                if let r = e.cell { raw.locatedCell.record(r) }
+                if e.obs.timingAdvance != nil, let r = e.cellTA { raw.locatedCellTA.record(r) }
+                if let c = e.scored(.cell, fromMap) {
+                    raw.coverageCell.append(c.error)
+                    if let n = c.nees { raw.coverageCellNEES.append(n) }
+                } else if e.hasTruth(fromMap) {
                     raw.noCoverage += 1
                 }
-                if let c2 {
-                    raw.coverageCellTA.append(norm(c2.position - p))
-                    if let n = c2.covariance.mahalanobis2(c2.position - p) { raw.coverageCellTANEES.append(n) }
-                    if coverage.area(for: o, useTA: true, minCount: coverageUse.minCount)?.usedTA == true { raw.coverageTAAreas += 1 }
+                if e.obs.timingAdvance != nil, let c = e.scored(.cellTA, fromMap) {
+                    raw.coverageCellTA.append(c.error)
+                    if let n = c.nees { raw.coverageCellTANEES.append(n) }
+                    if coverage.area(for: e.obs, useTA: true, minCount: coverageUse.minCount)?.usedTA == true { raw.coverageTAAreas += 1 }
                 }
-                guard let site = lookup.site(for: o.cell) else { raw.noSite += 1; continue }
-                guard case .success(let f1) = cid.estimate(o, site: site, time: e.time) else { continue }
-                guard case .success(let f2) = cta.estimate(o, site: site, time: e.time) else { raw.noTA += 1; continue }
-                raw.cell.append(norm(f1.position - p)); raw.cellTA.append(norm(f2.position - p))
-                if let c1, let c2 { raw.coverageSameCell.append(norm(c1.position - p)); raw.coverageSameCellTA.append(norm(c2.position - p)) }
-                if case .success(let m) = cta.model(for: o), let ta = o.timingAdvance {
-                    raw.radial.append(m.range(ta) - norm(SIMD2(site.position.x, site.position.y) - p))
-                    raw.step = m.stepLength
+            }
+            for (k, e) in fromSites.epochs.enumerated() {
+                guard e.hasTruth(fromSites) else { continue }
+                guard case .success? = e.cell else { raw.noSite += 1; continue }
+                guard case .success? = e.cellTA else { raw.noTA += 1; continue }
+                guard let f1 = e.scored(.cell, fromSites), let f2 = e.scored(.cellTA, fromSites) else { continue }
+                raw.cell.append(f1.error); raw.cellTA.append(f2.error)
+                let m = fromMap.epochs[k]
+                if let c1 = m.scored(.cell, fromMap), let c2 = m.scored(.cellTA, fromMap) {
+                    raw.coverageSameCell.append(c1.error); raw.coverageSameCellTA.append(c2.error)
+                }
+                if let ta = e.range, let p = f2.truth {
+                    raw.radial.append(ta.z[0] - ta.predict(p)[0])
+                    if case .success(let model) = CellTAEstimator(offset: raw.beta, sigmaFraction: b.sigmaFraction).model(for: e.obs) {
+                        raw.step = model.stepLength
+                    }
                 }
             }
         }
         return raw
+    }
+
+    /// One serving-cell report of a replayed walk: what the `cell` and `cell-ta` stages answered
+    /// (nil: no answer) and the TA range measurement `cell-ta` emitted.
+    struct ReplayedEpoch {
+        var time: Double, subject: String, obs: CellObservation
+        var cell: Result<Fix, EstimationFailure>?
+        var cellTA: Result<Fix, EstimationFailure>?
+        var range: TimingAdvanceRangeMeasurement?
+        struct Scored { var error: Double; var nees: Double?; var truth: SIMD2<Double>? }
+        func key(_ s: Source) -> String { "\(s.rawValue)|\(subject)|\(time)" }
+        /// The scorer's figures for this epoch's fix of `s` (nil: no fix, or not scored).
+        func scored(_ s: Source, _ r: Replayed) -> Scored? {
+            guard case .success? = (s == .cell ? cell : cellTA) else { return nil }
+            return r.scored[key(s)]
+        }
+        /// Whether the report has truth: a `gt` of its phone at its time, or an estimate of it scored.
+        func hasTruth(_ r: Replayed) -> Bool { r.truthAt.contains("\(subject)|\(time)") }
+    }
+    struct Replayed {
+        var epochs: [ReplayedEpoch] = []
+        var scored: [String: ReplayedEpoch.Scored] = [:]
+        var truthAt: Set<String> = []
+    }
+
+    /// Replays walk `w` through `cell` and `cell-ta` alone (both with `options`, `cell-ta` also with
+    /// `cellTA`) on `reference` (ENU of the training frame at `origin`: the walk is replayed in
+    /// that frame), scored by `Scorer` (truth: the walk's `gt`, the phone's GNSS).
+    static func replay(_ w: RecordedWalk, origin: Geodetic, reference: ReferenceData, options: [String: ConfigValue],
+                       cellTA: [String: ConfigValue] = [:]) throws -> Replayed {
+        var stages: [String: StageOptions] = [:]
+        for e in StageRegistry.entries {
+            switch e.name {
+            case "cell": stages[e.name] = StageOptions(name: e.name, values: options)
+            case "cell-ta": stages[e.name] = StageOptions(name: e.name, values: options.merging(cellTA) { _, n in n })
+            default: stages[e.name] = StageOptions(name: e.name, values: ["enabled": .bool(false)])
+            }
+        }
+        let replayer = Replayer(options: ReplayOptions(stages: stages))
+        var out = Replayed()
+        replayer.onResults = { event, results, _ in
+            if case .groundTruth = event.payload { out.truthAt.insert("\(event.device)|\(event.time)") }
+            guard case .cell(let o) = event.payload, o.serving else { return }
+            var e = ReplayedEpoch(time: event.time, subject: event.device, obs: o)
+            for r in results {
+                switch r {
+                case .fix(let f) where f.source == .cell: e.cell = .success(f)
+                case .fix(let f) where f.source == .cellTA: e.cellTA = .success(f)
+                case .failure(let src, _, _, let reason) where src == .cell: e.cell = .failure(reason)
+                case .failure(let src, _, _, let reason) where src == .cellTA: e.cellTA = .failure(reason)
+                case .measurement(let m, _): if let ta = m as? TimingAdvanceRangeMeasurement { e.range = ta }
+                default: continue
+                }
+            }
+            out.epochs.append(e)
+        }
+        replayer.onEstimate = { s in
+            guard s.fix.source == .cell || s.fix.source == .cellTA, let err = s.error else { return }
+            out.scored["\(s.fix.source.rawValue)|\(s.fix.subject)|\(s.fix.time)"] = .init(error: err, nees: s.nees, truth: s.truth)
+            out.truthAt.insert("\(s.fix.subject)|\(s.fix.time)")
+        }
+        var header = w.header
+        header.origin = origin
+        _ = try replayer.run(header: header, events: w.events, reference: reference, name: w.name)
+        return out
     }
 
     public func report(_ raw: Raw, train: [String], test: [String]) -> Report {

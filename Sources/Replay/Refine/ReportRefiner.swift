@@ -386,15 +386,15 @@ public final class ReportRefiner {
 /// Numbers and strings follow the trace writer's rules (`num`: shortest round-trip decimal,
 /// integers without a fraction, non-finite → `null`; `jsonEscaped`: RFC 8259 §7), one place each.
 extension Array where Element == UInt8 {
-    @inline(__always) mutating func append(literal s: StaticString) {
+    @inline(__always) public mutating func append(literal s: StaticString) {
         append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
-    @inline(__always) mutating func append(number v: Double) {
+    @inline(__always) public mutating func append(number v: Double) {
         if !v.isFinite { append(literal: "null"); return }
         if v == v.rounded(), abs(v) < 1e15 { appendInteger(Int64(v)); return }
         append(contentsOf: v.description.utf8)
     }
-    mutating func appendInteger(_ v: Int64) {
+    public mutating func appendInteger(_ v: Int64) {
         if v == 0 { append(UInt8(ascii: "0")); return }
         var m = v.magnitude
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)       // up to 24 ASCII digits, filled from the end

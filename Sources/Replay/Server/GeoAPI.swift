@@ -85,11 +85,47 @@ public enum GeoAPI {
     /// "aa:bb:cc:dd:ee:ff" from any of the usual spellings (colons, dashes, none), or nil.
     public static func mac(_ v: Any?) -> String? {
         guard let s = v as? String else { return nil }
+        if let m = asciiMAC(s) { return m.isEmpty ? nil : m }
+        return unicodeMAC(s)
+    }
+
+    /// `mac` of any spelling (the general path; `asciiMAC` gives the same on ASCII input).
+    static func unicodeMAC(_ s: String) -> String? {
         let hex = s.lowercased().filter { $0 != ":" && $0 != "-" && $0 != "." }
         guard hex.count == 12, hex.allSatisfy(\.isHexDigit), hex != "000000000000", hex != "ffffffffffff" else { return nil }
         var out = ""
         for (i, c) in hex.enumerated() { if i > 0 && i % 2 == 0 { out.append(":") }; out.append(c) }
         return out
+    }
+
+    /// `mac` of an all-ASCII spelling on its bytes (no Unicode lowercasing, no Character
+    /// walk): the result, "" when such a spelling is not a valid MAC, nil when `s` has a
+    /// non-ASCII byte (then `mac` takes the general path, which also knows fullwidth digits).
+    static func asciiMAC(_ s: String) -> String? {
+        var hex: (UInt64, UInt64) = (0, 0)                 // 12 lowercase hex digits
+        var n = 0, invalid = false
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "."): continue
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"):
+                if n < 12 { withUnsafeMutableBytes(of: &hex) { $0[n] = b | 0x20 } }
+                n += 1
+            case 0x80...: return nil
+            default: invalid = true
+            }
+        }
+        guard !invalid, n == 12 else { return "" }
+        return withUnsafeBytes(of: &hex) { h in
+            if h[0..<12].allSatisfy({ $0 == UInt8(ascii: "0") }) || h[0..<12].allSatisfy({ $0 == UInt8(ascii: "f") }) { return "" }
+            return String(unsafeUninitializedCapacity: 17) { out in
+                var k = 0
+                for i in 0..<12 {
+                    if i > 0 && i % 2 == 0 { out[k] = UInt8(ascii: ":"); k += 1 }
+                    out[k] = h[i]; k += 1
+                }
+                return k
+            }
+        }
     }
 
     /// The ichnaea privacy rules for one WiFi entry: an SSID ending in "_nomap" (the owner's
@@ -236,6 +272,82 @@ public enum GeoAPI {
             if let f = fallback { o["fallback"] = f }
             return o
         }
+
+        /// `json` as JSON text, written straight into bytes (no dictionary, no
+        /// JSONSerialization): keys sorted at every level, numbers and strings exactly as
+        /// `JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])` writes them
+        /// (GeoAPITests compares the two).
+        public var jsonBytes: [UInt8] {
+            let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+            let ax = covariance.principalAxes
+            var deg = Angle.degrees(ax.azimuth).truncatingRemainder(dividingBy: 180)
+            if deg < 0 { deg += 180 }
+            var o: [UInt8] = []
+            o.reserveCapacity(512)
+            o.append(literal: "{\"accuracy\":"); o.append(number: accuracy)
+            if let f = fallback { o.append(literal: ",\"fallback\":"); GeoAPI.appendString(f, to: &o) }
+            o.append(literal: ",\"location\":{\"lat\":"); o.append(number: latitude)
+            o.append(literal: ",\"lng\":"); o.append(number: longitude)
+            o.append(literal: "},\"posfuse\":{\"accuracy_probability\":0.95,\"covariance_m2\":{\"ee\":"); o.append(number: covariance.ee)
+            o.append(literal: ",\"en\":"); o.append(number: covariance.en)
+            o.append(literal: ",\"nn\":"); o.append(number: covariance.nn)
+            o.append(literal: "},\"ellipse95\":{\"orientation_deg\":"); o.append(number: deg)
+            o.append(literal: ",\"semi_major_m\":"); o.append(number: k * ax.major)
+            o.append(literal: ",\"semi_minor_m\":"); o.append(number: k * ax.minor)
+            o.append(literal: "},\"known\":{\"cells\":"); o.appendInteger(Int64(knownCells))
+            o.append(literal: ",\"wifi\":"); o.appendInteger(Int64(knownAPs))
+            o.append(literal: "},\"notes\":[")
+            for (i, n) in notes.enumerated() { if i > 0 { o.append(UInt8(ascii: ",")) }; GeoAPI.appendString(n, to: &o) }
+            o.append(literal: "],\"sources_used\":[")
+            for (i, n) in sourcesUsed.enumerated() { if i > 0 { o.append(UInt8(ascii: ",")) }; GeoAPI.appendString(n, to: &o) }
+            o.append(literal: "]}}")
+            return o
+        }
+    }
+
+    /// A JSON string as Foundation's JSONSerialization writes it on Linux: `"`, `\\` and `/`
+    /// escaped with a backslash, \b \f \n \r \t by name, other control characters as \u00XX,
+    /// everything else (UTF-8) as is.
+    static func appendString(_ s: String, to o: inout [UInt8]) {
+        o.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case 0x22, 0x5C, 0x2F: o.append(0x5C); o.append(b)
+            case 0x08: o.append(literal: "\\b")
+            case 0x0C: o.append(literal: "\\f")
+            case 0x0A: o.append(literal: "\\n")
+            case 0x0D: o.append(literal: "\\r")
+            case 0x09: o.append(literal: "\\t")
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                o.append(literal: "\\u00"); o.append(hex[Int(b >> 4)]); o.append(hex[Int(b & 15)])
+            default: o.append(b)
+            }
+        }
+        o.append(UInt8(ascii: "\""))
+    }
+
+    /// The pipeline of geolocate, parsed once per server: refine's options
+    /// (`ReportRefiner.reportOptions`) without the estimator stages whose fixes the ekf takes in
+    /// no form (not in its `inputs`, `tight` or combined scan sources) unless the configuration
+    /// sets their `enabled` itself. An answer is the ekf's estimate, so such a stage cannot change
+    /// the position, the covariance or `sources_used`; it only added a note ("rss: not fused (not
+    /// an ekf input)"). With the defaults that is `rss` (a likelihood grid of about 6,500 nodes ×
+    /// APs log10 terms: more than half of a request's instructions) and `camloc` (photos only).
+    public static func prototype(stages: [String: StageOptions]) throws -> PipelinePrototype {
+        var options = ReportRefiner.reportOptions(stages)
+        let full = try StageRegistry.prototype(options: options)
+        guard let ekf = full.configuredStages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else { return full }
+        let taken = ekf.settings.inputs.union(ekf.settings.tight).union(ekf.settings.scanCombined)
+        var pruned = false
+        for e in StageRegistry.entries where !e.sources.contains(where: \.isFusion) && taken.isDisjoint(with: e.sources)
+            && stages[e.name]?.values["enabled"] == nil {
+            var o = options[e.name] ?? StageOptions(name: e.name)
+            o.values["enabled"] = .bool(false)
+            options[e.name] = o
+            pruned = true
+        }
+        return pruned ? try StageRegistry.prototype(options: options) : full
     }
 
     /// Locates `q` from what `store` knows, through the estimator stages and the ekf

@@ -143,13 +143,13 @@ public final class LocationServer: Sendable {
     let limiter = RateLimiter()
     let refiner: LockedRefiner
     let logger: Logger
-    /// The pipeline of geolocate: refine's options (`ReportRefiner.reportOptions`), parsed once.
+    /// The pipeline of geolocate (`GeoAPI.prototype`), parsed once.
     let reportPipeline: PipelinePrototype
 
     public init(store: any LocationStore, options: ServerOptions, logger: Logger = Logger(label: "posfuse.serve")) throws {
         self.store = store; self.options = options; self.logger = logger
         refiner = LockedRefiner(try ReportRefiner(referenceURL: options.referenceURL, stages: options.stages))
-        reportPipeline = try StageRegistry.prototype(options: ReportRefiner.reportOptions(options.stages))
+        reportPipeline = try GeoAPI.prototype(stages: options.stages)
     }
 
     /// The routes: what docs/openapi.yaml documents (the OpenAPI test compares the two).
@@ -224,7 +224,7 @@ public final class LocationServer: Sendable {
         }
         metrics.geolocate(found: answer != nil)
         guard let a = answer else { return Self.error(.notFound) }
-        return Self.json(a.json, status: .ok)
+        return Self.bytes(a.jsonBytes, status: .ok)
     }
 
     func geosubmit(_ req: Request) async throws -> Response {

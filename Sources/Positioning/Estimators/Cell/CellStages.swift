@@ -108,6 +108,15 @@ public struct CellCoverageUse: Sendable {
         guard enabled, let map, source == .cell || obs.timingAdvance != nil else { return nil }
         return map.fix(obs, useTA: source == .cellTA, minCount: minCount, time: time, source: source, subject: subject)
     }
+
+    /// Why a report is not located when the tower fallback failed with `tower`: the coverage
+    /// map's reason when it knew more (e.g. `missingInput`, an area with too few positions)
+    /// than the tower database (`unknownAnchor`: no such site), else the tower's.
+    public func reason(tower: EstimationFailure, coverage: Result<Fix, EstimationFailure>?) -> EstimationFailure {
+        guard case .unknownAnchor = tower, case .failure(let c)? = coverage else { return tower }
+        if case .unknownAnchor = c { return tower }
+        return c
+    }
 }
 
 /// Pipeline stage `cell`: a Cell-ID fix for every serving-cell record — from the coverage map
@@ -125,11 +134,12 @@ public final class CellIDStage: PipelineStage {
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .cell(let obs) = event.payload, obs.serving else { return [] }
-        if let f = coverage.fix(obs, source: .cell, time: event.time, subject: event.device, map: context.reference.cellCoverage) { return [.fix(f)] }
+        let cov = coverage.result(obs, source: .cell, time: event.time, subject: event.device, map: context.reference.cellCoverage)
+        if case .success(let f)? = cov { return [.fix(f)] }
         let site = cache.get(context.reference).site(for: obs.cell)
         switch estimator.estimate(obs, site: site, time: event.time, subject: event.device) {
         case .success(let f): return [.fix(f)]
-        case .failure(let r): return [.failure(source: .cell, time: event.time, subject: event.device, reason: r)]
+        case .failure(let r): return [.failure(source: .cell, time: event.time, subject: event.device, reason: coverage.reason(tower: r, coverage: cov))]
         }
     }
 
@@ -185,7 +195,8 @@ public final class CellTAStage: PipelineStage {
         var out: [StageResult] = []
         let meas = site.flatMap { estimator.measurement(obs, site: $0, time: event.time) }
         let radio = "\(obs.cell.rat.rawValue):\(obs.cell.mcc)-\(obs.cell.mnc)"
-        if let f = coverage.fix(obs, source: .cellTA, time: event.time, subject: event.device, map: context.reference.cellCoverage) {
+        let cov = coverage.result(obs, source: .cellTA, time: event.time, subject: event.device, map: context.reference.cellCoverage)
+        if case .success(let f)? = cov {
             rings[event.device]?[radio] = nil   // this report is no ring for the multi-ring fix of others
             out.append(.fix(f))
             if let meas { out.append(.measurement(meas, subject: event.device)) }
@@ -210,7 +221,7 @@ public final class CellTAStage: PipelineStage {
         }
         switch single {
         case .success: out.append(.fix(fix!))
-        case .failure(let r): out.append(.failure(source: .cellTA, time: event.time, subject: event.device, reason: r))
+        case .failure(let r): out.append(.failure(source: .cellTA, time: event.time, subject: event.device, reason: coverage.reason(tower: r, coverage: cov)))
         }
         if let meas { out.append(.measurement(meas, subject: event.device)) }
         return out

@@ -74,23 +74,13 @@ public struct RSSLaterationEstimator: Sendable {
         let axes = spread.principalAxes
         guard axes.major > 0, axes.minor > 1e-3 * axes.major else { return .failure(.collinearGeometry) }
 
-        let m = models(anchors)
         lo -= margin; hi += margin
         let extent = hi - lo
         let cell = max(1, max(extent.x, extent.y) / 80)
         let nx = Int((extent.x / cell).rounded(.up)) + 1, ny = Int((extent.y / cell).rounded(.up)) + 1
         let half = -0.5 / (shadowingSigma * shadowingSigma)
         var logL = [Double](repeating: 0, count: nx * ny)
-        var best = -Double.infinity
-        for iy in 0..<ny {
-            for ix in 0..<nx {
-                let p = lo + SIMD2(Double(ix), Double(iy)) * cell
-                var l = 0.0
-                for (k, a) in anchors.enumerated() { let r = a.rss - m[k].mean(p); l += half * r * r }
-                logL[iy * nx + ix] = l
-                best = max(best, l)
-            }
-        }
+        let best = Self.logLikelihoodGrid(models(anchors), rss: anchors.map(\.rss), lo: lo, cell: cell, nx: nx, ny: ny, half: half, into: &logL)
         // Model misfit: at the best node χ² = −2·best (in σ units). When it exceeds χ²_{m−2}(0.99)
         // the scan does not fit the map as σ says (learned P0/n, walls, bodies: errors shared by
         // many APs); the likelihood is then tempered by the variance factor χ²/(m − 2).
@@ -121,6 +111,48 @@ public struct RSSLaterationEstimator: Sendable {
         let floor = floorVotes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
         return .success(Fix(time: time, position: mu, covariance: cov, source: .rss, subject: subject,
                             usedCount: anchors.count, flags: [], floor: floor))
+    }
+
+    /// ln L (up to a constant) at every grid node p = lo + (ix, iy)·cell, row-major into
+    /// `logL` (ny rows of nx): Σ_k half·(rss_k − μ_k(p))², k in anchor order; returns the
+    /// largest. The hot loop of `fix` (nx·ny·m log10 evaluations): the same floating-point
+    /// operations in the same order as `PathLossModel.mean` (so the same bits), with each
+    /// anchor's constants (10·n, Δh²) and each column's Δx² computed once, on flat buffers.
+    static func logLikelihoodGrid(_ m: [PathLossModel], rss: [Double], lo: SIMD2<Double>, cell: Double, nx: Int, ny: Int,
+                                  half: Double, into logL: inout [Double]) -> Double {
+        let k = m.count
+        var dz2 = [Double](repeating: 0, count: k), tenN = dz2, minD = dz2, p0 = dz2, ay = dz2
+        for (j, a) in m.enumerated() {
+            let dz = a.anchor.z - a.phoneUp
+            dz2[j] = dz * dz; tenN[j] = 10 * a.exponent; minD[j] = a.minDistance; p0[j] = a.p0; ay[j] = a.anchor.y
+        }
+        var dx2 = [Double](repeating: 0, count: nx * k)            // Δx² per column and anchor
+        for ix in 0..<nx {
+            let px = (lo + SIMD2(Double(ix), 0) * cell).x
+            for j in 0..<k { let dx = px - m[j].anchor.x; dx2[ix * k + j] = dx * dx }
+        }
+        var dy2 = [Double](repeating: 0, count: k)
+        var best = -Double.infinity
+        dz2.withUnsafeBufferPointer { dz2 in tenN.withUnsafeBufferPointer { tenN in minD.withUnsafeBufferPointer { minD in
+        p0.withUnsafeBufferPointer { p0 in rss.withUnsafeBufferPointer { rss in dx2.withUnsafeBufferPointer { dx2 in
+        dy2.withUnsafeMutableBufferPointer { dy2 in logL.withUnsafeMutableBufferPointer { out in
+            for iy in 0..<ny {
+                let py = (lo + SIMD2(0, Double(iy)) * cell).y
+                for j in 0..<k { let dy = py - ay[j]; dy2[j] = dy * dy }
+                for ix in 0..<nx {
+                    var l = 0.0
+                    let row = ix * k
+                    for j in 0..<k {
+                        let d = (dx2[row + j] + dy2[j] + dz2[j]).squareRoot()
+                        let r = rss[j] - (p0[j] - tenN[j] * log10(max(d, minD[j])))
+                        l += half * r * r
+                    }
+                    out[iy * nx + ix] = l
+                    best = max(best, l)
+                }
+            }
+        } } } } } } } }
+        return best
     }
 }
 
