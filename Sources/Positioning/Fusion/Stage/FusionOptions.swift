@@ -30,7 +30,7 @@ extension FusionStage {
         public static let gnssBiasTau = OptionSpec.number("gnss_bias_tau_s", GNSSBias().correlationTime, unit: "s", advanced: true,
             "the bias correlation time τ_b")
         public static let gnssBiasFraction = OptionSpec.number("gnss_bias_fraction", GNSSBias().biasFraction, advanced: true,
-            "β: share of the fix's reported variance that is bias")
+            "β: share of the fix's reported variance that is bias\n(ekf/ukf/smoother: a fix carrying the GNSS error model's fitted β, τ\nfor its family, i.e. gnss.error_model not none, overrides both)")
         public static let adaptiveAccuracy = OptionSpec.sources("adaptive_accuracy", ["gnss"],
             "sources whose R is scaled up by their own NIS (never below the\nreported accuracy); [] = off")
         public static let adaptiveAccuracyWindow = OptionSpec.number("adaptive_accuracy_window", 30, advanced: true,
