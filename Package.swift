@@ -71,7 +71,7 @@ let package = Package(
         // `posfuse serve` (docs/serve.md): the HTTP service. Its own module so that the Replay
         // library does not pull in SwiftNIO.
         .target(name: "PosfuseServer", dependencies: [
-            "Replay", "Positioning",
+            "Replay", "Positioning", "TraceIO",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "PostgresNIO", package: "postgres-nio"),

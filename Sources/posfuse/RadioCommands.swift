@@ -314,6 +314,10 @@ extension EvaluateRadio {
         if let pipeline { ev.stages = try loadPipelineStages(pipeline) }
         ev.learner.fitUncertainty = !noUncertainty
         ev.learner.blockRadius = blockRadius
+        let started = Date()
+        ev.progress = { sp, done, n, walk in
+            printError(String(format: "%@: fold %d/%d (test walk %@) done, %.0f s", sp.name, done, n, walk, Date().timeIntervalSince(started)))
+        }
         let splits: [RadioSplit] = walkSplit == "walk" ? [.walk] : walkSplit == "area" ? [.area(radius: blockRadius)] : [.walk, .area(radius: blockRadius)]
         var summaries: [RadioWalkEvaluation.Summary] = []
         try withExitCodes {

@@ -5,21 +5,21 @@ import Darwin
 #endif
 
 /// JSON value kinds the scanner distinguishes.
-enum JKind: UInt8 { case number, string, bool, null, object, array }
+package enum JKind: UInt8 { case number, string, bool, null, object, array }
 
 /// One `"key": value` member of a scanned JSON object. Offsets are byte offsets from
 /// the start of the line (so error columns are `offset + 1`).
 public struct JField {
-    var keyStart: Int
-    var keyLength: Int
-    var kind: JKind
+    package var keyStart: Int
+    package var keyLength: Int
+    package var kind: JKind
     /// The number (kind `.number`), 1/0 (kind `.bool`).
-    var number: Double
+    package var number: Double
     /// String content without quotes (kind `.string`), or the whole `{…}` / `[…]` text.
     package var start: Int
     package var end: Int
     /// The string contains backslash escapes (decode with `JSONLineScanner.string`).
-    var escaped: Bool
+    package var escaped: Bool
 }
 
 /// A purpose-built scanner for one JSON Lines line (RFC 8259 grammar), working on raw
@@ -44,13 +44,15 @@ public struct JSONLineScanner {
     package let count: Int
     /// Deepest nesting accepted (a guard for the recursive descent): 64 for trace lines, more for
     /// report records (which carry whatever an app nests in keys posfuse ignores).
-    var maxDepth = 64
+    package var maxDepth = 64
+
+    package init(p: UnsafePointer<UInt8>, count: Int) { self.p = p; self.count = count }
 
     // MARK: objects
 
     /// Scans the object starting at `i` (which must be `{` after optional whitespace)
     /// into `fields` (appended). Returns the offset just after the closing `}`.
-    func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
+    package func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
         var i = skipWS(start)
         guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
         i = skipWS(i + 1)
@@ -73,21 +75,21 @@ public struct JSONLineScanner {
     }
 
     /// Scans a whole line as one object: nothing but whitespace may follow it.
-    func line(into fields: inout [JField]) throws(LineIssue) {
+    package func line(into fields: inout [JField]) throws(LineIssue) {
         let e = try object(at: 0, into: &fields)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
     }
 
     /// Whether the whole text is one JSON value of any kind, with only whitespace around it.
-    func isSingleValue() -> Bool {
+    package func isSingleValue() -> Bool {
         var f = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
         guard let e = try? value(at: skipWS(0), into: &f, depth: 1) else { return false }
         return skipWS(e) == count
     }
 
     /// Element ranges of the array `[…]` spanning `start..<end` (as recorded in a field).
-    func arrayElements(start: Int, end: Int, into out: inout [JField]) throws(LineIssue) {
+    package func arrayElements(start: Int, end: Int, into out: inout [JField]) throws(LineIssue) {
         var i = skipWS(start + 1)
         if i < end, p[i] == UInt8(ascii: "]") { return }
         while true {
@@ -203,7 +205,7 @@ public struct JSONLineScanner {
     }
 
     /// Decodes the string content `start..<end` (escapes resolved when `escaped`).
-    func string(start: Int, end: Int, escaped: Bool) throws(LineIssue) -> String {
+    package func string(start: Int, end: Int, escaped: Bool) throws(LineIssue) -> String {
         if !escaped { return String(decoding: UnsafeBufferPointer(start: p + start, count: end - start), as: UTF8.self) }
         var out: [UInt8] = []
         out.reserveCapacity(end - start)

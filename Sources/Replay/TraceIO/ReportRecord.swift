@@ -160,7 +160,7 @@ package struct ReportRecordParser {
     }
 
     /// Whether `p[from..<to]` is valid UTF-8 (the one rule: `InputFile.firstInvalidUTF8`).
-    static func validUTF8(_ p: UnsafePointer<UInt8>, _ from: Int, _ to: Int) -> Bool {
+    package static func validUTF8(_ p: UnsafePointer<UInt8>, _ from: Int, _ to: Int) -> Bool {
         InputFile.firstInvalidUTF8(p, from: from, to: to) == nil
     }
 }
