@@ -11,13 +11,16 @@ struct Evaluate: ParsableCommand {
     )
 }
 
-/// Shared WCL options of the radio commands.
+/// Shared WCL options of the radio commands: the `wcl` stage's options (`WCLStage.Options`),
+/// with their defaults.
 struct WCLCommandOptions: ParsableArguments {
-    @Option(name: .customLong("weight-law"), help: "WCL weight law: distance, power, amplitude, db.") var weightLaw: String = WCLEstimator().weightLaw.rawValue
-    @Option(help: "WCL weight exponent g.") var exponent: Double = WCLEstimator().exponent
-    @Option(name: .customLong("k"), help: "WCL: number of strongest APs.") var k: Int = WCLEstimator().maxAnchors
-    @Option(name: .customLong("rss-min"), help: "WCL: weakest RSS used, dBm.") var rssMin: Double = WCLEstimator().rssMin
-    @Option(name: .customLong("max-age"), help: "WCL: drop scan entries older than this, s.") var maxAge: Double = 5
+    typealias O = WCLStage.Options
+    @Option(name: .customLong("weight-law"), help: "WCL weight law: \(O.weightLaw.doc).") var weightLaw: String = O.weightLaw.text
+    @Option(help: "WCL weight exponent g.") var exponent: Double = O.exponent.number
+    @Option(name: .customLong("k"), help: "WCL: number of strongest APs.") var k: Int = O.k.integer
+    @Option(name: .customLong("rss-min"), help: "WCL: weakest RSS used, dBm.") var rssMin: Double = O.rssMin.number
+    @Option(name: .customLong("max-age"), help: "WCL: drop scan entries last seen more than this before the scan, s (default: no limit, as the wcl stage's max_age_s).")
+    var maxAge: Double?
 
     func estimator() throws -> WCLEstimator {
         guard let law = WeightLaw(rawValue: weightLaw) else { throw ValidationError("--weight-law: expected distance, power, amplitude or db") }
@@ -25,6 +28,14 @@ struct WCLCommandOptions: ParsableArguments {
         var e = WCLEstimator(weightLaw: law, exponent: exponent, maxAnchors: k, rssMin: rssMin)
         e.maxAge = maxAge
         return e
+    }
+
+    /// The same knobs as `wcl` stage options.
+    var stageOptions: StageOptions {
+        var v: [String: ConfigValue] = [O.weightLaw.key: .string(weightLaw), O.exponent.key: .number(exponent),
+                                        O.k.key: .number(Double(k)), O.rssMin.key: .number(rssMin)]
+        if let maxAge { v[O.maxAge.key] = .number(maxAge) }
+        return StageOptions(name: "wcl", values: v)
     }
 }
 
@@ -78,7 +89,7 @@ struct EvaluateRadio: ParsableCommand {
     @Option(help: "Split. UJIIndoorLoc (one file): device = leave one USERID/PHONEID group out (default), day = leave one day out, random = seeded random rows (leaky; comparison only). Walks (ms-indoor, traces): walk (leave-one-walk-out), area (also drop training scans within --block-radius of the test walk), or both (default).") var split: String?
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc --split random: fraction of rows in the map.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc random split and of the fitting sample.") var seed: UInt64 = 1
-    @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
+    @Option(help: "HAPEL variant v1 or v2.") var variant: String = HAPELStage.Options.variant.text
     @Flag(name: .customLong("estimate-sectors"), help: "celldb: estimate sector azimuths from the walks.") var estimateSectors = false
     @Option(name: .customLong("block-radius"), help: "Area-blocked split: radius around the test walk's path, m.") var blockRadius: Double = RadioSplit.defaultRadius
     @Flag(name: .customLong("no-uncertainty"), help: "Walks: build the maps without the uncertainty model (radiomap build --no-uncertainty), for comparison.") var noUncertainty = false
@@ -465,9 +476,8 @@ extension EvaluateRadio {
     }
 
     func runScenario(_ path: String) throws {
-        let wo = StageOptions(name: "wcl", values: ["weight_law": .string(wcl.weightLaw), "exponent": .number(wcl.exponent),
-                                                    "k": .number(Double(wcl.k)), "rss_min": .number(wcl.rssMin)])
-        var ho = wo; ho.name = "hapel"; ho.values["variant"] = .string(variant)
+        let wo = wcl.stageOptions
+        var ho = wo; ho.name = "hapel"; ho.values[HAPELStage.Options.variant.key] = .string(variant)
         let r = try withExitCodes { try RadioScenarioReplay.run(path, options: ["wcl": wo, "hapel": ho]) }
         var out: [String: Any] = ["protocol": "scenario", "trace": path]
         var lines: [String] = []
@@ -530,7 +540,7 @@ struct CellDBBuild: ParsableCommand {
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Cell database (SQLite) to write.") var db: String
     @Option(name: .customLong("reference-json"), help: "Also write the \"cells\" and \"cell_coverage\" members (WGS84) of this reference.json (its other members are kept).") var referenceJSON: String?
-    @Option(help: "TA quantiser offset β in steps (0 rounding, 0.5 truncation).") var offset: Double = 0
+    @Option(help: "TA quantiser offset β in steps (0 rounding, 0.5 truncation).") var offset: Double = CellTAStage.Options.defaultOffset
     @Flag(name: .customLong("pool-site"), help: "Pool the LTE/NR cells of one eNB/gNB into one site fit (default: per cell).") var poolSite = false
     @Flag(name: .customLong("estimate-sectors"), help: "Estimate sector azimuths from the walks (biased to the walked area).") var estimateSectors = false
     @Flag(help: "Machine-readable JSON summary.") var json = false
@@ -597,7 +607,7 @@ struct RadioMapBuild: ParsableCommand {
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
     @Option(name: .customLong("reference-json"), help: "Also write the \"aps\" (and with --fingerprints \"fingerprints\") members of this reference.json (its other members are kept).") var referenceJSON: String?
-    @Option(name: .customLong("max-age"), help: "Drop scan entries older than this, s.") var maxAge: Double = 5
+    @Option(name: .customLong("max-age"), help: "Drop scan entries last seen more than this before the scan, s (the survey's limit; positioning has its own, the WiFi stages' max_age_s).") var maxAge: Double = RadioMapBuilder.defaultMaxAge
     @Flag(help: "With --reference-json: also write a 'fingerprints' section, the walks' scans binned into --fingerprint-cell cells (the fingerprint stage's map).") var fingerprints = false
     @Option(name: .customLong("fingerprint-cell"), help: "Fingerprint cell size, m.") var fingerprintCell: Double = 2
     @Option(help: "Pipeline configuration (YAML): the WiFi stages' options the uncertainty model is fitted for (the file you will replay with).") var pipeline: String?
