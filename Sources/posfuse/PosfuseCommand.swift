@@ -22,6 +22,7 @@ enum Subcommands {
         Import.self,
         Validate.self,
         ReplayCommand.self,
+        PipelineTemplateCommand.self,
         Sweep.self,
         ScoreCommand.self,
         Export.self,

@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import Positioning
 import TestSupport
 
 /// End-to-end tests of `posfuse replay` and `posfuse score` (docs/cli.md contract).
@@ -184,5 +185,20 @@ import TestSupport
         #expect(a.status == 0 && b.status == 0, "\(b.stderr)")
         #expect(a.stdout == b.stdout)
         #expect(a.stdout.contains("\"source\":\"ekf\"") || a.stdout.contains("\"source\" : \"ekf\""))
+    }
+
+    /// The committed docs/pipeline.yaml is what the option tables generate (`posfuse
+    /// pipeline-template`), so no option, default or unit is documented apart from its table.
+    @Test func committedTemplateIsGenerated() throws {
+        let committed = try String(contentsOf: CLI.root.appendingPathComponent("docs/pipeline.yaml"), encoding: .utf8)
+        let r = try CLI.run(["pipeline-template"])
+        #expect(r.status == 0)
+        #expect(r.stdout == PipelineTemplate.yaml())
+        #expect(committed == PipelineTemplate.yaml(),
+                "docs/pipeline.yaml is stale: regenerate it with `swift build && .build/debug/posfuse pipeline-template > docs/pipeline.yaml`")
+        // Every option of every table appears in it, commented out or not.
+        for e in StageRegistry.entries {
+            for o in e.options.options { #expect(committed.contains(" \(o.key): ") || committed.contains("# \(o.key): "), "\(e.name).\(o.key)") }
+        }
     }
 }

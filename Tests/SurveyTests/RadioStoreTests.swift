@@ -310,8 +310,8 @@ import TestSupport
     /// recordings but one (`GNSSErrorModel.fit`, as `evaluate radio --train … --test …`), the left-out one
     /// scored through the default pipeline + smoother. Prints the figures docs/fusion.md gives; checks
     /// the mechanics (a family absent from training gets the pooled factor, which is ≥ every
-    /// training family's α₉₅) and that the filtered track is never worse than the phone's own fixes
-    /// by more than 10 % in P50 on the drives.
+    /// training family's α₉₅) and that on the drives the ekf is within 5 % of the phone's own fixes
+    /// in P50 and the smoother no worse in mean and P95.
     @Test func gnssErrorModelLeaveOneRecordingOut() throws {
         guard let recs = try Self.gnssDevRecordings() else { return }
         for (i, test) in recs.enumerated() {
@@ -332,8 +332,11 @@ import TestSupport
                                x.errors.p95_m ?? .nan, x.errors.mean_m ?? .nan, x.inside95 ?? .nan, x.anees ?? .nan)
             }
             print(line)
-            if test.family != "pseudoranges", let g = r.sources["gnss"], let e = r.sources["ekf"] {
-                #expect(e.errors.median_m! <= 1.1 * g.errors.median_m!, "\(line)")
+            if test.family != "pseudoranges", let g = r.sources["gnss"], let e = r.sources["ekf"], let sm = r.sources["smoother"] {
+                // With the fitted error correlation (session 13): the ekf within 5 % of the fixes' P50
+                // (was 8 % worse on the Pixel4), the smoother no worse in mean and P95.
+                #expect(e.errors.median_m! <= 1.05 * g.errors.median_m!, "\(line)")
+                #expect(sm.errors.mean_m! <= g.errors.mean_m! && sm.errors.p95_m! <= g.errors.p95_m!, "\(line)")
             }
         }
     }

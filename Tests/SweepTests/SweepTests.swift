@@ -55,7 +55,9 @@ import TestSupport
         let option = Self.error("inputs: [{trace: Traces/open-street}]\ngrid:\n  wcl:\n    exponnt: [0.5, 1]\n")
         #expect(option?.line == 4)
         #expect(option?.key == "grid.wcl.exponnt")
-        #expect(option?.description.contains("study.yaml:4: grid.wcl.exponnt: unknown option") == true)
+        #expect(option?.description.contains("study.yaml:4: grid.wcl.exponnt: unknown option exponnt of stage wcl") == true)
+        // The error lists the stage's known keys (its option table).
+        #expect(option?.reason.contains("known: enabled, weight_law, exponent, k,") == true)
         let stage = Self.error("inputs: [{trace: Traces/open-street}]\ngrid:\n  wlc: {exponent: [1]}\n")
         #expect(stage?.line == 3)
         #expect(stage?.key == "grid.wlc")

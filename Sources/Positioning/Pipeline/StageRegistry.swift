@@ -10,47 +10,47 @@ public enum StageRegistry {
         public let sources: [Source]
         /// Whether the stage runs when no configuration mentions it.
         public let enabledByDefault: Bool
+        /// The stage's options (key, default, unit, doc): what `make` reads, and the source of
+        /// docs/pipeline.yaml (`PipelineTemplate`).
+        public let options: OptionTable
         public let make: @Sendable (StageOptions) throws -> any PipelineStage
-        public init(name: String, sources: [Source], enabledByDefault: Bool = true,
+        public init(name: String, sources: [Source], enabledByDefault: Bool = true, options: OptionTable,
                     make: @escaping @Sendable (StageOptions) throws -> any PipelineStage) {
-            self.name = name; self.sources = sources; self.enabledByDefault = enabledByDefault; self.make = make
+            self.name = name; self.sources = sources; self.enabledByDefault = enabledByDefault; self.options = options; self.make = make
         }
     }
 
     public static let entries: [Entry] = [
-        Entry(name: "gnss", sources: [.gnss]) { o in
-            GNSSStage(estimator: GNSSEstimator(accuracyConfidence: try o.double("accuracy_confidence", default: 0.68),
-                                               inflation: try o.double("inflation", default: 1),
-                                               calibration: try GNSSAccuracyCalibration.from(options: o)),
-                      errorModel: try GNSSErrorModel.from(options: o),
-                      handsetFamily: o.values[GNSSErrorModel.familyOption] == nil ? nil : try o.string(GNSSErrorModel.familyOption, default: ""))
-        },
-        // Radio estimators (docs/radio.md): options and defaults in each stage's `make`.
-        Entry(name: "cell", sources: [.cell]) { try CellIDStage.make($0) },
-        Entry(name: "cell-ta", sources: [.cellTA]) { try CellTAStage.make($0) },
-        Entry(name: "wcl", sources: [.wcl]) { try WCLStage.make($0) },
-        Entry(name: "rss", sources: [.rss]) { try RSSStage.make($0) },
-        Entry(name: "hapel", sources: [.hapel]) { try HAPELStage.make($0) },
+        Entry(name: "gnss", sources: [.gnss], options: GNSSStage.Options.table) { try GNSSStage.make($0) },
+        // Radio estimators (docs/radio.md): options and defaults in each stage's `Options` table.
+        Entry(name: "cell", sources: [.cell], options: CellIDStage.Options.table) { try CellIDStage.make($0) },
+        Entry(name: "cell-ta", sources: [.cellTA], options: CellTAStage.Options.table) { try CellTAStage.make($0) },
+        Entry(name: "wcl", sources: [.wcl], options: WCLStage.Options.table) { try WCLStage.make($0) },
+        Entry(name: "rss", sources: [.rss], options: RSSStage.Options.table) { try RSSStage.make($0) },
+        Entry(name: "hapel", sources: [.hapel], options: HAPELStage.Options.table) { try HAPELStage.make($0) },
         // fingerprint: matching against a surveyed map; silent where the reference has none.
-        Entry(name: "fingerprint", sources: [.fingerprint]) { try FingerprintStage.make($0) },
+        Entry(name: "fingerprint", sources: [.fingerprint], options: FingerprintStage.Options.table) { try FingerprintStage.make($0) },
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
         // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).
-        Entry(name: "tdoa", sources: [.tdoa]) { o in try TDoAStage(options: o) },
+        Entry(name: "tdoa", sources: [.tdoa], options: TDoAStage.Options.table) { o in try TDoAStage(options: o) },
         // peer: cooperative positioning from anchor fixes + BeepBeep ranges (PeerStage.init(options:)).
-        Entry(name: "peer", sources: [.peer]) { o in try PeerStage(options: o) },
+        Entry(name: "peer", sources: [.peer], options: PeerStage.Options.table) { o in try PeerStage(options: o) },
         // camloc: two-photo object localisation (CamLocStage.init(options:)).
-        Entry(name: "camloc", sources: [.camloc]) { o in try CamLocStage(options: o) },
+        Entry(name: "camloc", sources: [.camloc], options: CamLocStage.Options.table) { o in try CamLocStage(options: o) },
         // Fusion filters over PDR, after all estimators (FusionStage; options in docs/pipeline.yaml).
-        Entry(name: "ekf", sources: [.ekf]) { o in try FusionStage(kind: .ekf, options: o) },
+        Entry(name: "ekf", sources: [.ekf], options: FusionStage.Options.ekf) { o in try FusionStage(kind: .ekf, options: o) },
         // ukf and pf are alternatives to the ekf (each runs its own PDR): opt-in, so the default
         // replay stays fast (1 M-event benchmark with ekf, ukf, pf and smoother: 0.43 M events/s).
-        Entry(name: "ukf", sources: [.ukf], enabledByDefault: false) { o in try FusionStage(kind: .ukf, options: o) },
-        Entry(name: "pf", sources: [.pf], enabledByDefault: false) { o in try FusionStage(kind: .pf, options: o) },
+        Entry(name: "ukf", sources: [.ukf], enabledByDefault: false, options: FusionStage.Options.ukf) { o in try FusionStage(kind: .ukf, options: o) },
+        Entry(name: "pf", sources: [.pf], enabledByDefault: false, options: FusionStage.Options.pf) { o in try FusionStage(kind: .pf, options: o) },
         // Offline RTS smoother over an EKF/UKF with the same options (SmootherStage). Opt-in: it
         // keeps the whole filter history, so memory grows with the trace (the default replay
         // streams in flat memory).
-        Entry(name: "smoother", sources: [.smoother], enabledByDefault: false) { o in try SmootherStage(options: o) },
+        Entry(name: "smoother", sources: [.smoother], enabledByDefault: false, options: FusionStage.Options.smoother) { o in try SmootherStage(options: o) },
     ]
+
+    /// The entry named `name`.
+    public static func entry(_ name: String) -> Entry? { entries.first { $0.name == name } }
 
     /// Build the pipeline: `options[name]` overrides defaults; a stage runs when its
     /// options say `enabled: true`, or it is enabled by default and not disabled.

@@ -54,6 +54,9 @@ public struct RadioWalkEvaluation {
     /// Pipeline stage options (the `--pipeline` file's; empty = the default pipeline).
     public var stages: [String: StageOptions]
     public var scoring: ScoringOptions
+    /// Called after each fold with (split, folds done, folds in all, test walk): the CLI's
+    /// progress lines on stderr.
+    public var progress: (@Sendable (RadioSplit, Int, Int, String) -> Void)?
 
     public init(learner: RadioMapLearner = RadioMapLearner(), stages: [String: StageOptions] = RadioWalkEvaluation.defaultStages,
                 scoring: ScoringOptions = ScoringOptions()) {
@@ -110,13 +113,19 @@ public struct RadioWalkEvaluation {
         for i in walks.indices {
             let train = walks.enumerated().filter { $0.offset != i }.map(\.element)
             folds.append(try fold(train: train, test: walks[i], split: split, scratch: scratch))
+            progress?(split, i + 1, walks.count, walks[i].walk.name)
         }
         return summary(folds, split: split)
     }
 
     /// --train/--test: each test walk against the training walks (area-blocked per test walk).
     public func trainTest(train: [PreparedWalk], test: [PreparedWalk], split: RadioSplit, scratch: URL) throws -> Summary {
-        summary(try test.map { try fold(train: train, test: $0, split: split, scratch: scratch) }, split: split)
+        var folds: [Fold] = []
+        for (i, t) in test.enumerated() {
+            folds.append(try fold(train: train, test: t, split: split, scratch: scratch))
+            progress?(split, i + 1, test.count, t.walk.name)
+        }
+        return summary(folds, split: split)
     }
 
     public func fold(train: [PreparedWalk], test: PreparedWalk, split: RadioSplit, scratch: URL) throws -> Fold {

@@ -279,7 +279,7 @@ public enum GeoAPI {
     /// Parses a geosubmit (v2) body: the items with a valid position (others teach nothing).
     /// WiFi entries older than `maxAge` s at the position's time are dropped, as
     /// `radiomap build` drops stale scan entries.
-    public static func submission(_ body: [UInt8], maxAge: Double = RadioMapBuilder().maxAge) throws -> (items: [Submission], received: Int) {
+    public static func submission(_ body: [UInt8], maxAge: Double = RadioMapBuilder.defaultMaxAge) throws -> (items: [Submission], received: Int) {
         try Body.read(body) { b, o in
             guard o["items", in: b] != nil else { throw APIError.parse("'items' is missing") }
             let list = try b.array(o, "items")

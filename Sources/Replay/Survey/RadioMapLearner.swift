@@ -28,7 +28,7 @@ public struct RadioMapLearner: Sendable {
     /// The WiFi stages the model covers.
     public static let wifiStages = ["wcl", "rss", "hapel", "fingerprint"]
 
-    public init(maxAge: Double = 5, fingerprintCell: Double = 2) {
+    public init(maxAge: Double = RadioMapBuilder.defaultMaxAge, fingerprintCell: Double = 2) {
         self.maxAge = maxAge; self.fingerprintCell = fingerprintCell
     }
 

@@ -203,7 +203,13 @@ public struct CellSiteBuilder: Sendable {
 public struct RadioMapBuilder: Sendable {
     public var estimator: APMapEstimator
     public var maxAge: Double
-    public init(estimator: APMapEstimator = APMapEstimator(), maxAge: Double = 5) {
+    /// The survey's scan-entry age limit, s: the one default of every map builder
+    /// (`RadioMapBuilder`, `FingerprintMapBuilder`, `RadioMapLearner`, `radiomap build --max-age`,
+    /// the geolocation API's submissions). A map is built from entries whose position is known;
+    /// an entry cached longer than this was heard elsewhere. Positioning is a separate knob: the
+    /// WiFi stages' `max_age_s` (`WCLStage.Options.maxAge`, default no limit).
+    public static let defaultMaxAge = 5.0
+    public init(estimator: APMapEstimator = APMapEstimator(), maxAge: Double = RadioMapBuilder.defaultMaxAge) {
         self.estimator = estimator; self.maxAge = maxAge
     }
 
@@ -237,7 +243,7 @@ public struct RadioMapBuilder: Sendable {
 public struct FingerprintMapBuilder: Sendable {
     public var cellSize: Double
     public var maxAge: Double
-    public init(cellSize: Double = 2, maxAge: Double = 5) { self.cellSize = cellSize; self.maxAge = maxAge }
+    public init(cellSize: Double = 2, maxAge: Double = RadioMapBuilder.defaultMaxAge) { self.cellSize = cellSize; self.maxAge = maxAge }
 
     public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> FingerprintMap {
         build(merging: walks.map { cells($0, frame: frame) })

@@ -410,10 +410,10 @@ public struct StudyError: Error, Sendable, CustomStringConvertible {
 
 /// Which stage options a study may set, and value helpers.
 ///
-/// Stage names are those of `StageRegistry`; an option is checked by building the stage with
-/// the value (a value of the wrong type fails there). Option names are checked against
-/// `knownKeys`, the keys each stage's `make` reads (docs/pipeline.yaml lists them with their
-/// defaults and units).
+/// Stage names are those of `StageRegistry`; option names are checked against the stage's option
+/// table (`OptionTable`: the keys its `make` reads, which docs/pipeline.yaml lists with their
+/// defaults and units); a value is checked by building the stage with it (a value of the wrong
+/// type fails there).
 public enum SweepKeys {
     static func checkStage(_ stage: String, node: Node, at: String, fail: (Node?, String?, String) -> StudyError) throws {
         guard StageRegistry.entries.contains(where: { $0.name == stage }) else {
@@ -423,25 +423,15 @@ public enum SweepKeys {
 
     static func checkKey(stage: String, key: String, node: Node, at: String, fail: (Node?, String?, String) -> StudyError) throws {
         guard isKnown(stage: stage, key: key) else {
-            throw fail(node, at, "unknown option of stage \(stage) (docs/pipeline.yaml lists each stage's options)")
+            let known = StageRegistry.entry(stage)?.options.keys ?? []
+            throw fail(node, at, "unknown option \(key) of stage \(stage) (known: \(known.joined(separator: ", ")))")
         }
     }
 
-    /// Whether stage `stage` reads option `key`. Until the stage option table of issue 19
-    /// exists this is a probe: the stage is built with the key set to a mapping, a type no
-    /// option accepts; a stage that reads the key rejects it with a `ConfigurationError`
-    /// naming the key, a stage that ignores the key builds. `enabled` is read by the registry.
+    /// Whether stage `stage` reads option `key`: its option table (`StageRegistry.Entry.options`,
+    /// the keys docs/pipeline.yaml lists) has it; `enabled` is read by the registry.
     public static func isKnown(stage: String, key: String) -> Bool {
-        if key == "enabled" { return true }
-        let probe = StageOptions(name: stage, values: ["enabled": .bool(true), key: .map(["probe": .bool(true)])])
-        do {
-            _ = try StageRegistry.pipeline(options: [stage: probe])
-            return false
-        } catch let e as ConfigurationError {
-            return e.path.contains(key)
-        } catch {
-            return true
-        }
+        StageRegistry.entry(stage)?.options.contains(key) ?? false
     }
 
     /// Two config values are the same (numbers compare as numbers).

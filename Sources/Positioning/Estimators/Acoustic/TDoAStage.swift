@@ -33,36 +33,46 @@ public final class TDoAStage: PipelineStage {
         self.temperature = temperature; self.emitMeasurements = emitMeasurements
     }
 
-    /// Build from pipeline options (documented in `docs/acoustic-camloc.md` and `docs/pipeline.yaml`):
-    /// `mode` (auto|2d|3d, auto), `refinement` (lm|gauss-newton|none, lm), `toa_sigma_s` (3e-5),
-    /// `nlos_threshold` (3; 0 disables leave-one-out), `nlos_selection` (late_arrival), `consistency_slack_m` (0.05),
-    /// `degeneracy_ratio` (0.01), `inflate_by_residuals` (true), `phone_height_m` (header, else 1.2), `floor` (0),
-    /// `temperature_c` (header, else 20), `emit_measurements` (true).
+    /// The `tdoa` options (models: docs/acoustic-camloc.md).
+    public enum Options {
+        public static let mode = OptionSpec.choice("mode", TDoAEstimator.Mode.auto.rawValue, TDoAEstimator.Mode.allCases.map(\.rawValue),
+            "auto | 2d | 3d")
+        public static let refinement = OptionSpec.choice("refinement", TDoARefinement.levenbergMarquardt.rawValue,
+            TDoARefinement.allCases.map(\.rawValue), "lm (GSL Levenberg-Marquardt) | gauss-newton | none")
+        public static let toaSigma = OptionSpec.number("toa_sigma_s", 3e-5, unit: "s", "arrival-time noise (≈ 1 cm)")
+        public static let nlosThreshold = OptionSpec.number("nlos_threshold", 3, "residual test for leave-one-out NLOS rejection (0 = off)")
+        public static let nlosSelection = OptionSpec.choice("nlos_selection", TDoAEstimator.NLoSSelection.lateArrival.rawValue,
+            TDoAEstimator.NLoSSelection.allCases.map(\.rawValue), advanced: true,
+            "subset kept: late_arrival (smallest χ² among those whose\nleft-out beacon arrived > nlos_threshold σ late) | smallest_chi_square")
+        public static let consistencySlack = OptionSpec.number("consistency_slack_m", 0.05, unit: "m", advanced: true)
+        public static let degeneracyRatio = OptionSpec.number("degeneracy_ratio", 0.01, advanced: true, "σ_min/σ_max below which geometry is degenerate")
+        public static let inflateByResiduals = OptionSpec.bool("inflate_by_residuals", true, advanced: true)
+        public static let floor = OptionSpec.integer("floor", 0)
+        public static let emitMeasurements = OptionSpec.bool("emit_measurements", true, "also emit the TDoA measurement model for the filters")
+        public static let phoneHeight = OptionSpec.number("phone_height_m", nil, unit: "m", example: 1.2, "default the trace header's, else 1.2")
+        public static let temperature = OptionSpec.number("temperature_c", nil, unit: "°C", example: 20, "speed of sound; default the header's, else 20")
+        public static let table = OptionTable(stage: "tdoa", doc: "acoustic TDoA against synchronised beacons", options: [
+            mode, refinement, toaSigma, nlosThreshold, nlosSelection, consistencySlack, degeneracyRatio, inflateByResiduals,
+            floor, emitMeasurements, phoneHeight, temperature,
+        ])
+    }
+
+    /// Build from pipeline options (`Options`).
     public convenience init(options o: StageOptions) throws {
-        let modeName = try o.string("mode", default: "auto")
-        guard let mode = TDoAEstimator.Mode(rawValue: modeName) else {
-            throw ConfigurationError(path: "\(o.name).mode", reason: "expected auto, 2d or 3d")
-        }
-        let refName = try o.string("refinement", default: TDoARefinement.levenbergMarquardt.rawValue)
-        guard let refinement = TDoARefinement(rawValue: refName) else {
-            throw ConfigurationError(path: "\(o.name).refinement", reason: "expected lm, gauss-newton or none")
-        }
-        let sigma = try o.double("toa_sigma_s", default: 30e-6)
+        let mode: TDoAEstimator.Mode = try o.choice(Options.mode)
+        let refinement: TDoARefinement = try o.choice(Options.refinement)
+        let sigma = try o.double(Options.toaSigma)
         guard sigma > 0 else { throw ConfigurationError(path: "\(o.name).toa_sigma_s", reason: "must be > 0") }
-        let solver = TDoASolver(refinement: refinement, degeneracyRatio: try o.double("degeneracy_ratio", default: 1e-2))
+        let solver = TDoASolver(refinement: refinement, degeneracyRatio: try o.double(Options.degeneracyRatio))
         var est = TDoAEstimator(solver: solver, mode: mode, toaSigma: sigma,
-                                nlosThreshold: try o.double("nlos_threshold", default: 3),
-                                consistencySlack: try o.double("consistency_slack_m", default: 0.05),
-                                inflateByResiduals: try o.bool("inflate_by_residuals", default: true))
-        let selection = try o.string("nlos_selection", default: TDoAEstimator.NLoSSelection.lateArrival.rawValue)
-        guard let sel = TDoAEstimator.NLoSSelection(rawValue: selection) else {
-            throw ConfigurationError(path: "\(o.name).nlos_selection", reason: "expected late_arrival or smallest_chi_square")
-        }
-        est.nlosSelection = sel
-        let ph: Double? = o.values["phone_height_m"] == nil ? nil : try o.double("phone_height_m", default: 1.2)
-        let tc: Double? = o.values["temperature_c"] == nil ? nil : try o.double("temperature_c", default: 20)
-        self.init(estimator: est, phoneHeight: ph, floor: try o.int("floor", default: 0), temperature: tc,
-                  emitMeasurements: try o.bool("emit_measurements", default: true))
+                                nlosThreshold: try o.double(Options.nlosThreshold),
+                                consistencySlack: try o.double(Options.consistencySlack),
+                                inflateByResiduals: try o.bool(Options.inflateByResiduals))
+        est.nlosSelection = try o.choice(Options.nlosSelection)
+        let ph = try o.optionalDouble(Options.phoneHeight)
+        let tc = try o.optionalDouble(Options.temperature)
+        self.init(estimator: est, phoneHeight: ph, floor: try o.int(Options.floor), temperature: tc,
+                  emitMeasurements: try o.bool(Options.emitMeasurements))
     }
 
     public var sources: [Source] { [.tdoa] }

@@ -46,34 +46,42 @@ public final class CamLocStage: PipelineStage {
         self.displacementSigmaAbsolute = displacementSigmaAbsolute; self.emitUserFix = emitUserFix
     }
 
-    /// Options: `user_sources` ([gnss]), `user_max_age_s` (10), `step_length_m` (0.7),
-    /// `displacement_sigma_rel` (0.05), `displacement_sigma_m` (0.02), `pixel_sigma` (1),
-    /// `heading_sigma_deg` (5), `min_ratio_excess` (0.01), `min_pixel_change` (2),
-    /// `min_displacement_m` (0.1), `min_axial_fraction` (0.5), `lens_focal_mm` (0 = pinhole),
-    /// `emit_user_fix` (false).
+    /// The `camloc` options (model: docs/acoustic-camloc.md).
+    public enum Options {
+        public static let userSources = OptionSpec.sources("user_sources", ["gnss"], "sources of the user's own position")
+        public static let userMaxAge = OptionSpec.number("user_max_age_s", 10, unit: "s")
+        public static let stepLength = OptionSpec.number("step_length_m", 0.7, unit: "m", "displacement by steps when the IMU cannot integrate it")
+        public static let displacementSigmaRelative = OptionSpec.number("displacement_sigma_rel", 0.05, "relative σ of the displacement")
+        public static let displacementSigmaAbsolute = OptionSpec.number("displacement_sigma_m", 0.02, unit: "m", "absolute σ of the displacement")
+        public static let pixelSigma = OptionSpec.number("pixel_sigma", 1, unit: "px", "σ of the object's image size")
+        public static let headingSigma = OptionSpec.number("heading_sigma_deg", 5, unit: "deg", "compass σ")
+        public static let minRatioExcess = OptionSpec.number("min_ratio_excess", 0.01, advanced: true, "scale ratio must differ from 1 by this")
+        public static let minPixelChange = OptionSpec.number("min_pixel_change", 2, unit: "px", advanced: true)
+        public static let minDisplacement = OptionSpec.number("min_displacement_m", 0.1, unit: "m", "below: `zeroDisplacement`")
+        public static let minAxialFraction = OptionSpec.number("min_axial_fraction", 0.5, advanced: true, "below: lateral-only motion")
+        public static let lensFocal = OptionSpec.number("lens_focal_mm", 0, unit: "mm", advanced: true, "0 = use the focal length in pixels")
+        public static let emitUserFix = OptionSpec.bool("emit_user_fix", false)
+        public static let table = OptionTable(stage: "camloc", doc: "object position from two photos", options: [
+            userSources, userMaxAge, stepLength, displacementSigmaRelative, displacementSigmaAbsolute, pixelSigma, headingSigma,
+            minRatioExcess, minPixelChange, minDisplacement, minAxialFraction, lensFocal, emitUserFix,
+        ])
+    }
+
+    /// Build from pipeline options (`Options`).
     public convenience init(options o: StageOptions) throws {
-        var sources: Set<Source> = [.gnss]
-        if let v = o.values["user_sources"] {
-            guard case .list(let l) = v else { throw ConfigurationError(path: "\(o.name).user_sources", reason: "expected a list of source names") }
-            sources = try Set(l.map { item -> Source in
-                guard case .string(let s) = item, let src = Source(rawValue: s) else {
-                    throw ConfigurationError(path: "\(o.name).user_sources", reason: "unknown source \(item)")
-                }
-                return src
-            })
-        }
-        let est = CamLocEstimator(sigmaPixels: try o.double("pixel_sigma", default: 1),
-                                  sigmaHeadingDegrees: try o.double("heading_sigma_deg", default: 5),
-                                  minRatioExcess: try o.double("min_ratio_excess", default: 0.01),
-                                  minPixelChange: try o.double("min_pixel_change", default: 2),
-                                  minDisplacement: try o.double("min_displacement_m", default: 0.1),
-                                  minAxialFraction: try o.double("min_axial_fraction", default: 0.5),
-                                  lensFocalMeters: try o.double("lens_focal_mm", default: 0) / 1000)
-        self.init(estimator: est, userSources: sources, userMaxAge: try o.double("user_max_age_s", default: 10),
-                  stepLength: try o.double("step_length_m", default: 0.7),
-                  displacementSigmaRelative: try o.double("displacement_sigma_rel", default: 0.05),
-                  displacementSigmaAbsolute: try o.double("displacement_sigma_m", default: 0.02),
-                  emitUserFix: try o.bool("emit_user_fix", default: false))
+        let sources = Set(try o.sourceList(Options.userSources))
+        let est = CamLocEstimator(sigmaPixels: try o.double(Options.pixelSigma),
+                                  sigmaHeadingDegrees: try o.double(Options.headingSigma),
+                                  minRatioExcess: try o.double(Options.minRatioExcess),
+                                  minPixelChange: try o.double(Options.minPixelChange),
+                                  minDisplacement: try o.double(Options.minDisplacement),
+                                  minAxialFraction: try o.double(Options.minAxialFraction),
+                                  lensFocalMeters: try o.double(Options.lensFocal) / 1000)
+        self.init(estimator: est, userSources: sources, userMaxAge: try o.double(Options.userMaxAge),
+                  stepLength: try o.double(Options.stepLength),
+                  displacementSigmaRelative: try o.double(Options.displacementSigmaRelative),
+                  displacementSigmaAbsolute: try o.double(Options.displacementSigmaAbsolute),
+                  emitUserFix: try o.bool(Options.emitUserFix))
     }
 
     public var sources: [Source] { [.camloc] }

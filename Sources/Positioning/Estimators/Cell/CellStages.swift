@@ -78,9 +78,16 @@ public struct CellCoverageUse: Sendable {
     public var minCount: Int
     public init(enabled: Bool = true, minCount: Int = CellCoverageMap.defaultMinCount) { self.enabled = enabled; self.minCount = minCount }
 
+    /// The coverage options of `cell` and `cell-ta`.
+    public enum Options {
+        public static let coverage = OptionSpec.bool("coverage", CellCoverageUse().enabled,
+            "locate from the reference data's cell_coverage (where phones were\nwhen they reported the cell) before the tower, when it has the cell")
+        public static let coverageMinCount = OptionSpec.integer("coverage_min_count", CellCoverageUse().minCount, advanced: true,
+            "positions an area needs (≥ 2)")
+    }
+
     static func parse(_ o: StageOptions) throws -> CellCoverageUse {
-        let u = CellCoverageUse(enabled: try o.bool("coverage", default: true),
-                                minCount: try o.int("coverage_min_count", default: CellCoverageMap.defaultMinCount))
+        let u = CellCoverageUse(enabled: try o.bool(Options.coverage), minCount: try o.int(Options.coverageMinCount))
         guard u.minCount >= 2 else { throw ConfigurationError(path: "\(o.name).coverage_min_count", reason: "must be ≥ 2 (one position has no spread)") }
         return u
     }
@@ -136,17 +143,23 @@ public final class CellIDStage: PipelineStage {
         }
     }
 
-    /// Options: `default_range_m` (number, m; overrides the per-RAT fallbacks gsm 5000,
-    /// umts 2000, lte 2000, nr 1000), `use_sector` (bool, true), `coverage` (true),
-    /// `coverage_min_count` (3).
+    /// The `cell` options.
+    public enum Options {
+        public static let useSector = OptionSpec.bool("use_sector", true, "use sector azimuth and beamwidth when the database has them")
+        public static let defaultRange = OptionSpec.number("default_range_m", nil, unit: "m", example: 2000,
+            "one coverage radius for every RAT (default per RAT when the\ndatabase has no range: gsm 5000, umts 2000, lte 2000, nr 1000,\nor the inter-site distance)")
+        public static let table = OptionTable(stage: "cell", doc: "Cell-ID: the serving site's coverage disc / sector", options: [
+            useSector, defaultRange, CellCoverageUse.Options.coverage, CellCoverageUse.Options.coverageMinCount,
+        ])
+    }
+
     public static func make(_ o: StageOptions) throws -> CellIDStage {
         var ranges = CellIDEstimator.standardRanges
-        if o.values["default_range_m"] != nil {
-            let r = try o.double("default_range_m", default: 2000)
+        if let r = try o.optionalDouble(Options.defaultRange) {
             guard r > 0 else { throw ConfigurationError(path: "\(o.name).default_range_m", reason: "must be positive") }
             for k in ranges.keys { ranges[k] = r }
         }
-        return CellIDStage(estimator: CellIDEstimator(defaultRange: ranges, useSector: try o.bool("use_sector", default: true)),
+        return CellIDStage(estimator: CellIDEstimator(defaultRange: ranges, useSector: try o.bool(Options.useSector)),
                            coverage: try CellCoverageUse.parse(o))
     }
 }
@@ -214,30 +227,44 @@ public final class CellTAStage: PipelineStage {
         return out
     }
 
-    /// Options (defaults): `speed_of_light` (299792458 m/s; 3e8 for literature tables),
-    /// `quantizer` (`rounding` | `truncation`), `offset` (β in steps; overrides `quantizer`,
-    /// e.g. a calibrated β̂), `sigma_fraction` (0.15: σ_m = 0.15·Δ), `gsm_max_ta` (63; 219 for
-    /// extended cells), `nr_unit` (`nr_mu0`), `phone_up_m` (0), `use_sector` (true),
-    /// `multi_ring` (true: intersect simultaneous serving-cell rings), `ring_window_s` (2.5),
-    /// `coverage` (true), `coverage_min_count` (3).
+    /// The `cell-ta` options (model: docs/models.md §1).
+    public enum Options {
+        public static let speedOfLight = OptionSpec.number("speed_of_light", TimingAdvanceModel.exactSpeedOfLight, unit: "m/s",
+            "3e8 reproduces literature tables")
+        public static let quantizer = OptionSpec.choice("quantizer", TimingAdvanceModel.Quantizer.rounding.rawValue,
+            TimingAdvanceModel.Quantizer.allCases.map(\.rawValue), "rounding | truncation (TA offset β = 0 or 0.5 steps)")
+        public static let offset = OptionSpec.number("offset", nil, unit: "TA steps", example: 0.5,
+            "β; overrides `quantizer` (e.g. a calibrated β̂)")
+        public static let sigmaFraction = OptionSpec.number("sigma_fraction", 0.15, advanced: true, "model noise σ_m = fraction × Δ, m")
+        public static let gsmMaxTA = OptionSpec.integer("gsm_max_ta", 63, "saturated GSM TA (219 for extended cells): a lower bound only")
+        public static let nrUnit = OptionSpec.choice("nr_unit", TimingAdvanceUnit.nrMu0.rawValue, TimingAdvanceUnit.allCases.map(\.rawValue),
+            "NR TA unit when the trace does not say (nr_mu0..nr_mu3)")
+        public static let phoneUp = OptionSpec.number("phone_up_m", 0, unit: "m", advanced: true, "phone height above the ENU origin")
+        public static let useSector = OptionSpec.bool("use_sector", true, "use sector azimuth and beamwidth when the database has them")
+        public static let multiRing = OptionSpec.bool("multi_ring", true, "intersect simultaneous rings of several serving cells")
+        public static let ringWindow = OptionSpec.number("ring_window_s", 2.5, unit: "s", "rings this close in time are intersected")
+        public static let coverage = OptionSpec.bool("coverage", CellCoverageUse().enabled,
+            "the (cell, TA) area of cell_coverage (else the cell's) before the ring")
+        /// β of the default quantizer, steps.
+        public static var defaultOffset: Double { TimingAdvanceModel.Quantizer(rawValue: quantizer.text)?.offset ?? 0 }
+        public static let table = OptionTable(stage: "cell-ta", doc: "Cell-ID + timing advance (annulus-sector moments, multi-ring)", options: [
+            speedOfLight, quantizer, offset, sigmaFraction, gsmMaxTA, nrUnit, phoneUp, useSector, multiRing, ringWindow,
+            coverage, CellCoverageUse.Options.coverageMinCount,
+        ])
+    }
+
     public static func make(_ o: StageOptions) throws -> CellTAStage {
-        let q = try o.string("quantizer", default: "rounding")
-        guard let quant = TimingAdvanceModel.Quantizer(rawValue: q) else {
-            throw ConfigurationError(path: "\(o.name).quantizer", reason: "expected rounding or truncation")
-        }
-        let nrs = try o.string("nr_unit", default: TimingAdvanceUnit.nrMu0.rawValue)
-        guard let nr = TimingAdvanceUnit(rawValue: nrs) else {
-            throw ConfigurationError(path: "\(o.name).nr_unit", reason: "unknown TA unit \(nrs)")
-        }
-        let c = try o.double("speed_of_light", default: TimingAdvanceModel.exactSpeedOfLight)
+        let quant: TimingAdvanceModel.Quantizer = try o.choice(Options.quantizer)
+        let nr: TimingAdvanceUnit = try o.choice(Options.nrUnit)
+        let c = try o.double(Options.speedOfLight)
         guard c > 0 else { throw ConfigurationError(path: "\(o.name).speed_of_light", reason: "must be positive") }
-        let sf = try o.double("sigma_fraction", default: 0.15)
+        let sf = try o.double(Options.sigmaFraction)
         guard sf >= 0 else { throw ConfigurationError(path: "\(o.name).sigma_fraction", reason: "must be ≥ 0") }
         return CellTAStage(estimator: CellTAEstimator(
-            speedOfLight: c, offset: try o.double("offset", default: quant.offset), sigmaFraction: sf,
-            gsmMaxIndex: try o.int("gsm_max_ta", default: 63), nrDefaultUnit: nr,
-            phoneUp: try o.double("phone_up_m", default: 0), useSector: try o.bool("use_sector", default: true)),
-            multiRing: try o.bool("multi_ring", default: true), ringWindow: try o.double("ring_window_s", default: 2.5),
+            speedOfLight: c, offset: try o.optionalDouble(Options.offset) ?? quant.offset, sigmaFraction: sf,
+            gsmMaxIndex: try o.int(Options.gsmMaxTA), nrDefaultUnit: nr,
+            phoneUp: try o.double(Options.phoneUp), useSector: try o.bool(Options.useSector)),
+            multiRing: try o.bool(Options.multiRing), ringWindow: try o.double(Options.ringWindow),
             coverage: try CellCoverageUse.parse(o))
     }
 }

@@ -232,21 +232,33 @@ public final class HAPELStage: PipelineStage {
         return out
     }
 
-    /// Options: all `wcl` options (same defaults; the weight law is shared), plus `variant`
-    /// (`v1` | `v2`, v2), `rss_threshold` (dBm; default the trace header's, else −90),
-    /// `selection_radius_m` (default 1.5 × median AP spacing), `selection_half_angle_deg` (45),
-    /// `shadowing_sigma_db` (6, hidden-AP likelihood).
+    /// The `hapel` options (defaults: `HAPELEstimator()`'s), plus every `wcl` option (same
+    /// defaults; the weight law is shared).
+    public enum Options {
+        static let d = HAPELEstimator()
+        public static let variant = OptionSpec.choice("variant", d.variant.rawValue, HAPELEstimator.Variant.allCases.map(\.rawValue),
+            "v1 (RSS threshold) | v2 (model-based virtual RSS)")
+        public static let selectionHalfAngle = OptionSpec.number("selection_half_angle_deg", Angle.degrees(d.selectionHalfAngle), unit: "deg",
+            "hidden APs are searched ahead within this half-angle")
+        public static let shadowingSigma = OptionSpec.number("shadowing_sigma_db", d.shadowingSigma, unit: "dB",
+            "σ of the hidden-AP \"not heard\" likelihood")
+        public static let rssThreshold = OptionSpec.number("rss_threshold", nil, unit: "dBm", example: d.rssThreshold,
+            "default the trace header's detection threshold")
+        public static let selectionRadius = OptionSpec.number("selection_radius_m", nil, unit: "m", example: 10,
+            "default 1.5 × median AP spacing")
+        public static let table = OptionTable(stage: "hapel", doc: "hidden-AP localisation with heading (all wcl options apply too)",
+                                              options: [variant, selectionHalfAngle, shadowingSigma, rssThreshold, selectionRadius],
+                                              includes: [WCLStage.Options.table])
+    }
+
     public static func make(_ o: StageOptions) throws -> HAPELStage {
         let w = try WCLStage.estimator(o)
-        let vs = try o.string("variant", default: "v2")
-        guard let v = HAPELEstimator.Variant(rawValue: vs) else {
-            throw ConfigurationError(path: "\(o.name).variant", reason: "expected v1 or v2")
-        }
-        let rsel: Double? = o.values["selection_radius_m"] == nil ? nil : try o.double("selection_radius_m", default: 10)
-        let th: Double? = o.values["rss_threshold"] == nil ? nil : try o.double("rss_threshold", default: -90)
-        let e = HAPELEstimator(wcl: w, variant: v, rssThreshold: th ?? -90, selectionRadius: rsel,
-                               selectionHalfAngle: Angle.radians(try o.double("selection_half_angle_deg", default: 45)),
-                               shadowingSigma: try o.double("shadowing_sigma_db", default: 6))
+        let v: HAPELEstimator.Variant = try o.choice(Options.variant)
+        let rsel = try o.optionalDouble(Options.selectionRadius)
+        let th = try o.optionalDouble(Options.rssThreshold)
+        let e = HAPELEstimator(wcl: w, variant: v, rssThreshold: th ?? Options.d.rssThreshold, selectionRadius: rsel,
+                               selectionHalfAngle: Angle.radians(try o.double(Options.selectionHalfAngle)),
+                               shadowingSigma: try o.double(Options.shadowingSigma))
         return HAPELStage(estimator: e, thresholdOverride: th)
     }
 }

@@ -49,37 +49,46 @@ public final class PeerStage: PipelineStage {
         self.temperature = temperature; self.emitMeasurements = emitMeasurements
     }
 
-    /// Options: `anchor_sources` (source names in order of preference, [fingerprint, rss, wcl]), `anchor_max_age_s` (5),
-    /// `range_max_age_s` (5), `motion_speed_mps` (0.5), `onset_sigma_samples` (1),
-    /// `range_sigma_m` (0.05, for `d` without σ), `range_sigma_floor_m` (0.05),
-    /// `anchor_correlation_m` (6, `CooperativePositioning.defaultAnchorCorrelationDistance`),
-    /// `anchor_independent_fraction` (0.1), `mds_init` (true), `temperature_c` (header, else 20),
-    /// `emit_measurements` (true).
+    /// The `peer` options.
+    public enum Options {
+        public static let anchorSources = OptionSpec.sources("anchor_sources", ["fingerprint", "rss", "wcl"],
+            "anchors of the phones, in order of preference")
+        public static let anchorMaxAge = OptionSpec.number("anchor_max_age_s", 5, unit: "s")
+        public static let rangeMaxAge = OptionSpec.number("range_max_age_s", 5, unit: "s")
+        public static let motionSpeed = OptionSpec.number("motion_speed_mps", 0.5, unit: "m/s", "staleness inflation of old anchors and ranges")
+        public static let onsetSigma = OptionSpec.number("onset_sigma_samples", 1, unit: "samples", "onset noise of the BeepBeep sample counters")
+        public static let rangeSigma = OptionSpec.number("range_sigma_m", 0.05, unit: "m", "σ for ranges the phone reports without one")
+        public static let rangeSigmaFloor = OptionSpec.number("range_sigma_floor_m", 0.05, unit: "m", "added in quadrature (body blocking, motion)")
+        public static let anchorCorrelation = OptionSpec.number("anchor_correlation_m", CooperativePositioning.defaultAnchorCorrelationDistance,
+            unit: "m", "phones' anchor errors correlate as exp(−d/d_c) (shared shadowing;\n3GPP TR 38.901 indoor NLOS 6 m); 0 = independent anchors")
+        public static let anchorIndependentFraction = OptionSpec.number("anchor_independent_fraction", 0.1, advanced: true,
+            "share of an anchor's error variance its own scan adds")
+        public static let mdsInit = OptionSpec.bool("mds_init", true, advanced: true, "initialise by classical MDS")
+        public static let emitMeasurements = OptionSpec.bool("emit_measurements", true)
+        public static let temperature = OptionSpec.number("temperature_c", nil, unit: "°C", example: 20, "default the header's, else 20")
+        public static let table = OptionTable(stage: "peer", doc: "cooperative positioning from peer-phone acoustic ranges", options: [
+            anchorSources, anchorMaxAge, rangeMaxAge, motionSpeed, onsetSigma, rangeSigma, rangeSigmaFloor, anchorCorrelation,
+            anchorIndependentFraction, mdsInit, emitMeasurements, temperature,
+        ])
+    }
+
+    /// Build from pipeline options (`Options`).
     public convenience init(options o: StageOptions) throws {
-        var sources: [Source] = [.fingerprint, .rss, .wcl]
-        if let v = o.values["anchor_sources"] {
-            guard case .list(let l) = v else { throw ConfigurationError(path: "\(o.name).anchor_sources", reason: "expected a list of source names") }
-            sources = try (l.map { item -> Source in
-                guard case .string(let s) = item, let src = Source(rawValue: s) else {
-                    throw ConfigurationError(path: "\(o.name).anchor_sources", reason: "unknown source \(item)")
-                }
-                return src
-            })
-        }
-        let tc: Double? = o.values["temperature_c"] == nil ? nil : try o.double("temperature_c", default: 20)
-        let dc = try o.double("anchor_correlation_m", default: CooperativePositioning.defaultAnchorCorrelationDistance)
-        let nu = try o.double("anchor_independent_fraction", default: 0.1)
+        let sources = try o.sourceList(Options.anchorSources)
+        let tc = try o.optionalDouble(Options.temperature)
+        let dc = try o.double(Options.anchorCorrelation)
+        let nu = try o.double(Options.anchorIndependentFraction)
         guard dc >= 0, dc.isFinite else { throw ConfigurationError(path: "\(o.name).anchor_correlation_m", reason: "expected a distance ≥ 0 m, got \(dc)") }
         guard nu > 0, nu <= 1 else { throw ConfigurationError(path: "\(o.name).anchor_independent_fraction", reason: "expected 0 < ν ≤ 1, got \(nu)") }
-        self.init(solver: CooperativePositioning(useMDSInitialisation: try o.bool("mds_init", default: true),
+        self.init(solver: CooperativePositioning(useMDSInitialisation: try o.bool(Options.mdsInit),
                                                  anchorCorrelationDistance: dc, anchorIndependentFraction: nu),
-                  anchorSources: sources, anchorMaxAge: try o.double("anchor_max_age_s", default: 5),
-                  rangeMaxAge: try o.double("range_max_age_s", default: 5),
-                  motionSpeed: try o.double("motion_speed_mps", default: 0.5),
-                  onsetSigmaSamples: try o.double("onset_sigma_samples", default: 1),
-                  defaultRangeSigma: try o.double("range_sigma_m", default: 0.05),
-                  rangeSigmaFloor: try o.double("range_sigma_floor_m", default: 0.05),
-                  temperature: tc, emitMeasurements: try o.bool("emit_measurements", default: true))
+                  anchorSources: sources, anchorMaxAge: try o.double(Options.anchorMaxAge),
+                  rangeMaxAge: try o.double(Options.rangeMaxAge),
+                  motionSpeed: try o.double(Options.motionSpeed),
+                  onsetSigmaSamples: try o.double(Options.onsetSigma),
+                  defaultRangeSigma: try o.double(Options.rangeSigma),
+                  rangeSigmaFloor: try o.double(Options.rangeSigmaFloor),
+                  temperature: tc, emitMeasurements: try o.bool(Options.emitMeasurements))
     }
 
     public var sources: [Source] { [.peer] }

@@ -176,12 +176,24 @@ public final class RSSStage: PipelineStage {
         }
     }
 
+    /// The `rss` options (defaults: `RSSLaterationEstimator()`'s), plus every `wcl` option (`k` unused).
+    public enum Options {
+        static let d = RSSLaterationEstimator()
+        public static let shadowingSigma = OptionSpec.number("shadowing_sigma_db", d.shadowingSigma, unit: "dB",
+            "log-normal shadowing σ of the RSS model")
+        public static let phoneHeight = OptionSpec.number("phone_height_m", d.phoneUp, unit: "m", "ENU up; for the AP–phone height difference")
+        public static let minAPs = OptionSpec.integer("min_aps", d.minAnchors, "fewer heard APs (or APs on one line): no fix, a typed failure")
+        public static let table = OptionTable(stage: "rss", doc: "WLAN RSS lateration: posterior mean/covariance under the path-loss model",
+                                              enabledDoc: "(all wcl options apply too, except k: every heard AP is used)",
+                                              options: [shadowingSigma, phoneHeight, minAPs], includes: [WCLStage.Options.table])
+    }
+
     public static func make(_ o: StageOptions) throws -> RSSStage {
-        let sigma = try o.double("shadowing_sigma_db", default: 6)
+        let sigma = try o.double(Options.shadowingSigma)
         guard sigma > 0 else { throw ConfigurationError(path: "\(o.name).shadowing_sigma_db", reason: "must be positive") }
-        let minAPs = try o.int("min_aps", default: 3)
+        let minAPs = try o.int(Options.minAPs)
         guard minAPs >= 3 else { throw ConfigurationError(path: "\(o.name).min_aps", reason: "must be ≥ 3") }
         return RSSStage(estimator: RSSLaterationEstimator(wcl: try WCLStage.estimator(o), shadowingSigma: sigma,
-                                                          phoneUp: try o.double("phone_height_m", default: 1.2), minAnchors: minAPs))
+                                                          phoneUp: try o.double(Options.phoneHeight), minAnchors: minAPs))
     }
 }

@@ -16,33 +16,49 @@ public final class WCLStage: PipelineStage {
         }
     }
 
-    /// Parses the WCL options shared by `wcl` and `hapel` (defaults in parentheses):
-    /// `weight_law` (`power` | `distance` | `amplitude` | `db`; power), `exponent` (g, 1.0),
-    /// `k` (4 strongest), `rss_min` (−90 dBm), `db_reference` (−100 dBm, `db` law),
-    /// `merge_radios` (true), `merge_nibble` (false), `exclude_local` (false), `max_age_s`
-    /// (none), `kappa` / `sigma0` (covariance scale and floor, m; calibrated defaults in
-    /// docs/radio.md), `default_p0` (−40 dBm), `default_n` (3): P0, n for APs the map gives none.
+    /// The WCL options, shared by `wcl`, `rss` and `hapel`; defaults are `WCLEstimator()`'s
+    /// (calibrated, docs/radio.md).
+    public enum Options {
+        static let d = WCLEstimator()
+        public static let weightLaw = OptionSpec.choice("weight_law", d.weightLaw.rawValue, WeightLaw.allCases.map(\.rawValue),
+            "power | distance | amplitude | db")
+        public static let exponent = OptionSpec.number("exponent", d.exponent, "g of the weight law (calibrated on ms-indoor, docs/radio.md)")
+        public static let k = OptionSpec.integer("k", d.maxAnchors, "strongest APs used")
+        public static let rssMin = OptionSpec.number("rss_min", d.rssMin, unit: "dBm", "weaker APs are ignored")
+        public static let dbReference = OptionSpec.number("db_reference", d.dbReference, unit: "dBm", "reference of the `db` law")
+        public static let mergeRadios = OptionSpec.bool("merge_radios", d.mergeRadios, "merge BSSIDs of one multi-radio AP")
+        public static let mergeNibble = OptionSpec.bool("merge_nibble", d.mergeNibble, advanced: true, "also merge BSSIDs differing in the last nibble")
+        public static let excludeLocal = OptionSpec.bool("exclude_local", d.excludeLocallyAdministered, "drop locally administered (random) MACs")
+        public static let maxAge = OptionSpec.number("max_age_s", d.maxAge, unit: "s", example: 5,
+            "drop APs last seen longer ago (default: no limit)")
+        public static let kappa = OptionSpec.number("kappa", d.kappa, "covariance scale (calibrated so NIS is χ²-consistent)")
+        public static let sigma0 = OptionSpec.number("sigma0", d.sigma0, unit: "m", "covariance floor")
+        public static let defaultP0 = OptionSpec.number("default_p0", d.defaultP0, unit: "dBm", "at 1 m, for APs the map gives no P0")
+        public static let defaultN = OptionSpec.number("default_n", d.defaultPathLossExponent, "path-loss exponent for APs the map gives none")
+        public static let table = OptionTable(stage: "wcl", doc: "WLAN weighted centroid", options: [
+            weightLaw, exponent, k, rssMin, dbReference, mergeRadios, mergeNibble, excludeLocal, maxAge, kappa, sigma0, defaultP0, defaultN,
+        ])
+    }
+
+    /// Parses the WCL options (`Options`) over `base`: an absent key keeps `base`'s value.
     public static func estimator(_ o: StageOptions, base: WCLEstimator = WCLEstimator()) throws -> WCLEstimator {
-        let lawName = try o.string("weight_law", default: base.weightLaw.rawValue)
-        guard let law = WeightLaw(rawValue: lawName) else {
-            throw ConfigurationError(path: "\(o.name).weight_law", reason: "expected one of distance, power, amplitude, db")
-        }
+        typealias O = Options
         var e = base
-        e.weightLaw = law
-        e.exponent = try o.double("exponent", default: base.exponent)
-        e.maxAnchors = try o.int("k", default: base.maxAnchors)
+        e.weightLaw = try o.values[O.weightLaw.key] == nil ? base.weightLaw : o.choice(O.weightLaw)
+        e.exponent = try o.double(O.exponent.key, default: base.exponent)
+        e.maxAnchors = try o.int(O.k.key, default: base.maxAnchors)
         guard e.maxAnchors >= 1 else { throw ConfigurationError(path: "\(o.name).k", reason: "must be ≥ 1") }
-        e.rssMin = try o.double("rss_min", default: base.rssMin)
-        e.dbReference = try o.double("db_reference", default: base.dbReference)
-        e.mergeRadios = try o.bool("merge_radios", default: base.mergeRadios)
-        e.mergeNibble = try o.bool("merge_nibble", default: base.mergeNibble)
-        e.excludeLocallyAdministered = try o.bool("exclude_local", default: base.excludeLocallyAdministered)
-        if o.values["max_age_s"] != nil { e.maxAge = try o.double("max_age_s", default: 0) }
-        e.kappa = try o.double("kappa", default: base.kappa)
-        e.sigma0 = try o.double("sigma0", default: base.sigma0)
+        e.rssMin = try o.double(O.rssMin.key, default: base.rssMin)
+        e.dbReference = try o.double(O.dbReference.key, default: base.dbReference)
+        e.mergeRadios = try o.bool(O.mergeRadios.key, default: base.mergeRadios)
+        e.mergeNibble = try o.bool(O.mergeNibble.key, default: base.mergeNibble)
+        e.excludeLocallyAdministered = try o.bool(O.excludeLocal.key, default: base.excludeLocallyAdministered)
+        if let a = try o.optionalDouble(O.maxAge) { e.maxAge = a }
+        e.kappa = try o.double(O.kappa.key, default: base.kappa)
+        e.sigma0 = try o.double(O.sigma0.key, default: base.sigma0)
         guard e.kappa >= 0, e.sigma0 > 0 else { throw ConfigurationError(path: "\(o.name).kappa/sigma0", reason: "kappa ≥ 0 and sigma0 > 0 required") }
-        e.defaultP0 = try o.double("default_p0", default: base.defaultP0)
-        e.defaultPathLossExponent = try o.double("default_n", default: base.defaultPathLossExponent)
+        e.defaultP0 = try o.double(O.defaultP0.key, default: base.defaultP0)
+        e.defaultPathLossExponent = try o.double(O.defaultN.key, default: base.defaultPathLossExponent)
         guard e.defaultPathLossExponent > 0 else { throw ConfigurationError(path: "\(o.name).default_n", reason: "must be positive") }
         return e
     }

@@ -131,9 +131,9 @@ public final class SmootherStage: PipelineStage {
         filter = FusionStage(settings: settings, emitting: .smoother, recordEpochs: true)
     }
 
-    /// Options: those of the `ekf` stage (`docs/pipeline.yaml`) and `filter: ekf|ukf`.
+    /// Options: `FusionStage.Options.smoother` (those of the filter it smooths and `filter: ekf|ukf`).
     public convenience init(options o: StageOptions) throws {
-        let name = try o.string("filter", default: "ekf")
+        let name = try o.string(FusionStage.Options.filter.key, default: FusionStage.Options.filter.text)
         guard let kind = FusionStage.Kind(rawValue: name), kind != .pf else {
             throw ConfigurationError(path: "\(o.name).filter", reason: "the RTS smoother runs over ekf or ukf (got \(name))")
         }

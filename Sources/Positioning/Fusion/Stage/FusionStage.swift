@@ -39,13 +39,13 @@ import Foundation
 /// consistency).
 public final class FusionStage: PipelineStage {
     public enum Kind: String, Sendable { case ekf, ukf, pf }
-    public enum LayoutChoice: String, Sendable { case auto, step, cv }
+    public enum LayoutChoice: String, Sendable, CaseIterable { case auto, step, cv }
 
     public struct Settings: Sendable {
         public var kind: Kind
         public var layout: LayoutChoice = .auto
         public var motion = MotionConfiguration(layout: .step)
-        public var inputs: Set<Source> = [.gnss, .cell, .cellTA, .wcl, .hapel, .fingerprint, .tdoa, .peer]
+        public var inputs: Set<Source> = Set(Options.inputs.strings.compactMap(Source.init(rawValue:)))
         public var tight: Set<Source> = []
         /// A loose fix of a key source supersedes, for the same phone and time, the fixes of the
         /// listed sources, because it already contains their measurements: `cell-ta` is the
@@ -73,52 +73,51 @@ public final class FusionStage: PipelineStage {
         /// (α² ≈ τ/Δt stands in for an error correlation time τ ≈ 10 s at 1 Hz); others 1.
         /// Measured effect in docs/fusion.md and docs/consistency.md.
         public var inflation: [Source: Double]
-        public static let defaultInflation: [Source: Double] = [.gnss: 3, .wcl: 1.5, .hapel: 1.5, .fingerprint: 1.5, .cell: 1.5, .cellTA: 1.5]
+        public static let defaultInflation: [Source: Double] = Options.inflationBySource.merging([.gnss: Options.whiteNoiseGNSSInflation]) { $1 }
         /// The GNSS bias states (the Kalman filters' `GNSSBias` block, the particles' own bias in
         /// the particle filter); nil = off.
         public var gnssBias: GNSSBias? = GNSSBias()
         /// Sources whose reported accuracy is calibrated online from their NIS (`AccuracyScale`).
-        public var adaptiveAccuracy: Set<Source> = [.gnss]
+        public var adaptiveAccuracy: Set<Source> = Set(Options.adaptiveAccuracy.strings.compactMap(Source.init(rawValue:)))
         /// Fixes over which an accuracy scale follows a change.
-        public var adaptiveAccuracyWindow = 30.0
+        public var adaptiveAccuracyWindow = Options.adaptiveAccuracyWindow.number
         /// R × k for the k-th identical fix of a source in a row (option `repeat_inflation`).
-        public var repeatInflation = true
-        public var gateProbability: Double? = 0.99
-        public var headingSigma = Angle.radians(10)
+        public var repeatInflation = Options.repeatInflation.flag
+        public var gateProbability: Double? = Options.gateProbability.number
+        public var headingSigma = Angle.radians(Options.headingSigma.number)
         /// σ of a compass heading = max(`headingSigma`, the PDR's atan(σ_d / |m_h|) from the
         /// measured field disturbance) when true; `headingSigma` alone when false.
-        public var headingSigmaFromField = true
-        public var headingInterval = 5.0
-        public var initialHeadingSigma = Angle.radians(20)
-        public var initialScaleSigma = 0.15
-        public var initialSpeedSigma = 1.5
+        public var headingSigmaFromField = Options.headingSigmaFromField.flag
+        public var headingInterval = Options.headingInterval.number
+        public var initialHeadingSigma = Angle.radians(Options.initialHeadingSigma.number)
+        public var initialScaleSigma = Options.initialScaleSigma.number
+        public var initialSpeedSigma = Options.initialSpeedSigma.number
         /// σ_ω of the S2 manoeuvre hypothesis (`retestAsManoeuvre`), rad/s (0 = off).
-        public var cvTurnRateSigma = Angle.radians(30)
+        public var cvTurnRateSigma = Angle.radians(Options.cvTurnRateSigma.number)
         /// σ_a of the S2 manoeuvre hypothesis, m/s² (0 = none).
-        public var cvManoeuvreAcceleration = 3.0
-        public var weinbergK = 0.52
-        public var outputInterval = 1.0
+        public var cvManoeuvreAcceleration = Options.cvManoeuvreAcceleration.number
+        public var weinbergK = Options.weinbergK.number
+        public var outputInterval = Options.outputInterval.number
         /// S1: walk the state between heel strikes at the last stride's speed (`StrideInterpolation`).
-        public var strideInterpolation = true
-        public var divergenceRejections = 5
-        public var historySeconds = 10.0
-        public var particles = 2000
-        public var seed: UInt64 = 1
-        public var resampleThreshold = 0.5
-        public var roughening = 0.0
+        public var strideInterpolation = Options.strideInterpolation.flag
+        public var divergenceRejections = Options.divergenceRejections.integer
+        public var historySeconds = Options.history.number
+        public var particles = Options.particles.integer
+        public var seed = UInt64(Options.seed.integer)
+        public var resampleThreshold = Options.resampleThreshold.number
+        public var roughening = Options.roughening.number
         /// Kernel bandwidth factor of the regularised particle filter (`ParticleFilter.regularization`):
         /// 0.5, half of Musso's Gaussian-optimal bandwidth as Musso, Oudjane and Le Gland (2001)
         /// advise for multimodal posteriors. Measured (docs/fusion.md): office-acoustic pf ANEES
         /// 10³⁴ → 1.8, mall-sparse-ap 2.8 → 1.8, open-street mean 2.16 → 1.99 m.
-        public var regularization = 0.5
+        public var regularization = Options.regularization.number
         /// Particle filter: a particle whose move crosses a wall of the trace's floor plan
         /// (reference `floorplan`, GeoJSON) gets weight 0 (`walls`).
-        public var useWalls = true
+        public var useWalls = Options.walls.flag
         public var sigmaPoints = SigmaPointParameters()
         public init(kind: Kind) {
             self.kind = kind
-            inflation = Self.defaultInflation
-            inflation[.gnss] = 1
+            inflation = Options.inflationBySource
         }
     }
 
@@ -488,32 +487,29 @@ public final class FusionStage: PipelineStage {
 }
 
 extension FusionStage {
-    /// Builds the stage from its pipeline options (all keys, units and defaults in
-    /// `docs/pipeline.yaml`).
+    /// Builds the stage from its pipeline options (`Options`: keys, units and defaults; the
+    /// ukf reads `Options.ukf`, the pf `Options.pf` on top of `Options.ekf`).
     public convenience init(kind: Kind, options o: StageOptions, emitting source: Source? = nil, recordEpochs: Bool = false) throws {
+        typealias O = Options
         var s = Settings(kind: kind)
-        let layout = try o.string("layout", default: "auto")
-        guard let l = LayoutChoice(rawValue: layout) else {
-            throw ConfigurationError(path: "\(o.name).layout", reason: "expected auto, step or cv, got \(layout)")
-        }
-        s.layout = l
-        s.inputs = try Self.sources(o, "inputs", default: s.inputs)
-        s.tight = try Self.sources(o, "tight", default: [])
-        s.adaptiveAccuracy = try Self.sources(o, "adaptive_accuracy", default: s.adaptiveAccuracy)
-        s.adaptiveAccuracyWindow = try o.double("adaptive_accuracy_window", default: s.adaptiveAccuracyWindow)
-        s.repeatInflation = try o.bool("repeat_inflation", default: s.repeatInflation)
-        if !(try o.bool("supersede", default: true)) { s.superseding = [:] }
-        s.scanCombined = try o.bool("combine_scan_fixes", default: false) ? Settings.scanCombinable : []
-        if try o.bool("gnss_bias", default: true) {
-            let tau = try o.double("gnss_bias_tau_s", default: 30), beta = try o.double("gnss_bias_fraction", default: 0.75)
-            guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).gnss_bias_tau_s", reason: "expected a time > 0 s, got \(tau)") }
-            guard beta > 0, beta < 1 else { throw ConfigurationError(path: "\(o.name).gnss_bias_fraction", reason: "expected 0 < β < 1, got \(beta)") }
+        s.layout = try o.choice(O.layout)
+        s.inputs = try Self.sources(o, O.inputs)
+        s.tight = try Self.sources(o, O.tight)
+        s.adaptiveAccuracy = try Self.sources(o, O.adaptiveAccuracy)
+        s.adaptiveAccuracyWindow = try o.double(O.adaptiveAccuracyWindow)
+        s.repeatInflation = try o.bool(O.repeatInflation)
+        if !(try o.bool(O.supersede)) { s.superseding = [:] }
+        s.scanCombined = try o.bool(O.combineScanFixes) ? Settings.scanCombinable : []
+        if try o.bool(O.gnssBias) {
+            let tau = try o.double(O.gnssBiasTau), beta = try o.double(O.gnssBiasFraction)
+            guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).\(O.gnssBiasTau.key)", reason: "expected a time > 0 s, got \(tau)") }
+            guard beta > 0, beta < 1 else { throw ConfigurationError(path: "\(o.name).\(O.gnssBiasFraction.key)", reason: "expected 0 < β < 1, got \(beta)") }
             s.gnssBias = GNSSBias(correlationTime: tau, biasFraction: beta)
         } else {
             s.gnssBias = nil
             s.inflation[.gnss] = Settings.defaultInflation[.gnss]
         }
-        if let v = o.values["inflation"] {
+        if let v = o.values[O.inflation.key] {
             guard case .map(let m) = v else { throw ConfigurationError(path: "\(o.name).inflation", reason: "expected a map source: factor") }
             for (k, val) in m {
                 guard let src = Source(rawValue: k) else { throw ConfigurationError(path: "\(o.name).inflation.\(k)", reason: "unknown source") }
@@ -521,52 +517,58 @@ extension FusionStage {
                 s.inflation[src] = a
             }
         }
-        let g = try o.double("gate_probability", default: 0.99)
+        let g = try o.double(O.gateProbability)
         guard g > 0, g <= 1 else { throw ConfigurationError(path: "\(o.name).gate_probability", reason: "expected 0 < p ≤ 1 (1 = no gate)") }
         s.gateProbability = g < 1 ? g : nil
-        s.headingSigma = Angle.radians(try o.double("heading_sigma_deg", default: 10))
-        s.headingSigmaFromField = try o.bool("heading_sigma_from_field", default: true)
-        s.headingInterval = try o.double("heading_interval_s", default: 5)
-        s.initialHeadingSigma = Angle.radians(try o.double("initial_heading_sigma_deg", default: 20))
-        s.initialScaleSigma = try o.double("initial_scale_sigma", default: 0.15)
-        s.initialSpeedSigma = try o.double("initial_speed_sigma_mps", default: 1.5)
-        s.weinbergK = try o.double("weinberg_k", default: 0.52)
-        s.outputInterval = try o.double("output_interval_s", default: 1)
-        s.divergenceRejections = try o.int("divergence_rejections", default: 5)
-        s.historySeconds = try o.double("history_s", default: 10)
+        s.headingSigma = Angle.radians(try o.double(O.headingSigma))
+        s.headingSigmaFromField = try o.bool(O.headingSigmaFromField)
+        s.headingInterval = try o.double(O.headingInterval)
+        s.initialHeadingSigma = Angle.radians(try o.double(O.initialHeadingSigma))
+        s.initialScaleSigma = try o.double(O.initialScaleSigma)
+        s.initialSpeedSigma = try o.double(O.initialSpeedSigma)
+        s.weinbergK = try o.double(O.weinbergK)
+        s.outputInterval = try o.double(O.outputInterval)
+        s.divergenceRejections = try o.int(O.divergenceRejections)
+        s.historySeconds = try o.double(O.history)
         var step = StepMotionModel()
-        step.lengthSigmaFraction = try o.double("step_length_sigma_fraction", default: step.lengthSigmaFraction)
-        step.headingSigmaPerStep = Angle.radians(try o.double("step_heading_sigma_deg", default: Angle.degrees(step.headingSigmaPerStep)))
-        step.scaleSigmaPerStep = try o.double("step_scale_sigma", default: step.scaleSigmaPerStep)
-        step.positionDiffusion = try o.double("position_diffusion_m2_per_s", default: step.positionDiffusion)
-        step.stationaryPositionDiffusion = try o.double("stationary_position_diffusion_m2_per_s", default: step.stationaryPositionDiffusion)
-        s.strideInterpolation = try o.bool("stride_interpolation", default: s.strideInterpolation)
-        step.headingDiffusion = pow(Angle.radians(try o.double("heading_diffusion_deg_per_sqrt_s",
-                                                               default: Angle.degrees(step.headingDiffusion.squareRoot()))), 2)
+        step.lengthSigmaFraction = try o.double(O.stepLengthSigmaFraction)
+        step.headingSigmaPerStep = Angle.radians(try o.double(O.stepHeadingSigma))
+        step.scaleSigmaPerStep = try o.double(O.stepScaleSigma)
+        step.positionDiffusion = try o.double(O.positionDiffusion)
+        step.stationaryPositionDiffusion = try o.double(O.stationaryPositionDiffusion)
+        s.strideInterpolation = try o.bool(O.strideInterpolation)
+        step.headingDiffusion = pow(Angle.radians(try o.double(O.headingDiffusion)), 2)
         s.motion.step = step
-        s.motion.constantVelocity.q = try o.double("cv_q_m2_per_s3", default: s.motion.constantVelocity.q)
-        s.cvTurnRateSigma = Angle.radians(try o.double("cv_turn_rate_sigma_deg_per_s", default: Angle.degrees(s.cvTurnRateSigma)))
-        s.cvManoeuvreAcceleration = try o.double("cv_manoeuvre_accel_mps2", default: s.cvManoeuvreAcceleration)
-        s.particles = try o.int("particles", default: 2000)
-        s.seed = UInt64(try o.int("seed", default: 1))
-        s.resampleThreshold = try o.double("resample_threshold", default: 0.5)
-        s.roughening = try o.double("roughening", default: 0)
-        s.regularization = try o.double("regularization", default: 0.5)
-        s.useWalls = try o.bool("walls", default: true)
-        s.sigmaPoints = SigmaPointParameters(alpha: try o.double("ukf_alpha", default: 1), beta: try o.double("ukf_beta", default: 2),
-                                             kappa: try o.double("ukf_kappa", default: 0))
-        for (key, value, ok) in [("divergence_rejections", Double(s.divergenceRejections), s.divergenceRejections >= 1),
-                                 ("particles", Double(s.particles), s.particles >= 10),
-                                 ("regularization", s.regularization, s.regularization >= 0 && s.regularization.isFinite),
-                                 ("heading_sigma_deg", s.headingSigma, s.headingSigma > 0),
-                                 ("cv_turn_rate_sigma_deg_per_s", s.cvTurnRateSigma, s.cvTurnRateSigma >= 0),
-                                 ("cv_manoeuvre_accel_mps2", s.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration >= 0),
-                                 ("output_interval_s", s.outputInterval, s.outputInterval >= 0),
-                                 ("history_s", s.historySeconds, s.historySeconds >= 0),
-                                 ("adaptive_accuracy_window", s.adaptiveAccuracyWindow, s.adaptiveAccuracyWindow >= 1)] where !ok {
-            throw ConfigurationError(path: "\(o.name).\(key)", reason: "out of range: \(value)")
+        s.motion.constantVelocity.q = try o.double(O.cvQ)
+        s.cvTurnRateSigma = Angle.radians(try o.double(O.cvTurnRateSigma))
+        s.cvManoeuvreAcceleration = try o.double(O.cvManoeuvreAcceleration)
+        if kind == .pf {
+            s.particles = try o.int(O.particles)
+            s.seed = UInt64(try o.int(O.seed))
+            s.resampleThreshold = try o.double(O.resampleThreshold)
+            s.roughening = try o.double(O.roughening)
+            s.regularization = try o.double(O.regularization)
+            s.useWalls = try o.bool(O.walls)
+        }
+        if kind == .ukf {
+            s.sigmaPoints = SigmaPointParameters(alpha: try o.double(O.ukfAlpha), beta: try o.double(O.ukfBeta), kappa: try o.double(O.ukfKappa))
+        }
+        for (spec, value, ok) in [(O.divergenceRejections, Double(s.divergenceRejections), s.divergenceRejections >= 1),
+                                  (O.particles, Double(s.particles), s.particles >= 10),
+                                  (O.regularization, s.regularization, s.regularization >= 0 && s.regularization.isFinite),
+                                  (O.headingSigma, s.headingSigma, s.headingSigma > 0),
+                                  (O.cvTurnRateSigma, s.cvTurnRateSigma, s.cvTurnRateSigma >= 0),
+                                  (O.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration >= 0),
+                                  (O.outputInterval, s.outputInterval, s.outputInterval >= 0),
+                                  (O.history, s.historySeconds, s.historySeconds >= 0),
+                                  (O.adaptiveAccuracyWindow, s.adaptiveAccuracyWindow, s.adaptiveAccuracyWindow >= 1)] where !ok {
+            throw ConfigurationError(path: "\(o.name).\(spec.key)", reason: "out of range: \(value)")
         }
         self.init(settings: s, emitting: source, recordEpochs: recordEpochs)
+    }
+
+    static func sources(_ o: StageOptions, _ spec: OptionSpec) throws -> Set<Source> {
+        try sources(o, spec.key, default: Set(spec.strings.compactMap(Source.init(rawValue:))))
     }
 
     static func sources(_ o: StageOptions, _ key: String, default d: Set<Source>) throws -> Set<Source> {

@@ -3,31 +3,6 @@ import Foundation
 import Positioning
 import Replay
 
-/// `posfuse evaluate …`: evaluations on recorded data (docs/radio.md).
-struct Evaluate: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Evaluate estimators on recorded data against ground truth.",
-        subcommands: [EvaluateRadio.self, EvaluateConsistency.self]
-    )
-}
-
-/// Shared WCL options of the radio commands.
-struct WCLCommandOptions: ParsableArguments {
-    @Option(name: .customLong("weight-law"), help: "WCL weight law: distance, power, amplitude, db.") var weightLaw: String = WCLEstimator().weightLaw.rawValue
-    @Option(help: "WCL weight exponent g.") var exponent: Double = WCLEstimator().exponent
-    @Option(name: .customLong("k"), help: "WCL: number of strongest APs.") var k: Int = WCLEstimator().maxAnchors
-    @Option(name: .customLong("rss-min"), help: "WCL: weakest RSS used, dBm.") var rssMin: Double = WCLEstimator().rssMin
-    @Option(name: .customLong("max-age"), help: "WCL: drop scan entries older than this, s.") var maxAge: Double = 5
-
-    func estimator() throws -> WCLEstimator {
-        guard let law = WeightLaw(rawValue: weightLaw) else { throw ValidationError("--weight-law: expected distance, power, amplitude or db") }
-        guard k >= 1 else { throw ValidationError("--k must be ≥ 1") }
-        var e = WCLEstimator(weightLaw: law, exponent: exponent, maxAnchors: k, rssMin: rssMin)
-        e.maxAge = maxAge
-        return e
-    }
-}
-
 struct EvaluateRadio: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "radio",
@@ -78,7 +53,7 @@ struct EvaluateRadio: ParsableCommand {
     @Option(help: "Split. UJIIndoorLoc (one file): device = leave one USERID/PHONEID group out (default), day = leave one day out, random = seeded random rows (leaky; comparison only). Walks (ms-indoor, traces): walk (leave-one-walk-out), area (also drop training scans within --block-radius of the test walk), or both (default).") var split: String?
     @Option(name: .customLong("train-fraction"), help: "UJIIndoorLoc --split random: fraction of rows in the map.") var trainFraction: Double = 0.7
     @Option(help: "Seed of the UJIIndoorLoc random split and of the fitting sample.") var seed: UInt64 = 1
-    @Option(help: "HAPEL variant v1 or v2.") var variant: String = "v2"
+    @Option(help: "HAPEL variant v1 or v2.") var variant: String = HAPELStage.Options.variant.text
     @Flag(name: .customLong("estimate-sectors"), help: "celldb: estimate sector azimuths from the walks.") var estimateSectors = false
     @Option(name: .customLong("block-radius"), help: "Area-blocked split: radius around the test walk's path, m.") var blockRadius: Double = RadioSplit.defaultRadius
     @Flag(name: .customLong("no-uncertainty"), help: "Walks: build the maps without the uncertainty model (radiomap build --no-uncertainty), for comparison.") var noUncertainty = false
@@ -142,14 +117,7 @@ struct EvaluateRadio: ParsableCommand {
                     report = ev.report(try ev.run(train: tr, test: te), train: tr.map(\.name), test: te.map(\.name))
                 } else {
                     let walks = try RadioWalkLoader.load(lowoURLs, dataset: ds)
-                    var pooled = CellEvaluation.Raw()
-                    var betas: [Double] = []
-                    for i in walks.indices {
-                        let r = try ev.run(train: walks.enumerated().filter { $0.offset != i }.map(\.element), test: [walks[i]])
-                        pooled.merge(r); betas.append(r.beta)
-                    }
-                    pooled.beta = RadioStats.median(betas) ?? 0
-                    report = ev.report(pooled, train: ["leave-one-out"], test: walks.map(\.name))
+                    report = ev.report(try ev.leaveOneWalkOut(walks), train: ["leave-one-out"], test: walks.map(\.name))
                 }
                 out["cell"] = try jsonObject(report)
                 text.append(String(format: "cell    median %.1f m  P95 %.1f m  (n=%d)", report.cell.median_m ?? .nan, report.cell.p95_m ?? .nan, report.cell.count))
@@ -205,20 +173,8 @@ extension EvaluateRadio {
     /// UJIIndoorLoc: the kNN fingerprint estimator (fitted on the training rows) and plain kNN
     /// through the replayer and scorer on the split's folds, and wcl from an AP map.
     func runUJI(trainURLs: [URL], testURLs: [URL], allURLs: [URL], out: inout [String: Any], text: inout [String], wcl w: WCLEstimator) throws {
-        var rows: [UJIIndoorLocReader.Row] = [], folds: [UJISplit.Fold] = []
-        let splitName: String
-        if allURLs.isEmpty {
-            var train: [UJIIndoorLocReader.Row] = [], test: [UJIIndoorLocReader.Row] = []
-            for u in trainURLs { train += try UJIIndoorLocReader.read(u) }
-            for u in testURLs { test += try UJIIndoorLocReader.read(u) }
-            rows = train + test
-            folds = [UJISplit.Fold(name: "train/test", train: Array(train.indices), test: Array(train.count..<rows.count))]
-            splitName = "train/test files"
-        } else {
-            for u in allURLs { rows += try UJIIndoorLocReader.read(u) }
-            folds = uji.folds(rows, trainFraction: trainFraction, seed: seed)
-            splitName = uji.label
-        }
+        let (rows, folds, splitName) = try UJIIndoorLocReader.folds(train: trainURLs, test: testURLs, all: allURLs, split: uji,
+                                                                    trainFraction: trainFraction, seed: seed)
         var fixed: KNNFingerprintEstimator? = nil
         if let pipeline, let o = try loadPipelineStages(pipeline)["fingerprint"], o.values["k"] != nil {
             fixed = try FingerprintStage.knnEstimator(o)   // a given configuration is used as given
@@ -226,11 +182,7 @@ extension EvaluateRadio {
         printError("ujiindoorloc: \(rows.count) rows, split \(splitName), \(folds.count) fold(s)")
         let r = try UJIIndoorLocEvaluation.run(rows: rows, folds: folds, split: uji, fixed: fixed, seed: seed,
                                                progress: { printError("  " + $0) })
-        var wclErrors: [Double] = [], wclFloor: [Double] = []
-        for f in folds {
-            let e = UJIIndoorLocReader.evaluate(train: f.train.map { rows[$0] }, test: f.test.map { rows[$0] }, wcl: w)
-            wclErrors += e.errors; wclFloor.append(e.floorHits * Double(e.errors.count))
-        }
+        let (wclErrors, wclFloorHitRate) = UJIIndoorLocReader.evaluate(rows: rows, folds: folds, wcl: w)
         func summary(_ o: UJIIndoorLocEvaluation.Outcome) throws -> [String: Any] {
             var d = try jsonObject(ErrorSummary(o.errors)) as? [String: Any] ?? [:]
             d["building_hit"] = o.buildingHitRate; d["building_floor_hit"] = o.buildingFloorHitRate
@@ -251,7 +203,7 @@ extension EvaluateRadio {
                 switch v { case .number(let x): return x; case .string(let x): return x; case .bool(let x): return x; default: return "\(v)" }
             } },
             "wcl": try jsonObject(ErrorSummary(wclErrors)), "wcl_units": "EPSG:3857 m (the AP-map evaluation works in the data set's coordinates)",
-            "wcl_floor_hit_rate": wclErrors.isEmpty ? 0 : wclFloor.reduce(0, +) / Double(wclErrors.count),
+            "wcl_floor_hit_rate": wclFloorHitRate,
         ] as [String: Any]
         text.append("split: \(splitName), \(folds.count) fold(s), \(rows.count) rows; errors in ground m (EPSG:3857 m ≈ 1.30×)")
         for (name, o) in [("fingerprint (wknn)", r.posfuse), ("plain kNN k=3    ", r.plain)] {
@@ -303,6 +255,10 @@ extension EvaluateRadio {
         if let pipeline { ev.stages = try loadPipelineStages(pipeline) }
         ev.learner.fitUncertainty = !noUncertainty
         ev.learner.blockRadius = blockRadius
+        let started = Date()
+        ev.progress = { sp, done, n, walk in
+            printError(String(format: "%@: fold %d/%d (test walk %@) done, %.0f s", sp.name, done, n, walk, Date().timeIntervalSince(started)))
+        }
         let splits: [RadioSplit] = walkSplit == "walk" ? [.walk] : walkSplit == "area" ? [.area(radius: blockRadius)] : [.walk, .area(radius: blockRadius)]
         var summaries: [RadioWalkEvaluation.Summary] = []
         try withExitCodes {
@@ -461,9 +417,8 @@ extension EvaluateRadio {
     }
 
     func runScenario(_ path: String) throws {
-        let wo = StageOptions(name: "wcl", values: ["weight_law": .string(wcl.weightLaw), "exponent": .number(wcl.exponent),
-                                                    "k": .number(Double(wcl.k)), "rss_min": .number(wcl.rssMin)])
-        var ho = wo; ho.name = "hapel"; ho.values["variant"] = .string(variant)
+        let wo = wcl.stageOptions
+        var ho = wo; ho.name = "hapel"; ho.values[HAPELStage.Options.variant.key] = .string(variant)
         let r = try withExitCodes { try RadioScenarioReplay.run(path, options: ["wcl": wo, "hapel": ho]) }
         var out: [String: Any] = ["protocol": "scenario", "trace": path]
         var lines: [String] = []
@@ -491,149 +446,5 @@ extension EvaluateRadio {
         if json {
             print(String(decoding: try JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
         } else { print(lines.joined(separator: "\n")) }
-    }
-}
-
-func jsonObject<T: Encodable>(_ v: T) throws -> Any {
-    try JSONSerialization.jsonObject(with: JSONEncoder().encode(v))
-}
-
-/// `posfuse celldb …`: the cell-tower database (SQLite).
-struct CellDB: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "celldb",
-        abstract: "Build the cell-tower database (SQLite) from walks (OpenCellID towers: posfuse import opencellid).",
-        subcommands: [CellDBBuild.self]
-    )
-}
-
-struct CellDBBuild: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "build",
-        abstract: "Estimate cell-site positions from recorded walks with TA and GNSS/ground truth (robust least squares), and learn each cell's coverage.",
-        discussion: """
-        Inputs: posfuse traces (.jsonl) or OpenCellID measurement CSV walks. Sites are written with provenance 'estimated'.
-
-        The coverage map (where phones were when they reported each serving cell and TA index: mean and covariance per area, docs/radio.md) goes into the table cell_coverage of the same database, in the same transaction. The cell and cell-ta stages locate a report from it before the tower ring: give the database to posfuse replay/refine with --cell-db, or write both as WGS84 members of a reference.json with --reference-json.
-
-        Examples:
-          posfuse celldb build ../shared/data/lte-ta-walks/lacolyoc \\
-            --db cells.sqlite --reference-json cells.json
-          posfuse refine reports.jsonl --cell-db cells.sqlite --lines
-          posfuse replay my-walk/ --cell-db cells.sqlite
-        """
-    )
-    @Argument(help: "Walks (files or folders).") var inputs: [String]
-    @Option(name: .customLong("db"), help: "Cell database (SQLite) to write.") var db: String
-    @Option(name: .customLong("reference-json"), help: "Also write the \"cells\" and \"cell_coverage\" members (WGS84) of this reference.json (its other members are kept).") var referenceJSON: String?
-    @Option(help: "TA quantiser offset β in steps (0 rounding, 0.5 truncation).") var offset: Double = 0
-    @Flag(name: .customLong("pool-site"), help: "Pool the LTE/NR cells of one eNB/gNB into one site fit (default: per cell).") var poolSite = false
-    @Flag(name: .customLong("estimate-sectors"), help: "Estimate sector azimuths from the walks (biased to the walked area).") var estimateSectors = false
-    @Flag(help: "Machine-readable JSON summary.") var json = false
-
-    func run() throws {
-        for p in inputs where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
-        let urls = try expandInputs(inputs, extensions: ["csv", "jsonl"]).filter { !$0.lastPathComponent.hasPrefix("bbox") }
-        guard let ds = RadioDataset.detect(urls), ds == .lteWalks || ds == .traces else {
-            throw ValidationError("inputs must be posfuse traces (.jsonl) or OpenCellID measurement CSV")
-        }
-        do {
-            let walks = try RadioWalkLoader.load(urls, dataset: ds)
-            guard let origin = walks.first?.header.origin else { throw ValidationError("no walks") }
-            let frame = LocalFrame(origin: origin)
-            let b = CellSiteBuilder(offset: offset, groupBySite: poolSite, estimateSectors: estimateSectors)
-            let built = b.build(walks, frame: frame)
-            let coverage = CellCoverageRecord.records(CellCoverageMap(walks: walks, frame: frame), frame: frame)
-            let database = try CellDatabase(path: db)
-            try database.insert(built.records, coverage: coverage)
-            if let r = referenceJSON { try ReferenceJSONWriter.update(url: URL(fileURLWithPath: r), towers: built.records, coverage: coverage) }
-            var sites: [[String: Any]] = []
-            for s in built.sites {
-                var d: [String: Any] = ["site": s.key, "cells": s.cells.count, "samples": s.samples]
-                switch s.result {
-                case .success(let r):
-                    d["rms_residual_m"] = r.rmsResidual; d["inlier_fraction"] = r.inlierFraction
-                    d["sigma_e_m"] = r.covariance.ee.squareRoot(); d["sigma_n_m"] = r.covariance.nn.squareRoot()
-                case .failure(let f): d["failure"] = f.code
-                }
-                sites.append(d)
-            }
-            if json {
-                let o: [String: Any] = ["walks": walks.count, "records": built.records.count, "sites": sites,
-                                        "coverage_areas": coverage.count, "coverage_cells": coverage.filter { $0.ta == nil }.count]
-                print(String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
-            } else {
-                print("\(walks.count) walk(s): \(built.sites.count) site(s), \(built.records.count) cell record(s), "
-                      + "\(coverage.count) coverage area(s) of \(coverage.filter { $0.ta == nil }.count) cell(s) written to \(db)"
-                      + (referenceJSON.map { " and \($0)" } ?? ""))
-                for s in sites { print("  \(s)") }
-            }
-        } catch let e as ImportDataError {
-            printError(e.description)
-            throw ExitCode(ExitStatus.dataError)
-        }
-    }
-}
-
-/// `posfuse radiomap build`: AP positions from walks with ground truth.
-struct RadioMap: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "radiomap",
-        abstract: "Build the WLAN radio map (AP positions, P0, n) from walks with ground truth.",
-        subcommands: [RadioMapBuild.self]
-    )
-}
-
-struct RadioMapBuild: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "build",
-        abstract: "Estimate AP positions (+P0, n where the data allows) from walks with ground truth into SQLite.",
-        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files (folders are searched recursively). The database holds the APs, the fingerprint survey (the walks' scans binned into --fingerprint-cell cells) and the uncertainty model (how much the WiFi fixes' covariances grow where the map is blind, fitted on the walks with a blocked protocol: docs/radio.md); give it to posfuse replay --radio-map. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md).\n\nExample:\n  posfuse radiomap build ../shared/data/ms-indoor/site2/F3 --db site.sqlite\n  posfuse import ms-indoor walk.txt -o walk/trace.jsonl\n  posfuse replay walk/ --radio-map site.sqlite"
-    )
-    @Argument(help: "Walks (files or folders).") var inputs: [String]
-    @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
-    @Option(name: .customLong("reference-json"), help: "Also write the \"aps\" (and with --fingerprints \"fingerprints\") members of this reference.json (its other members are kept).") var referenceJSON: String?
-    @Option(name: .customLong("max-age"), help: "Drop scan entries older than this, s.") var maxAge: Double = 5
-    @Flag(help: "With --reference-json: also write a 'fingerprints' section, the walks' scans binned into --fingerprint-cell cells (the fingerprint stage's map).") var fingerprints = false
-    @Option(name: .customLong("fingerprint-cell"), help: "Fingerprint cell size, m.") var fingerprintCell: Double = 2
-    @Option(help: "Pipeline configuration (YAML): the WiFi stages' options the uncertainty model is fitted for (the file you will replay with).") var pipeline: String?
-    @Flag(name: .customLong("no-uncertainty"), help: "Do not fit the uncertainty model (the WiFi fixes keep their own covariances).") var noUncertainty = false
-
-    func validate() throws {
-        if fingerprints && referenceJSON == nil { throw ValidationError("--fingerprints writes into --reference-json; give that file") }
-        if !(fingerprintCell > 0) { throw ValidationError("--fingerprint-cell must be > 0 m") }
-    }
-
-    func run() throws {
-        for p in inputs where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
-        let urls = try expandInputs(inputs, extensions: ["txt", "jsonl"], recursive: true)
-        guard let ds = RadioDataset.detect(urls), ds == .msIndoor || ds == .traces else {
-            throw ValidationError("inputs must be posfuse traces (.jsonl) or ms-indoor path files")
-        }
-        do {
-            let walks = try RadioWalkLoader.load(urls, dataset: ds)
-            var b = RadioMapLearner(maxAge: maxAge, fingerprintCell: fingerprintCell)
-            b.fitUncertainty = !noUncertainty
-            if let pipeline { b.stages = try loadPipelineStages(pipeline) }
-            guard let map = b.build(walks) else { throw ValidationError("no walks") }
-            try b.write(map, to: db)
-            let est = map.accessPoints
-            let points = map.fingerprints.points.count
-            if let r = referenceJSON {
-                // The radio map's members as a set: without --fingerprints an older 'fingerprints' goes.
-                try ReferenceJSONWriter.update(url: URL(fileURLWithPath: r), members: [
-                    "aps": RadioMapDatabase.referenceJSON(est.map(\.ap)),
-                    "fingerprints": fingerprints ? RadioMapDatabase.referenceJSON(map.fingerprints) : NSNull(),
-                ])
-            }
-            let model = map.uncertainty.map { m in
-                "; uncertainty model for " + m.terms.keys.sorted().map { "\($0) (\(m.terms[$0]!.samples) residuals)" }.joined(separator: ", ")
-            } ?? "; no uncertainty model (needs two or more walks with truth)"
-            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) and \(points) fingerprint point(s) written to \(db)"
-                  + (referenceJSON.map { " and \($0)" } ?? "") + model)
-        } catch let e as ImportDataError {
-            printError(e.description)
-            throw ExitCode(ExitStatus.dataError)
-        }
     }
 }

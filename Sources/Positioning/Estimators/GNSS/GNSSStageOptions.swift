@@ -1,0 +1,31 @@
+/// The `gnss` stage options, declared once (`OptionTable`); the calibration and error-model keys
+/// are those their types read (`GNSSAccuracyCalibration.from(options:)`,
+/// `GNSSErrorModel.from(options:)`).
+extension GNSSStage {
+    public enum Options {
+        static let d = GNSSEstimator()
+        public static let accuracyConfidence = OptionSpec.number("accuracy_confidence", d.accuracyConfidence,
+            "probability of the reported accuracy circle (Android: 0.68)")
+        public static let inflation = OptionSpec.number("inflation", d.inflation, "factor on the reported accuracy (1 = trust it)")
+        public static let calibrationEdges = OptionSpec.numbers(GNSSAccuracyCalibration.edgesOption, [], unit: "m",
+            "upper edges of bins of reported accuracy (`posfuse calibrate gnss`)")
+        public static let calibrationFactors = OptionSpec.numbers(GNSSAccuracyCalibration.factorsOption, [],
+            "factor on σ per bin (one more than the edges); [] = no calibration")
+        public static let errorModel = OptionSpec.string(GNSSErrorModel.option, GNSSErrorModel.stageDefault,
+            "when no calibration is set: shipped (the GNSS error model posfuse ships,\nper handset family, pooled for others; docs/radio.md), none, or a model\nfile; `evaluate radio` on GNSS recordings uses shipped unless set")
+        public static let handsetFamily = OptionSpec.string(GNSSErrorModel.familyOption, nil, example: "Pixel4",
+            "family whose factor applies (default: from the trace header's device)")
+        public static let table = OptionTable(stage: "gnss", doc: "the phone's own GNSS fixes, passed through with a covariance", options: [
+            accuracyConfidence, inflation, calibrationEdges, calibrationFactors, errorModel, handsetFamily,
+        ])
+    }
+
+    /// Builds the stage from its pipeline options (`Options`).
+    public static func make(_ o: StageOptions) throws -> GNSSStage {
+        GNSSStage(estimator: GNSSEstimator(accuracyConfidence: try o.double(Options.accuracyConfidence),
+                                           inflation: try o.double(Options.inflation),
+                                           calibration: try GNSSAccuracyCalibration.from(options: o)),
+                  errorModel: try GNSSErrorModel.from(options: o),
+                  handsetFamily: try o.optionalString(Options.handsetFamily))
+    }
+}

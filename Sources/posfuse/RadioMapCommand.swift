@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import Positioning
+import Replay
+
+/// `posfuse radiomap build`: AP positions from walks with ground truth.
+struct RadioMap: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "radiomap",
+        abstract: "Build the WLAN radio map (AP positions, P0, n) from walks with ground truth.",
+        subcommands: [RadioMapBuild.self]
+    )
+}
+
+struct RadioMapBuild: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Estimate AP positions (+P0, n where the data allows) from walks with ground truth into SQLite.",
+        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files (folders are searched recursively). The database holds the APs, the fingerprint survey (the walks' scans binned into --fingerprint-cell cells) and the uncertainty model (how much the WiFi fixes' covariances grow where the map is blind, fitted on the walks with a blocked protocol: docs/radio.md); give it to posfuse replay --radio-map. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md).\n\nExample:\n  posfuse radiomap build ../shared/data/ms-indoor/site2/F3 --db site.sqlite\n  posfuse import ms-indoor walk.txt -o walk/trace.jsonl\n  posfuse replay walk/ --radio-map site.sqlite"
+    )
+    @Argument(help: "Walks (files or folders).") var inputs: [String]
+    @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
+    @Option(name: .customLong("reference-json"), help: "Also write the \"aps\" (and with --fingerprints \"fingerprints\") members of this reference.json (its other members are kept).") var referenceJSON: String?
+    @Option(name: .customLong("max-age"), help: "Drop scan entries last seen more than this before the scan, s (the survey's limit; positioning has its own, the WiFi stages' max_age_s).") var maxAge: Double = RadioMapBuilder.defaultMaxAge
+    @Flag(help: "With --reference-json: also write a 'fingerprints' section, the walks' scans binned into --fingerprint-cell cells (the fingerprint stage's map).") var fingerprints = false
+    @Option(name: .customLong("fingerprint-cell"), help: "Fingerprint cell size, m.") var fingerprintCell: Double = 2
+    @Option(help: "Pipeline configuration (YAML): the WiFi stages' options the uncertainty model is fitted for (the file you will replay with).") var pipeline: String?
+    @Flag(name: .customLong("no-uncertainty"), help: "Do not fit the uncertainty model (the WiFi fixes keep their own covariances).") var noUncertainty = false
+
+    func validate() throws {
+        if fingerprints && referenceJSON == nil { throw ValidationError("--fingerprints writes into --reference-json; give that file") }
+        if !(fingerprintCell > 0) { throw ValidationError("--fingerprint-cell must be > 0 m") }
+    }
+
+    func run() throws {
+        for p in inputs where !FileManager.default.fileExists(atPath: p) { throw ValidationError("no such file or folder: \(p)") }
+        let urls = try expandInputs(inputs, extensions: ["txt", "jsonl"], recursive: true)
+        guard let ds = RadioDataset.detect(urls), ds == .msIndoor || ds == .traces else {
+            throw ValidationError("inputs must be posfuse traces (.jsonl) or ms-indoor path files")
+        }
+        do {
+            let walks = try RadioWalkLoader.load(urls, dataset: ds)
+            var b = RadioMapLearner(maxAge: maxAge, fingerprintCell: fingerprintCell)
+            b.fitUncertainty = !noUncertainty
+            if let pipeline { b.stages = try loadPipelineStages(pipeline) }
+            guard let map = b.build(walks) else { throw ValidationError("no walks") }
+            try b.write(map, to: db)
+            let est = map.accessPoints
+            let points = map.fingerprints.points.count
+            if let r = referenceJSON {
+                // The radio map's members as a set: without --fingerprints an older 'fingerprints' goes.
+                try ReferenceJSONWriter.update(url: URL(fileURLWithPath: r), members: [
+                    "aps": RadioMapDatabase.referenceJSON(est.map(\.ap)),
+                    "fingerprints": fingerprints ? RadioMapDatabase.referenceJSON(map.fingerprints) : NSNull(),
+                ])
+            }
+            let model = map.uncertainty.map { m in
+                "; uncertainty model for " + m.terms.keys.sorted().map { "\($0) (\(m.terms[$0]!.samples) residuals)" }.joined(separator: ", ")
+            } ?? "; no uncertainty model (needs two or more walks with truth)"
+            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) and \(points) fingerprint point(s) written to \(db)"
+                  + (referenceJSON.map { " and \($0)" } ?? "") + model)
+        } catch let e as ImportDataError {
+            printError(e.description)
+            throw ExitCode(ExitStatus.dataError)
+        }
+    }
+}
