@@ -77,3 +77,15 @@ import Testing
         #expect(ConfigValue.list([.string("gnss"), .string("cell-ta")]).yamlText == "[gnss, cell-ta]")
     }
 }
+
+/// The one rule for phone and object subjects.
+@Suite struct SubjectTests {
+    @Test func objectsAndPhones() {
+        #expect(Subject("object:tower") == .object("tower"))
+        #expect(Subject("phone-1") == .phone("phone-1"))
+        #expect(Subject.object("tower").id == "object:tower")
+        #expect(Subject(Subject.object("a:b").id) == .object("a:b"))
+        #expect(Subject.isObject("object:x") && !Subject.isObject("objects") && !Subject.isObject("x-object:"))
+        #expect(Subject("object:x").isObject && !Subject("x").isObject)
+    }
+}

@@ -137,11 +137,11 @@ public enum ConsistencyEvaluation {
             let replayer = Replayer(options: ReplayOptions(stages: stages))
             var neesByKey: [String: [String: [(time: Double, nees: Double)]]] = [:]
             replayer.onEstimate = { e in
-                if let err = e.error, !e.fix.subject.hasPrefix("object:") {
+                if let err = e.error, !Subject.isObject(e.fix.subject) {
                     errors[e.fix.source.rawValue, default: [:]][EpochKey(run: k, subject: e.fix.subject, time: e.fix.time)] = err
                 }
                 guard e.error != nil, let n = e.nees, n.isFinite, n >= 0 else { return }
-                let key = e.fix.subject.hasPrefix("object:") ? e.fix.source.rawValue + ":object" : e.fix.source.rawValue
+                let key = Subject.isObject(e.fix.subject) ? e.fix.source.rawValue + ":object" : e.fix.source.rawValue
                 neesByKey[key, default: [:]][e.fix.subject, default: []].append((e.fix.time, n))
             }
             let r = try replayer.run(location)

@@ -322,7 +322,7 @@ public final class ReportRefiner {
             for result in pipeline.process(e, context: context) {
                 switch result {
                 case .fix(let f) where f.source == .ekf && f.subject == Fix.defaultSubject: lastFused = f
-                case .fix(let f) where f.subject.hasPrefix("object:"): objectFix = f
+                case .fix(let f) where Subject.isObject(f.subject): objectFix = f
                 case .fix(let f) where !f.source.isFusion: producedBy[f.source, default: 0] += 1
                 case .failure(let s, let t, _, let reason):
                     // "Missing input" of a stage whose own evidence type is absent is not news.
@@ -332,7 +332,7 @@ public final class ReportRefiner {
                 }
             }
         }
-        for r in pipeline.finish(context: context) { if case .fix(let f) = r, f.subject.hasPrefix("object:") { objectFix = f } }
+        for r in pipeline.finish(context: context) { if case .fix(let f) = r, Subject.isObject(f.subject) { objectFix = f } }
 
         var used: [String] = [], gated: [String: Int] = [:], contained: Set<String> = []
         for (s, c) in fusion.counters.sorted(by: { $0.key < $1.key }) {

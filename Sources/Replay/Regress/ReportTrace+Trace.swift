@@ -12,7 +12,7 @@ extension ReportTrace {
         let frame = reader.header.frame
         var tracks: [String: [(time: Double, position: SIMD2<Double>)]] = [:]
         while let e = try reader.next() {
-            if case .groundTruth(let g) = e.payload, !e.device.hasPrefix("object:") {
+            if case .groundTruth(let g) = e.payload, !Subject.isObject(e.device) {
                 switch g.position {
                 case .geodetic(let p):
                     let v = frame.enu(p)

@@ -106,12 +106,12 @@ struct CheckpointTracker {
     private var fixes: [String: [Source: [Held]]] = [:]
 
     mutating func add(truth g: GroundTruth, subject: String, time: Double, position: SIMD2<Double>) {
-        guard !subject.hasPrefix("object:") else { return }
+        guard !Subject.isObject(subject) else { return }
         if g.kind == .checkpoint { truth[subject, default: []].append(Truth(time: time, position: position, floor: g.floor)) } else { continuous.insert(subject) }
     }
 
     mutating func add(_ f: Fix) {
-        guard !f.subject.hasPrefix("object:"), f.time.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return }
+        guard !Subject.isObject(f.subject), f.time.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return }
         fixes[f.subject, default: [:]][f.source, default: []].append(Held(time: f.time, position: f.position, covariance: f.covariance, floor: f.floor))
     }
 

@@ -33,7 +33,7 @@ public struct GroundTruthTrack: Sendable {
 
     public init(subject: String) {
         self.subject = subject
-        isStatic = subject.hasPrefix("object:")
+        isStatic = Subject.isObject(subject)
     }
 
     public var isEmpty: Bool { times.isEmpty }

@@ -34,7 +34,7 @@ public enum SubjectGroup: String, Sendable, CaseIterable, Comparable {
     case phones
     case objects
 
-    public init(subject: String) { self = subject.hasPrefix("object:") ? .objects : .phones }
+    public init(subject: String) { self = Subject.isObject(subject) ? .objects : .phones }
 
     public static func < (a: SubjectGroup, b: SubjectGroup) -> Bool { a == .phones && b == .objects }
 }
@@ -178,7 +178,7 @@ public final class Scorer {
     /// only get a bracket wider than the gap (`truth_gap`); a subject without any truth
     /// yet has none at or before the estimate (`no_truth`). Objects (static) keep waiting.
     private func settleHopeless() throws {
-        for s in pending.keys.sorted() where !s.hasPrefix("object:") {
+        for s in pending.keys.sorted() where !Subject.isObject(s) {
             guard var waiting = pending[s], !waiting.isEmpty else { continue }
             let last = truth[s]?.lastTime
             if let last, now <= last + options.maxTruthGap { continue }
@@ -279,7 +279,7 @@ public final class Scorer {
             intervals[s] = iv
             truthSeconds += iv.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) }
         }
-        let objects = truth.keys.filter { $0.hasPrefix("object:") }
+        let objects = truth.keys.filter { Subject.isObject($0) }
         var out: [SourceScore] = []
         for key in acc.keys.sorted(by: { ($0.source, $0.group) < ($1.source, $1.group) }) {
             let a = acc[key]!

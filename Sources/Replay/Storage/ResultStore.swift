@@ -215,7 +215,7 @@ public final class ResultStore {
                 if metrics.isEmpty { continue }
                 let epochs: [EpochSample] = try queue.read { db in
                     let (src, objects) = Self.splitKey(key)
-                    let like = objects ? "object:%" : "%"
+                    let like = objects ? Subject.objectPrefix + "%" : "%"
                     let notObject = !objects
                     return try Row.fetchAll(db, sql: """
                         SELECT t, error, nees, e, n, truth_e, truth_n FROM estimates

@@ -88,7 +88,7 @@ public struct CamLocEstimator: Sendable {
         let cov = user.covariance + offCov
         guard cov.isValid else { return .failure(.inconsistentMeasurements("non-finite covariance")) }
         let fix = Fix(time: time, position: user.position + g.offset, up: nil, covariance: cov, source: .camloc,
-                      subject: "object:\(second.object)", usedCount: 2)
+                      subject: Subject.object(second.object).id, usedCount: 2)
         return .success(CamLocSolution(fix: fix, geometry: g, range: g.range, bearing: g.bearing,
                                        relativeRangeSigma: g.relativeRangeSigma(sigmaH: sigmaPixels, sigmaD: displacementSigma),
                                        user: user, displacement: displacement))

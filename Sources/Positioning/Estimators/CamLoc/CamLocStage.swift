@@ -101,7 +101,7 @@ public final class CamLocStage: PipelineStage {
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         let dev = event.device
         for r in upstream {
-            if case .fix(let f) = r, userSources.contains(f.source), !f.subject.hasPrefix("object:") {
+            if case .fix(let f) = r, userSources.contains(f.source), !Subject.isObject(f.subject) {
                 userFixes[f.subject, default: []].append(f)
                 Self.prune(&userFixes[f.subject]!, limit: 256) { $0.time < f.time - horizon }
             }
@@ -151,7 +151,7 @@ public final class CamLocStage: PipelineStage {
     private func solve(_ s1: (Double, PhotoObservation), _ s2: (Double, PhotoObservation), device dev: String,
                        context: PipelineContext) -> [StageResult] {
         let (t1, p1) = s1, (t2, p2) = s2
-        let subject = "object:\(p2.object)"
+        let subject = Subject.object(p2.object).id
         func fail(_ f: EstimationFailure) -> [StageResult] { [.failure(source: .camloc, time: t2, subject: subject, reason: f)] }
         var azimuths: (Double, Double)?
         if p1.cameraAzimuthMagnetic == nil || p2.cameraAzimuthMagnetic == nil,

@@ -204,7 +204,7 @@ public final class FusionStage: PipelineStage {
                 } else {
                     out += update(fix: f, context)
                 }
-            case .measurement(let m, let subject) where settings.tight.contains(m.source) && !subject.hasPrefix("object:"):
+            case .measurement(let m, let subject) where settings.tight.contains(m.source) && !Subject.isObject(subject):
                 let t = track(subject, context)
                 guard t.filter.isInitialized else { continue }
                 var model = m
@@ -221,7 +221,7 @@ public final class FusionStage: PipelineStage {
     }
 
     private func isLooseInput(_ f: Fix) -> Bool {
-        settings.inputs.contains(f.source) && !settings.tight.contains(f.source) && !f.source.isFusion && !f.subject.hasPrefix("object:")
+        settings.inputs.contains(f.source) && !settings.tight.contains(f.source) && !f.source.isFusion && !Subject.isObject(f.subject)
     }
 
     private struct SourceAt: Hashable { var source: Source; var subject: String; var time: Double }

@@ -51,7 +51,7 @@ struct PhotoSimulator {
                 cx: cx, cy: cy, exposureTime: shot.t, object: lm.id, objectX: quantise(x, 0.1), objectY: quantise(y, 0.1),
                 objectHeight: quantise(h, 0.1), cameraAzimuthMagnetic: quantise(az, 0.1)))))
             if shot.index == 2 {
-                out.append(TraceEvent(time: shot.t, device: "object:\(lm.id)", payload: .groundTruth(GroundTruth(
+                out.append(TraceEvent(time: shot.t, device: Subject.object(lm.id).id, payload: .groundTruth(GroundTruth(
                     position: .local(SIMD3(lm.e, lm.n, lm.u)), kind: .checkpoint))))
             }
         }
