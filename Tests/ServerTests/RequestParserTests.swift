@@ -38,16 +38,8 @@ enum FoundationGeoParser {
         }
     }
 
-    static func rat(_ s: Any?, default d: RAT) -> RAT? {
-        guard let s = s as? String else { return d }
-        switch s.lowercased() {
-        case "gsm": return .gsm
-        case "wcdma", "umts": return .umts
-        case "lte": return .lte
-        case "nr": return .nr
-        default: return nil                 // cdma and unknown radios are not used
-        }
-    }
+    /// The radio names are not what is under test: `GeoAPI.rat` of the member when it is a string.
+    static func rat(_ s: Any?, default d: RAT) -> RAT? { GeoAPI.rat(s as? String, default: d) }
 
     /// A cell tower entry (geolocate or geosubmit), or nil when it is not a usable cell.
     static func cell(_ d: [String: Any], defaultRAT: RAT) -> CellObservation? {

@@ -245,9 +245,12 @@ public final class LocationServer: Sendable {
     /// FeatureCollection → a FeatureCollection, one Feature per input feature, in order.
     func refine(_ req: Request) async throws -> Response {
         let bytes = try await body(req)
-        let o = try GeoAPI.object(bytes)
+        // Which shape (and a parseError for a body that is not a JSON object) from the scan in
+        // place; only a FeatureCollection is taken apart with JSONSerialization.
+        let collection = try GeoAPI.Body.read(bytes) { b, o in b.string(o["type", in: b]) == "FeatureCollection" }
         var out: [UInt8] = []
-        if o["type"] as? String == "FeatureCollection" {
+        if collection {
+            let o = try GeoAPI.object(bytes)
             guard let fs = o["features"] as? [Any] else { throw GeoAPI.APIError.parse("a FeatureCollection needs a 'features' array") }
             out.append(contentsOf: Array(#"{"features":["#.utf8))
             for (i, f) in fs.enumerated() {
