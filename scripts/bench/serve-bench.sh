@@ -42,10 +42,20 @@ R[empty]="$(run empty /v0/empty)"
 R[geolocate]="$(run geolocate /v1/geolocate)"
 R[refine]="$(run refine /v1/refine)"
 R[geosubmit]="$(run geosubmit /v2/geosubmit)"
+# Pacing for half the saturating rate r: each of the CONN connections waits delay() ms between
+# requests, and its own latency adds to that wait, so a delay of 2·CONN/r alone gives less than
+# r/2. A short probe run at that delay measures the latency share (CONN/achieved − delay) and the
+# delay is reduced by it; wrk's delay is whole milliseconds, so the achieved share is printed.
 half_delay() { python3 -c "import sys; r=float(sys.argv[1]); print(max(1, round(2000.0 * $CONN / r)))" "$1"; }
-R[empty_half]="$(run empty /v0/empty "$(half_delay "${R[empty]%% *}")")"
-R[geolocate_half]="$(run geolocate /v1/geolocate "$(half_delay "${R[geolocate]%% *}")")"
-if [ "$SOAK" -gt 0 ]; then R[geolocate_soak]="$(run geolocate /v1/geolocate "$(half_delay "${R[geolocate]%% *}")" "$SOAK")"; fi
+calibrated_delay() {  # NAME PATH SATURATING_RATE
+    local d0; d0="$(half_delay "$3")"
+    local probe; probe="$(run "$1" "$2" "$d0" "$(( (SECS + 1) / 2 ))")"
+    python3 -c "import sys; r, d0, a = map(float, sys.argv[1:4]); lat = 1000.0 * $CONN / a - d0 if a > 0 else 0; print(max(1, round(2000.0 * $CONN / r - max(lat, 0))))" "$3" "$d0" "${probe%% *}"
+}
+R[empty_half]="$(run empty /v0/empty "$(calibrated_delay empty /v0/empty "${R[empty]%% *}")")"
+GD="$(calibrated_delay geolocate /v1/geolocate "${R[geolocate]%% *}")"
+R[geolocate_half]="$(run geolocate /v1/geolocate "$GD")"
+if [ "$SOAK" -gt 0 ]; then R[geolocate_soak]="$(run geolocate /v1/geolocate "$GD" "$SOAK")"; fi
 kill $SAMPLER 2>/dev/null || true
 
 echo "posfuse serve benchmark: wrk -t2 -c$CONN, ${SECS}s per run, loopback, SQLite store, $(nproc) cores, release build"
@@ -59,6 +69,11 @@ python3 - "${R[geolocate]%% *}" "${R[empty]%% *}" <<'PY'
 import sys
 g, e = float(sys.argv[1]), float(sys.argv[2])
 print("geolocate / empty handler throughput: %.2f (target >= 0.5)" % (g / e))
+PY
+python3 - "${R[geolocate]%% *}" "${R[geolocate_half]%% *}" "${R[geolocate_half]}" <<'PY'
+import sys
+sat, paced, row = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3].split()
+print("geolocate paced run: %.0f req/s = %.2f of its saturating rate, P99 %s ms (target <= 10 ms at 0.5)" % (paced, paced / sat, row[2]))
 PY
 awk 'NR == 1 {first = $2} {if ($2 > max) max = $2; last = $2} END {printf "server RSS: first %.1f MiB, last %.1f MiB, max %.1f MiB over %d samples\n", first/1024, last/1024, max/1024, NR}' "$WORK/rss.txt"
 grep -c . "$WORK/server.log" >/dev/null && { echo "server log (warnings and errors):"; tail -5 "$WORK/server.log"; } || true
