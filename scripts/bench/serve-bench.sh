@@ -18,11 +18,7 @@ SOAK="${SERVE_BENCH_SOAK:-0}"
 PORT="${SERVE_BENCH_PORT:-18089}"
 . scripts/bench/serve-lib.sh
 serve_prepare serve-bench
-WORK="$(mktemp -d /tmp/posfuse-serve-bench.XXXXXX)"
-"$BIN" serve --db "$WORK/bench.sqlite" --port "$PORT" --empty-handler --log-level warning 2>"$WORK/server.log" &
-PID=$!
-trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
-serve_wait "$PORT"
+serve_start serve-bench "$PORT" --empty-handler
 
 python3 scripts/bench/serve_requests.py "$WORK"
 curl -sf -XPOST "http://127.0.0.1:$PORT/v2/geosubmit" -H 'Content-Type: application/json' --data-binary @"$WORK/seed.json" >/dev/null

@@ -15,3 +15,13 @@ serve_prepare() {
 serve_wait() {
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$1/health" >/dev/null && return 0; sleep 0.1; done
 }
+# serve_start NAME PORT [SERVE FLAG...]: one server on a fresh SQLite store in a temporary WORK
+# directory, stopped (SIGTERM) and WORK removed on exit; waits for /health. Sets WORK and PID.
+serve_start() {
+    local name="$1" port="$2"; shift 2
+    WORK="$(mktemp -d "/tmp/posfuse-$name.XXXXXX")"
+    "$BIN" serve --db "$WORK/$name.sqlite" --port "$port" "$@" --log-level warning 2>"$WORK/server.log" &
+    PID=$!
+    trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+    serve_wait "$port"
+}

@@ -15,11 +15,7 @@ CONN="${SERVE_SOAK_CONNECTIONS:-16}"
 PORT="${SERVE_SOAK_PORT:-18093}"
 . scripts/bench/serve-lib.sh
 serve_prepare serve-soak
-WORK="$(mktemp -d /tmp/posfuse-serve-soak.XXXXXX)"
-"$BIN" serve --db "$WORK/soak.sqlite" --port "$PORT" --log-level warning 2>"$WORK/server.log" &
-PID=$!
-trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
-serve_wait "$PORT"
+serve_start serve-soak "$PORT"
 
 python3 - "$WORK" <<'PY'
 import json, math, sys
