@@ -109,6 +109,7 @@ let package = Package(
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "RegressTests", dependencies: ["Regress", "Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "SweepTests", dependencies: ["Sweep", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "RefineTests", dependencies: ["Refine", "Positioning"]),
         // End-to-end tests of the posfuse executable (they run the built binary).
         .testTarget(name: "CLITests", dependencies: ["Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: [
