@@ -58,7 +58,6 @@ let package = Package(
                 path: "Sources/Replay/Regress"),
         // posfuse sweep: study files, grids of options × recordings/seeds, runs, summaries, Slurm scripts.
         .target(name: "Sweep", dependencies: ["Regress", "Evaluation", "Scoring", "Simulation", "Storage", "TraceIO", "Positioning", "CGSL",
-                                              .product(name: "GRDB", package: "GRDB.swift"),
                                               .product(name: "Yams", package: "Yams")],
                 path: "Sources/Replay/Sweep"),
         // refine: crowdsourced report records in, refined positions out.
