@@ -44,6 +44,11 @@ public final class FusionStage: PipelineStage {
     public struct Settings: Sendable {
         public var kind: Kind
         public var layout: LayoutChoice = .auto
+        /// The constant-velocity motion model's platform (`MotionPlatform`): its q is
+        /// `motion.constantVelocity.q` for a pedestrian, `vehicleQ` for a vehicle.
+        public var platform = MotionPlatform(rawValue: Options.platform.text) ?? .auto
+        public var vehicleQ = Options.cvVehicleQ.number
+        public var vehicleSpeed = Options.vehicleSpeed.number
         public var motion = MotionConfiguration(layout: .step)
         public var inputs: Set<Source> = Set(Options.inputs.strings.compactMap(Source.init(rawValue:)))
         public var tight: Set<Source> = []
@@ -313,6 +318,8 @@ public final class FusionStage: PipelineStage {
         let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
         t.interpolatesStrides = settings.strideInterpolation
+        if settings.platform == .vehicle { t.filter.motion.constantVelocity.q = settings.vehicleQ }
+        t.platform = settings.platform == .auto ? PlatformEvidence(threshold: settings.vehicleSpeed) : nil
         if let pf = t.filter as? ParticleFilter { pf.gnssBias = settings.gnssBias } else { t.gnssBias = settings.gnssBias }
         for s in settings.adaptiveAccuracy { t.accuracyScales[s] = AccuracyScale(window: settings.adaptiveAccuracyWindow) }
         tracks[device] = t
@@ -393,6 +400,14 @@ public final class FusionStage: PipelineStage {
         } else if r.outcome == .accepted {
             t.consecutiveGated[f.source] = 0
             t.previousGated[f.source] = nil
+            if f.source == .gnss, t.platform != nil {
+                // `platform: auto`: an accepted fix's R (α² λ Σ, without the repeat factor) bounds
+                // the speed it shows (`PlatformEvidence`); gated outliers never count.
+                let a2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
+                if t.platform!.observe(time: f.time, position: SIMD2(f.position.x, f.position.y), variance: a2 * (f.covariance.ee + f.covariance.nn)) {
+                    t.filter.motion.constantVelocity.q = settings.vehicleQ
+                }
+            }
         }
         return [emit(t, device: f.subject)]
     }
@@ -540,6 +555,9 @@ extension FusionStage {
         step.headingDiffusion = pow(Angle.radians(try o.double(O.headingDiffusion)), 2)
         s.motion.step = step
         s.motion.constantVelocity.q = try o.double(O.cvQ)
+        s.platform = try o.choice(O.platform)
+        s.vehicleQ = try o.double(O.cvVehicleQ)
+        s.vehicleSpeed = try o.double(O.vehicleSpeed)
         s.cvTurnRateSigma = Angle.radians(try o.double(O.cvTurnRateSigma))
         s.cvManoeuvreAcceleration = try o.double(O.cvManoeuvreAcceleration)
         if kind == .pf {
@@ -558,6 +576,8 @@ extension FusionStage {
                                   (O.regularization, s.regularization, s.regularization >= 0 && s.regularization.isFinite),
                                   (O.headingSigma, s.headingSigma, s.headingSigma > 0),
                                   (O.cvTurnRateSigma, s.cvTurnRateSigma, s.cvTurnRateSigma >= 0),
+                                  (O.cvVehicleQ, s.vehicleQ, s.vehicleQ >= 0 && s.vehicleQ.isFinite),
+                                  (O.vehicleSpeed, s.vehicleSpeed, s.vehicleSpeed > 0 && s.vehicleSpeed.isFinite),
                                   (O.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration >= 0),
                                   (O.outputInterval, s.outputInterval, s.outputInterval >= 0),
                                   (O.history, s.historySeconds, s.historySeconds >= 0),

@@ -90,6 +90,8 @@ final class FusionTrack {
     var lastEmitTime = -Double.infinity
     var lastHeadingUpdate = -Double.infinity
     var seenIMU = false
+    /// `platform: auto`: the evidence that the phone is in a vehicle (nil: the platform is set).
+    var platform: PlatformEvidence?
     /// Whether the last time prediction used the stationary diffusion; `allowStill` = false
     /// forces the walking diffusion (re-test of a fix gated under the still hypothesis).
     private(set) var lastPredictionStill = false
