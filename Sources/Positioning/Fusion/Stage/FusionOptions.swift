@@ -26,7 +26,7 @@ extension FusionStage {
             return out
         }
         public static let gnssBias = OptionSpec.bool("gnss_bias", true,
-            "GNSS error = Gauss–Markov bias (two extra states; in the pf each\nparticle's conditional bias, Rao–Blackwellised) + white noise")
+            "GNSS error = Gauss–Markov bias (two extra states; in the pf each\nparticle's conditional bias, Rao–Blackwellised) + white noise;\nekf/ukf/smoother: also WiFi fixes whose radio map carries a fitted\nerror correlation (docs/fusion.md); false: every fix white")
         public static let gnssBiasTau = OptionSpec.number("gnss_bias_tau_s", GNSSBias().correlationTime, unit: "s", advanced: true,
             "the bias correlation time τ_b")
         public static let gnssBiasFraction = OptionSpec.number("gnss_bias_fraction", GNSSBias().biasFraction, advanced: true,

@@ -233,11 +233,19 @@ public final class FusionStage: PipelineStage {
     private struct ScanKey: Hashable { var subject: String; var time: Double }
 
     /// The loose fixes of `scanCombined` sources of this event with at least one other such fix
-    /// of the same phone and time (not superseded), grouped, in upstream order.
+    /// of the same phone and time (not superseded), grouped, in upstream order. Fixes of the
+    /// combinable WiFi sources that carry an error correlation are grouped whatever
+    /// `scanCombined` says when the bias block is on: they share its one bias state, and two
+    /// fixes of one scan that differ by more than their small white parts would contradict each
+    /// other through it (the second gated, a run of them a divergence restart).
     private func scanGroups(_ upstream: [StageResult], superseded: Set<SourceAt>) -> [ScanKey: [Fix]] {
-        guard !settings.scanCombined.isEmpty, upstream.count > 1 else { return [:] }
+        guard upstream.count > 1 else { return [:] }
+        let byCorrelation = settings.gnssBias != nil && settings.kind != .pf
+        guard !settings.scanCombined.isEmpty || byCorrelation else { return [:] }
         var groups: [ScanKey: [Fix]] = [:]
-        for case .fix(let f) in upstream where isLooseInput(f) && settings.scanCombined.contains(f.source)
+        for case .fix(let f) in upstream where isLooseInput(f)
+            && (settings.scanCombined.contains(f.source)
+                || (byCorrelation && f.errorCorrelation != nil && Settings.scanCombinable.contains(f.source)))
             && !superseded.contains(SourceAt(source: f.source, subject: f.subject, time: f.time)) {
             groups[ScanKey(subject: f.subject, time: f.time), default: []].append(f)
         }
@@ -258,7 +266,9 @@ public final class FusionStage: PipelineStage {
             if lead == nil || r.trace < lead!.1 { lead = (f, r.trace) }
         }
         guard let (l, _) = lead, let c = CovarianceIntersection.fast(members) else { return nil }
-        return Fix(time: l.time, position: c.position, covariance: c.covariance, source: l.source, subject: l.subject)
+        var out = Fix(time: l.time, position: c.position, covariance: c.covariance, source: l.source, subject: l.subject)
+        out.errorCorrelation = l.errorCorrelation
+        return out
     }
 
     /// α of a loose fix: the source's inflation, × √k for the k-th identical fix in a row
@@ -486,8 +496,9 @@ public final class FusionStage: PipelineStage {
                 p[2, 2] = pow(settings.initialSpeedSigma, 2); p[3, 3] = p[2, 2]
             }
         }
+        let family = FusionTrack.biasFamily(source: f.source, correlation: f.errorCorrelation)
         t.initialize(mean: x, covariance: p, time: f.time, gnssFix: f.source == .gnss ? c : nil,
-                     errorCorrelation: f.source == .gnss ? f.errorCorrelation : nil)
+                     correlatedFix: family.map { ($0, c) }, errorCorrelation: family != nil ? f.errorCorrelation : nil)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
         t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()
