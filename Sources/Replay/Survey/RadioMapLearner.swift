@@ -107,7 +107,7 @@ public struct RadioMapLearner: Sendable {
                         let rssMin = stageOptions[f.source == .fingerprint ? "fingerprint" : "wcl"].flatMap { try? $0.double("rss_min", default: -90) } ?? -90
                         let feats = RadioUncertaintyModel.features(position: f.position, scan: scan, time: f.time, reference: reference,
                                                                    rssMin: rssMin, maxAge: maxAge)
-                        out[f.source, default: []].append(.init(residual: f.position - p, covariance: f.covariance, features: feats))
+                        out[f.source, default: []].append(.init(residual: f.position - p, covariance: f.covariance, features: feats, group: fold))
                     }
                 }
             }
