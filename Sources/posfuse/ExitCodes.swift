@@ -64,7 +64,7 @@ func withExitCodes<T>(_ body: () throws -> T) throws -> T {
 /// The exit status for a data error (see `withExitCodes`): an input that does not exist is a
 /// usage error (64), any other I/O failure 74, everything else bad data (65).
 func exitStatus(for e: TraceDataError) -> Int32 {
-    guard e.code == "io" else { return ExitStatus.dataError }
+    guard e.code == .io else { return ExitStatus.dataError }
     return e.line == 0 && !FileManager.default.fileExists(atPath: e.file) ? ExitStatus.usage : ExitStatus.ioError
 }
 

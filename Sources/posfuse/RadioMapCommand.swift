@@ -55,7 +55,11 @@ struct RadioMapBuild: ParsableCommand {
                 ])
             }
             let model = map.uncertainty.map { m in
-                "; uncertainty model for " + m.terms.keys.sorted().map { "\($0) (\(m.terms[$0]!.samples) residuals)" }.joined(separator: ", ")
+                "; uncertainty model for " + m.terms.keys.sorted().map { k in
+                    let t = m.terms[k]!
+                    let c = t.correlation.map { String(format: ", error correlation β %.2f τ %.0f s", $0.biasFraction, $0.correlationTime) } ?? ""
+                    return "\(k) (\(t.samples) residuals\(c))"
+                }.joined(separator: ", ")
             } ?? "; no uncertainty model (needs two or more walks with truth)"
             print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) and \(points) fingerprint point(s) written to \(db)"
                   + (referenceJSON.map { " and \($0)" } ?? "") + model)

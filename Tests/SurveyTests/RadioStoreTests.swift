@@ -310,8 +310,8 @@ import TestSupport
     /// recordings but one (`GNSSErrorModel.fit`, as `evaluate radio --train … --test …`), the left-out one
     /// scored through the default pipeline + smoother. Prints the figures docs/fusion.md gives; checks
     /// the mechanics (a family absent from training gets the pooled factor, which is ≥ every
-    /// training family's α₉₅) and that on the drives the ekf is within 5 % of the phone's own fixes
-    /// in P50 and the smoother no worse in mean and P95.
+    /// training family's α₉₅) and that on the drives the ekf is within 0.5 % of the phone's own fixes
+    /// in P50, P95 and mean and the smoother no worse in mean and P95.
     @Test func gnssErrorModelLeaveOneRecordingOut() throws {
         guard let recs = try Self.gnssDevRecordings() else { return }
         for (i, test) in recs.enumerated() {
@@ -328,14 +328,18 @@ import TestSupport
                               c?.biasFraction ?? .nan, c?.correlationTime ?? .nan)
             for src in ["gnss", "ekf", "smoother"] {
                 guard let x = r.sources[src] else { continue }
-                line += String(format: " %@ P50 %.2f P95 %.2f mean %.2f inside95 %.3f ANEES %.2f;", src, x.errors.median_m ?? .nan,
+                line += String(format: " %@ P50 %.3f P95 %.3f mean %.3f inside95 %.3f ANEES %.2f;", src, x.errors.median_m ?? .nan,
                                x.errors.p95_m ?? .nan, x.errors.mean_m ?? .nan, x.inside95 ?? .nan, x.anees ?? .nan)
             }
             print(line)
             if test.family != "pseudoranges", let g = r.sources["gnss"], let e = r.sources["ekf"], let sm = r.sources["smoother"] {
-                // With the fitted error correlation (session 13): the ekf within 5 % of the fixes' P50
-                // (was 8 % worse on the Pixel4), the smoother no worse in mean and P95.
-                #expect(e.errors.median_m! <= 1.05 * g.errors.median_m!, "\(line)")
+                // With the fitted error correlation (session 13) and the vehicle motion model that
+                // `platform: auto` picks on a drive (session 14): the ekf level with the fixes, within
+                // 0.5 % in P50, P95 and mean (with the pedestrian q it was 1.9 % worse in mean on the
+                // Pixel4, 0.975 vs 0.957 m), the smoother no worse in mean and P95.
+                for (a, b) in [(e.errors.median_m!, g.errors.median_m!), (e.errors.p95_m!, g.errors.p95_m!), (e.errors.mean_m!, g.errors.mean_m!)] {
+                    #expect(a <= 1.005 * b, "\(line)")
+                }
                 #expect(sm.errors.mean_m! <= g.errors.mean_m! && sm.errors.p95_m! <= g.errors.p95_m!, "\(line)")
             }
         }

@@ -45,7 +45,7 @@ import TestSupport
     func outOfDomainLinesAreDataErrors(line: String, reason: String) throws {
         let e = try #require(try Self.strictError([Self.header, line], name: "dom-\(abs(line.hashValue))"))
         #expect(e.line == 2)
-        #expect(e.code == "invalid_value")
+        #expect(e.code == .invalidValue)
         #expect(e.reason.contains(reason), "\(e.reason)")
     }
 
@@ -315,7 +315,7 @@ import TestSupport
             let full = try OutputFile(path: "/dev/full")
             full.write(String(repeating: "x", count: 100_000))
             #expect { try full.commit() } throws: { e in
-                (e as? TraceDataError)?.code == "io" && (e as? TraceDataError)?.reason.contains("No space") == true
+                (e as? TraceDataError)?.code == .io && (e as? TraceDataError)?.reason.contains("No space") == true
             }
         }
     }

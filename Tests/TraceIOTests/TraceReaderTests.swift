@@ -224,7 +224,7 @@ extension Double {
         #expect(strictError(#"{"t":1,"type":"peer_range","peer":"B","n_aa":1}"#)?.reason.hasPrefix("peer_range needs") == true)
 
         let e = strictError(#"{"t":1,"type":"gnss","lon":11,"acc":3}"#)!
-        #expect(e.line == 3 && e.code == "missing_key")
+        #expect(e.line == 3 && e.code == .missingKey)
         #expect(e.description.hasSuffix(".jsonl:3: missing key 'lat'"))
     }
 
@@ -322,7 +322,7 @@ extension Double {
             _ = try times([0, 5, 2.9, 6], mode: .strict)
             Issue.record("no error")
         } catch let e as TraceDataError {
-            #expect(e.line == 4 && e.code == "out_of_order")
+            #expect(e.line == 4 && e.code == .outOfOrder)
             #expect(e.reason == "t=2.9 s is 2.1 s earlier than t=5.0 s on line 3 (beyond the 2.0 s reorder window)")
         }
         let (t, st) = try times([0, 5, 2.9, 3.5, 6], mode: .lenient)

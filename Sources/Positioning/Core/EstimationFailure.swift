@@ -46,22 +46,44 @@ public enum EstimationFailure: Error, Sendable, Equatable, CustomStringConvertib
         }
     }
 
-    /// A short stable code for machine output (`--json`, refine error records).
-    public var code: String {
+    /// The stable codes of estimation failures: what `--json` failure counts, refine's error
+    /// records and `LocatedShare.notLocated` are keyed by. The raw values are the wire strings;
+    /// docs/cli.md "Error codes" lists them and `ErrorCodeTests` pins them.
+    public enum Code: String, CaseIterable, Sendable, Codable {
+        case tooFewAnchors = "too_few_anchors"
+        case collinearGeometry = "collinear_geometry"
+        case coplanarGeometry = "coplanar_geometry"
+        case ambiguousRoots = "ambiguous_roots"
+        case saturatedTimingAdvance = "saturated_ta"
+        case unknownAnchor = "unknown_anchor"
+        case zeroDisplacement = "zero_displacement"
+        case scaleRatioNearOne = "scale_ratio_near_one"
+        case lateralOnlyMotion = "lateral_only_motion"
+        case noHeading = "no_heading"
+        case notConverged = "not_converged"
+        case inconsistentMeasurements = "inconsistent_measurements"
+        case missingInput = "missing_input"
+    }
+
+    /// This failure's code (its case without the associated values).
+    public var kind: Code {
         switch self {
-        case .tooFewAnchors: return "too_few_anchors"
-        case .collinearGeometry: return "collinear_geometry"
-        case .coplanarGeometry: return "coplanar_geometry"
-        case .ambiguousRoots: return "ambiguous_roots"
-        case .saturatedTimingAdvance: return "saturated_ta"
-        case .unknownAnchor: return "unknown_anchor"
-        case .zeroDisplacement: return "zero_displacement"
-        case .scaleRatioNearOne: return "scale_ratio_near_one"
-        case .lateralOnlyMotion: return "lateral_only_motion"
-        case .noHeading: return "no_heading"
-        case .notConverged: return "not_converged"
-        case .inconsistentMeasurements: return "inconsistent_measurements"
-        case .missingInput: return "missing_input"
+        case .tooFewAnchors: return .tooFewAnchors
+        case .collinearGeometry: return .collinearGeometry
+        case .coplanarGeometry: return .coplanarGeometry
+        case .ambiguousRoots: return .ambiguousRoots
+        case .saturatedTimingAdvance: return .saturatedTimingAdvance
+        case .unknownAnchor: return .unknownAnchor
+        case .zeroDisplacement: return .zeroDisplacement
+        case .scaleRatioNearOne: return .scaleRatioNearOne
+        case .lateralOnlyMotion: return .lateralOnlyMotion
+        case .noHeading: return .noHeading
+        case .notConverged: return .notConverged
+        case .inconsistentMeasurements: return .inconsistentMeasurements
+        case .missingInput: return .missingInput
         }
     }
+
+    /// The wire string of `kind` (`--json`, refine error records).
+    public var code: String { kind.rawValue }
 }

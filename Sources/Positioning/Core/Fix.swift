@@ -1,3 +1,5 @@
+import Foundation
+
 /// A position estimate with its uncertainty: the common output of every estimator
 /// and filter (loosely coupled contract, `docs/models.md` §0).
 ///
@@ -67,4 +69,53 @@ public struct ErrorCorrelation: Sendable, Equatable, Codable {
     public var correlationTime: Double
     public init(biasFraction: Double, correlationTime: Double) { self.biasFraction = biasFraction; self.correlationTime = correlationTime }
     enum CodingKeys: String, CodingKey { case biasFraction = "bias_fraction", correlationTime = "correlation_time_s" }
+
+    /// β and τ from an autocorrelation curve: least squares of ln ρ(ℓ) = ln β − ℓ/τ over the points
+    /// (lag ℓ s, ρ) with ρ > 0.05 (the white part decorrelates within one fix interval, so β is
+    /// the extrapolation of ρ to lag 0⁺ and τ its decay). β is kept in [`minBias`, 0.99] (at 0.99
+    /// the filter still sees 1 % white noise and stays well conditioned), τ in [5, 3600] s. nil
+    /// with fewer than two usable points. Used for GNSS fixes (`GNSSErrorModel.fitCorrelation`)
+    /// and WiFi fixes (`RadioUncertaintyModel.fit`).
+    public static func fit(_ curve: [(lag: Double, rho: Double)], minBias: Double = 0.5) -> ErrorCorrelation? {
+        let points: [(Double, Double)] = curve.filter { $0.rho > 0.05 && $0.lag.isFinite }.map { ($0.lag, Foundation.log($0.rho)) }
+        guard points.count >= 2 else { return nil }
+        let n = Double(points.count)
+        var mx = 0.0, my = 0.0
+        for p in points { mx += p.0; my += p.1 }
+        mx /= n; my /= n
+        var sxx = 0.0, sxy = 0.0
+        for p in points { sxx += (p.0 - mx) * (p.0 - mx); sxy += (p.0 - mx) * (p.1 - my) }
+        let slope = sxx > 0 ? sxy / sxx : 0
+        let beta = min(0.99, max(minBias, exp(my - slope * mx)))
+        let tau = slope < 0 ? min(3600, max(5, -1 / slope)) : 3600
+        return ErrorCorrelation(biasFraction: beta, correlationTime: tau)
+    }
+
+    /// Autocorrelation of irregularly sampled normalised errors (each series one recording, in
+    /// any order) in lag bins [lo, hi) s: Σ zᵢ·zⱼ / Σ over pairs i < j with tⱼ − tᵢ in the bin,
+    /// divided by the series' mean |z|², pooled over series by pairs; each bin's lag is its pairs'
+    /// mean lag. Uncentred, as `GNSSErrorModel.autocorrelation`. Bins with fewer than `minPairs`
+    /// pairs are left out. For WiFi scans every 2–7 s, where exact lags rarely occur.
+    public static func binnedAutocorrelation(_ series: [[(time: Double, error: SIMD2<Double>)]], bins: [(Double, Double)],
+                                             minPairs: Int = 20) -> [(lag: Double, rho: Double)] {
+        var num = [Double](repeating: 0, count: bins.count), lagSum = num, count = [Int](repeating: 0, count: bins.count)
+        guard let maxLag = bins.map(\.1).max() else { return [] }
+        for z0 in series {
+            let z = z0.filter { $0.time.isFinite && $0.error.x.isFinite && $0.error.y.isFinite }.sorted { $0.time < $1.time }
+            guard z.count > 1 else { continue }
+            let v0 = z.reduce(0.0) { $0 + ($1.error * $1.error).sum() } / Double(z.count)
+            guard v0 > 0 else { continue }
+            for i in z.indices {
+                var j = i + 1
+                while j < z.count, z[j].time - z[i].time < maxLag {
+                    let lag = z[j].time - z[i].time
+                    if let b = bins.firstIndex(where: { lag >= $0.0 && lag < $0.1 }) {
+                        num[b] += (z[i].error * z[j].error).sum() / v0; lagSum[b] += lag; count[b] += 1
+                    }
+                    j += 1
+                }
+            }
+        }
+        return bins.indices.filter { count[$0] >= minPairs }.map { (lagSum[$0] / Double(count[$0]), num[$0] / Double(count[$0])) }
+    }
 }

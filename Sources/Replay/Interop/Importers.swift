@@ -22,7 +22,7 @@ public func importTrace(format: ImportFormat, urls: [URL], options: ImportOption
         }
     case .ujiindoorloc: return try UJIIndoorLocImporter.importFiles(urls, options: options)
     case .opencellid, .wigle:
-        throw TraceDataError(file: urls.first?.path ?? "-", line: 0, reason: "\(format.rawValue) is reference data: use importReference", code: "usage")
+        throw TraceDataError(file: urls.first?.path ?? "-", line: 0, reason: "\(format.rawValue) is reference data: use importReference", code: .usage)
     }
 }
 
@@ -48,7 +48,7 @@ public func expandInputs(_ paths: [String], extensions: Set<String> = [], recurs
     for p in paths {
         var isDir: ObjCBool = false
         guard fm.fileExists(atPath: p, isDirectory: &isDir) else {
-            throw TraceDataError(file: p, line: 0, reason: "no such file or folder", code: "io")
+            throw TraceDataError(file: p, line: 0, reason: "no such file or folder", code: .io)
         }
         if isDir.boolValue {
             // With `recursive`, subfolders are searched too (depth first, names sorted), so that a
@@ -103,7 +103,7 @@ public func importReference(format: ImportFormat, urls: [URL], output: URL, opti
             report.notes.append("cell database now holds \(try db.count()) towers")
         }
     case .wigle:
-        guard json else { throw TraceDataError(file: output.path, line: 0, reason: "wigle writes a reference.json (-o NAME.json)", code: "io") }
+        guard json else { throw TraceDataError(file: output.path, line: 0, reason: "wigle writes a reference.json (-o NAME.json)", code: .io) }
         var aps: [APEstimate] = []
         for u in urls {
             let r = try WiGLEImporter.parse(try InputFile.text(u), file: u.path, options: options)
@@ -111,7 +111,7 @@ public func importReference(format: ImportFormat, urls: [URL], output: URL, opti
         }
         try ReferenceJSONWriter.update(url: output, aps: aps)
     default:
-        throw TraceDataError(file: output.path, line: 0, reason: "\(format.rawValue) is not reference data", code: "io")
+        throw TraceDataError(file: output.path, line: 0, reason: "\(format.rawValue) is not reference data", code: .io)
     }
     return report
 }

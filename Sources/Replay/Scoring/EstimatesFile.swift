@@ -25,16 +25,16 @@ public enum EstimatesFile {
             .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
         while let l = lines.last, l.isEmpty { lines.removeLast() }
         guard let head = lines.first else {
-            throw TraceDataError(file: file, line: 1, reason: "empty file: expected a CSV header row", code: "missing_header")
+            throw TraceDataError(file: file, line: 1, reason: "empty file: expected a CSV header row", code: .missingHeader)
         }
         let cols = fields(head).map { $0.trimmingCharacters(in: .whitespaces) }
         var at: [String: Int] = [:]
         for (i, c) in cols.enumerated() where at[c] == nil { at[c] = i }
         for need in ["t", "source"] where at[need] == nil {
-            throw TraceDataError(file: file, line: 1, reason: "header has no column '\(need)'", code: "missing_key")
+            throw TraceDataError(file: file, line: 1, reason: "header has no column '\(need)'", code: .missingKey)
         }
         guard (at["lat"] != nil && at["lon"] != nil) || (at["e"] != nil && at["n"] != nil) else {
-            throw TraceDataError(file: file, line: 1, reason: "header needs columns 'lat','lon' or 'e','n'", code: "missing_key")
+            throw TraceDataError(file: file, line: 1, reason: "header needs columns 'lat','lon' or 'e','n'", code: .missingKey)
         }
         var out: [Fix] = []
         for (k, raw) in lines.enumerated().dropFirst() where !raw.trimmingCharacters(in: .whitespaces).isEmpty {
@@ -48,7 +48,7 @@ public enum EstimatesFile {
             func number(_ name: String) throws -> Double? {
                 guard let s = cell(name) else { return nil }
                 guard let x = Double(s), x.isFinite else {
-                    throw TraceDataError(file: file, line: line, reason: "column '\(name)': not a finite number: \(s)", code: "invalid_value")
+                    throw TraceDataError(file: file, line: line, reason: "column '\(name)': not a finite number: \(s)", code: .invalidValue)
                 }
                 // The trace format's domains (`TraceDomain`): what scores also validates.
                 let domain: ClosedRange<Double>
@@ -61,32 +61,32 @@ public enum EstimatesFile {
                 default: domain = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
                 }
                 if let m = TraceDomain.violation("column '\(name)':", x, domain, "") {
-                    throw TraceDataError(file: file, line: line, reason: m, code: "invalid_value")
+                    throw TraceDataError(file: file, line: line, reason: m, code: .invalidValue)
                 }
                 return x
             }
             guard let src = cell("source") else {
-                throw TraceDataError(file: file, line: line, reason: "missing value in column 'source'", code: "missing_key")
+                throw TraceDataError(file: file, line: line, reason: "missing value in column 'source'", code: .missingKey)
             }
             if src == "gt" { continue }
             guard let source = Source(rawValue: src) else {
                 throw TraceDataError(file: file, line: line,
                                      reason: "unknown source '\(src)' (one of \(Source.allCases.map(\.rawValue).joined(separator: ", ")))",
-                                     code: "invalid_value")
+                                     code: .invalidValue)
             }
             guard let t = try number("t") else {
-                throw TraceDataError(file: file, line: line, reason: "missing value in column 't'", code: "missing_key")
+                throw TraceDataError(file: file, line: line, reason: "missing value in column 't'", code: .missingKey)
             }
             let p: SIMD2<Double>
             if let lat = try number("lat"), let lon = try number("lon") {
                 guard abs(lat) <= 90, abs(lon) <= 180 else {
-                    throw TraceDataError(file: file, line: line, reason: "lat/lon out of range", code: "invalid_value")
+                    throw TraceDataError(file: file, line: line, reason: "lat/lon out of range", code: .invalidValue)
                 }
                 p = frame.en(latitude: lat, longitude: lon, height: try number("h") ?? frame.origin.height)
             } else if let e = try number("e"), let n = try number("n") {
                 p = SIMD2(e, n)
             } else {
-                throw TraceDataError(file: file, line: line, reason: "no position: needs lat,lon or e,n", code: "missing_key")
+                throw TraceDataError(file: file, line: line, reason: "no position: needs lat,lon or e,n", code: .missingKey)
             }
             var cov = Covariance2.zero
             if let ee = try number("cov_ee"), let nn = try number("cov_nn") {

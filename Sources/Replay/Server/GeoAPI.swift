@@ -9,31 +9,42 @@ public enum GeoAPI {
     /// An error in the Google error body shape: {"error": {"errors": [{"domain", "reason",
     /// "message"}], "code", "message"}}.
     public struct APIError: Error, Sendable {
+        /// `error.errors[0].domain`: the wire strings of Google's error bodies.
+        public enum Domain: String, CaseIterable, Sendable {
+            case global, geolocation, usageLimits
+        }
+        /// `error.errors[0].reason`: the wire strings of Google's error bodies (docs/serve.md
+        /// lists them; `ErrorCodeTests` pins them).
+        public enum Reason: String, CaseIterable, Sendable {
+            case parseError, notFound, keyInvalid, userRateLimitExceeded, requestTooLarge, requestTimeout,
+                 backendError, methodNotAllowed, badRequest
+        }
         public var status: Int
-        public var domain: String
-        public var reason: String
+        public var domain: Domain
+        public var reason: Reason
         public var message: String
         /// What exactly was wrong (an extra member `error.detail`; the documented members keep
         /// the documented texts).
         public var detail: String? = nil
         public var body: [String: Any] {
-            var e: [String: Any] = ["errors": [["domain": domain, "reason": reason, "message": message]], "code": status, "message": message]
+            var e: [String: Any] = ["errors": [["domain": domain.rawValue, "reason": reason.rawValue, "message": message]],
+                                    "code": status, "message": message]
             if let detail { e["detail"] = detail }
             return ["error": e]
         }
         public static func parse(_ detail: String) -> APIError {
-            APIError(status: 400, domain: "global", reason: "parseError", message: "Parse Error", detail: detail)
+            APIError(status: 400, domain: .global, reason: .parseError, message: "Parse Error", detail: detail)
         }
-        public static let notFound = APIError(status: 404, domain: "geolocation", reason: "notFound", message: "Not found")
-        public static let keyInvalid = APIError(status: 400, domain: "usageLimits", reason: "keyInvalid", message: "Missing or invalid API key.")
-        public static let rateLimited = APIError(status: 403, domain: "usageLimits", reason: "userRateLimitExceeded",
+        public static let notFound = APIError(status: 404, domain: .geolocation, reason: .notFound, message: "Not found")
+        public static let keyInvalid = APIError(status: 400, domain: .usageLimits, reason: .keyInvalid, message: "Missing or invalid API key.")
+        public static let rateLimited = APIError(status: 403, domain: .usageLimits, reason: .userRateLimitExceeded,
                                                  message: "You have exceeded the requests per second limit of your API key.")
         public static func tooLarge(_ limit: Int) -> APIError {
-            APIError(status: 413, domain: "global", reason: "requestTooLarge", message: "The request body is larger than \(limit) bytes.")
+            APIError(status: 413, domain: .global, reason: .requestTooLarge, message: "The request body is larger than \(limit) bytes.")
         }
-        public static let timeout = APIError(status: 408, domain: "global", reason: "requestTimeout", message: "The request body did not arrive in time.")
-        public static func server(_ m: String) -> APIError { APIError(status: 500, domain: "global", reason: "backendError", message: m) }
-        public static func unavailable(_ m: String) -> APIError { APIError(status: 503, domain: "global", reason: "backendError", message: m) }
+        public static let timeout = APIError(status: 408, domain: .global, reason: .requestTimeout, message: "The request body did not arrive in time.")
+        public static func server(_ m: String) -> APIError { APIError(status: 500, domain: .global, reason: .backendError, message: m) }
+        public static func unavailable(_ m: String) -> APIError { APIError(status: 503, domain: .global, reason: .backendError, message: m) }
     }
 
     /// A geolocate request: what the stages can use, and what was dropped.

@@ -372,9 +372,9 @@ struct ServiceMiddleware: RouterMiddleware {
             response = LocationServer.error(e)
         } catch let e as any HTTPResponseError {
             let code = Int(e.status.code)
-            let reason = code == 404 ? "notFound" : code == 405 ? "methodNotAllowed" : code == 413 ? "requestTooLarge" : "badRequest"
+            let reason: GeoAPI.APIError.Reason = code == 404 ? .notFound : code == 405 ? .methodNotAllowed : code == 413 ? .requestTooLarge : .badRequest
             let message = code == 404 ? "No such endpoint" : e.status.reasonPhrase
-            response = LocationServer.error(GeoAPI.APIError(status: code, domain: "global", reason: reason, message: message))
+            response = LocationServer.error(GeoAPI.APIError(status: code, domain: .global, reason: reason, message: message))
         } catch {
             server.logger.error("\(request.method) \(request.uri.path): \(error)")
             response = LocationServer.error(.server("Internal error"))

@@ -220,7 +220,7 @@ public final class CellDatabase {
         let head = try InputFile.prefix(URL(fileURLWithPath: path), count: 16)
         guard head == SQLiteFile.magic else {
             throw TraceDataError(file: path, line: 0, reason: head.isEmpty ? "empty file, not a cell database" : "not an SQLite database",
-                                 code: "invalid_cell_db")
+                                 code: .invalidCellDB)
         }
         var config = Configuration()
         config.readonly = true
@@ -229,13 +229,13 @@ public final class CellDatabase {
         let tables = try queue.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
         guard tables.contains("cells") else {
             throw TraceDataError(file: path, line: 0, reason: "not a cell database (no table 'cells'; build one with posfuse celldb build)",
-                                 code: "invalid_cell_db")
+                                 code: .invalidCellDB)
         }
         hasCoverage = tables.contains("cell_coverage")
     }
 
     static func readError(_ path: String, _ error: any Error) -> TraceDataError {
-        TraceDataError(file: path, line: 0, reason: "cannot read the cell database: \(error)", code: "invalid_cell_db")
+        TraceDataError(file: path, line: 0, reason: "cannot read the cell database: \(error)", code: .invalidCellDB)
     }
 
     /// Adds the towers and coverage areas within `radius` m of `frame`'s origin to `reference`,

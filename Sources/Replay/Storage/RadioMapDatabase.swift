@@ -124,15 +124,15 @@ public final class RadioMapDatabase {
     /// one that is not a radio map is a `TraceDataError` naming it.
     public static func forReading(path: String) throws -> RadioMapDatabase {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw TraceDataError(file: path, line: 0, reason: "no such radio map", code: "io")
+            throw TraceDataError(file: path, line: 0, reason: "no such radio map", code: .io)
         }
         do {
             let q = try DatabaseQueue(path: path)
             let ok = try q.read { try $0.tableExists("aps") }
-            guard ok else { throw TraceDataError(file: path, line: 0, reason: "not a radio map (no table aps; build one with posfuse radiomap build)", code: "invalid_radio_map") }
+            guard ok else { throw TraceDataError(file: path, line: 0, reason: "not a radio map (no table aps; build one with posfuse radiomap build)", code: .invalidRadioMap) }
             return try RadioMapDatabase(path: path)
         } catch let e as TraceDataError { throw e } catch {
-            throw TraceDataError(file: path, line: 0, reason: "cannot read the radio map: \(error)", code: "invalid_radio_map")
+            throw TraceDataError(file: path, line: 0, reason: "cannot read the radio map: \(error)", code: .invalidRadioMap)
         }
     }
 
@@ -142,7 +142,7 @@ public final class RadioMapDatabase {
     public func merge(into reference: inout ReferenceData, frame: LocalFrame) throws {
         let aps: [String: AccessPoint], fps: FingerprintMap?, mapOrigin: Geodetic?, model: RadioUncertaintyModel?
         do { aps = try accessPoints(); fps = try fingerprints(); mapOrigin = origin; model = try uncertainty() } catch {
-            throw TraceDataError(file: queue.path, line: 0, reason: "cannot read the radio map: \(error)", code: "invalid_radio_map")
+            throw TraceDataError(file: queue.path, line: 0, reason: "cannot read the radio map: \(error)", code: .invalidRadioMap)
         }
         let same = mapOrigin == nil || mapOrigin == frame.origin
         let mapFrame = mapOrigin.map(LocalFrame.init(origin:))

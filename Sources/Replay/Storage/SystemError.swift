@@ -18,7 +18,7 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
         case let e as TraceDataError:
             path = path ?? e.file
             reason = e.reason
-            status = e.code == "io" ? 74 : 65
+            status = e.code == .io ? 74 : 65
         case let e as DatabaseError:
             reason = "SQLite: \(e.message ?? "\(e.resultCode)")"
             switch e.resultCode.primaryResultCode {

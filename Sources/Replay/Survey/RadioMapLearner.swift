@@ -93,7 +93,7 @@ public struct RadioMapLearner: Sendable {
             let paths = held.map(Self.truthPath)
             let rest = walks.indices.filter { $0 % k != fold }.map { Self.block(walks[$0], paths: paths, radius: blockRadius).walk }
             guard let map = buildMap(rest) else { continue }
-            for w in held {
+            for (wi, w) in zip(walks.indices.filter { $0 % k == fold }, held) {
                 let frame = LocalFrame(origin: w.header.origin)
                 let reference = map.reference(in: frame)
                 guard let pipeline = try? StageRegistry.pipeline(options: stageOptions) else { return [:] }
@@ -107,7 +107,8 @@ public struct RadioMapLearner: Sendable {
                         let rssMin = stageOptions[f.source == .fingerprint ? "fingerprint" : "wcl"].flatMap { try? $0.double("rss_min", default: -90) } ?? -90
                         let feats = RadioUncertaintyModel.features(position: f.position, scan: scan, time: f.time, reference: reference,
                                                                    rssMin: rssMin, maxAge: maxAge)
-                        out[f.source, default: []].append(.init(residual: f.position - p, covariance: f.covariance, features: feats, group: fold))
+                        out[f.source, default: []].append(.init(residual: f.position - p, covariance: f.covariance, features: feats,
+                                                                 group: fold, walk: wi, time: f.time))
                     }
                 }
             }

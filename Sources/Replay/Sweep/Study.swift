@@ -77,7 +77,7 @@ public struct Study: Sendable {
     public static func load(path: String) throws -> Study {
         let text: String
         do { text = try InputFile.text(URL(fileURLWithPath: path)) } catch let e as TraceDataError {
-            throw StudyError(file: path, line: e.line, key: nil, reason: e.reason, isIO: e.code == "io")
+            throw StudyError(file: path, line: e.line, key: nil, reason: e.reason, isIO: e.code == .io)
         }
         return try parse(yaml: text, file: path, directory: URL(fileURLWithPath: path).deletingLastPathComponent())
     }

@@ -35,7 +35,7 @@ public enum InputFile {
             }
             if r == 0 { break }
             guard out.count + r <= maxBytes else {
-                throw TraceDataError(file: path, line: 0, reason: "larger than \(maxBytes >> 30) GiB", code: "too_large")
+                throw TraceDataError(file: path, line: 0, reason: "larger than \(maxBytes >> 30) GiB", code: .tooLarge)
             }
             out.append(buf, count: r)
         }
@@ -73,7 +73,7 @@ public enum InputFile {
             for i in 0..<bad where bytes[i] == 0x0A { line += 1; lineStart = i + 1 }
             throw TraceDataError(file: file, line: line,
                                  reason: "invalid UTF-8 (byte 0x\(String(bytes[bad], radix: 16, uppercase: true)) at column \(bad - lineStart + 1))",
-                                 code: "invalid_utf8")
+                                 code: .invalidUTF8)
         }
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -117,6 +117,6 @@ public enum InputFile {
     }
 
     static func ioError(_ path: String, _ reason: String) -> TraceDataError {
-        TraceDataError(file: path, line: 0, reason: reason, code: "io")
+        TraceDataError(file: path, line: 0, reason: reason, code: .io)
     }
 }

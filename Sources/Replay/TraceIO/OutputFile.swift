@@ -42,7 +42,7 @@ public final class OutputFile {
             fd = open(t, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         }
         guard fd >= 0 else {
-            throw TraceDataError(file: path, line: 0, reason: "cannot write: \(String(cString: strerror(errno)))", code: "io")
+            throw TraceDataError(file: path, line: 0, reason: "cannot write: \(String(cString: strerror(errno)))", code: .io)
         }
     }
 
@@ -86,12 +86,12 @@ public final class OutputFile {
         if ownsFD, close(fd) != 0, failure == nil { failure = "write error: \(String(cString: strerror(errno)))" }
         if let f = failure {
             if let t = temp { unlink(t) }
-            throw TraceDataError(file: path, line: 0, reason: f, code: "io")
+            throw TraceDataError(file: path, line: 0, reason: f, code: .io)
         }
         if let t = temp, rename(t, path) != 0 {
             let m = String(cString: strerror(errno))
             unlink(t)
-            throw TraceDataError(file: path, line: 0, reason: "cannot write: \(m)", code: "io")
+            throw TraceDataError(file: path, line: 0, reason: "cannot write: \(m)", code: .io)
         }
     }
 

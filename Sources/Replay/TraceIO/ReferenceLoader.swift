@@ -32,7 +32,7 @@ public enum ReferenceLoader {
     public static func json(url: URL) throws -> Any {
         let data = try InputFile.data(url)
         do { return try JSONSerialization.jsonObject(with: data) } catch {
-            throw TraceDataError(file: url.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: "invalid_json")
+            throw TraceDataError(file: url.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: .invalidJSON)
         }
     }
 
@@ -80,7 +80,7 @@ public enum ReferenceLoader {
                 let fd = try InputFile.data(fu)
                 let g: Any
                 do { g = try JSONSerialization.jsonObject(with: fd) } catch {
-                    throw TraceDataError(file: fu.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: "invalid_json")
+                    throw TraceDataError(file: fu.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: .invalidJSON)
                 }
                 var fpParser = Parser(file: fu.path, frame: frame)
                 ref.walls = try fpParser.walls(geoJSON: g)
@@ -171,15 +171,15 @@ private struct Parser {
         return CellCoverageMap(areas: areas)
     }
 
-    func fail(_ at: String, _ reason: String, code: String = "invalid_value") -> TraceDataError {
+    func fail(_ at: String, _ reason: String, code: DataErrorCode = .invalidValue) -> TraceDataError {
         TraceDataError(file: file, line: 0, reason: at.isEmpty ? reason : "\(at): \(reason)", code: code)
     }
 
     func array(_ o: [String: Any], _ key: String) throws -> [[String: Any]] {
         guard let v = o[key], !isNull(v) else { return [] }
-        guard let a = v as? [Any] else { throw fail(key, "must be an array", code: "wrong_type") }
+        guard let a = v as? [Any] else { throw fail(key, "must be an array", code: .wrongType) }
         return try a.enumerated().map { i, e in
-            guard let d = e as? [String: Any] else { throw fail("\(key)[\(i)]", "must be an object", code: "wrong_type") }
+            guard let d = e as? [String: Any] else { throw fail("\(key)[\(i)]", "must be an object", code: .wrongType) }
             return d
         }
     }
@@ -187,7 +187,7 @@ private struct Parser {
     /// A JSON number (JSONSerialization gives NSNumber; booleans are rejected).
     func optNumber(_ o: [String: Any], _ key: String, _ at: String) throws -> Double? {
         guard let v = o[key], !isNull(v) else { return nil }
-        guard let n = v as? NSNumber, !isBool(n) else { throw fail(at, "key '\(key)' must be a number", code: "wrong_type") }
+        guard let n = v as? NSNumber, !isBool(n) else { throw fail(at, "key '\(key)' must be a number", code: .wrongType) }
         let d = n.doubleValue
         guard d.isFinite else { throw fail(at, "key '\(key)' is not finite") }
         return d
@@ -201,31 +201,31 @@ private struct Parser {
     }
 
     func number(_ o: [String: Any], _ key: String, _ at: String) throws -> Double {
-        guard let v = try optNumber(o, key, at) else { throw fail(at, "missing key '\(key)'", code: "missing_key") }
+        guard let v = try optNumber(o, key, at) else { throw fail(at, "missing key '\(key)'", code: .missingKey) }
         return v
     }
 
     func optInt(_ o: [String: Any], _ key: String, _ at: String) throws -> Int? {
         guard let d = try optNumber(o, key, at) else { return nil }
         guard d == d.rounded(), abs(d) <= Double(TraceDomain.exactInteger.upperBound) else {
-            throw fail(at, "key '\(key)' must be an integer, got \(d)", code: "wrong_type")
+            throw fail(at, "key '\(key)' must be an integer, got \(d)", code: .wrongType)
         }
         return Int(d)
     }
 
     func int(_ o: [String: Any], _ key: String, _ at: String) throws -> Int {
-        guard let v = try optInt(o, key, at) else { throw fail(at, "missing key '\(key)'", code: "missing_key") }
+        guard let v = try optInt(o, key, at) else { throw fail(at, "missing key '\(key)'", code: .missingKey) }
         return v
     }
 
     func optString(_ o: [String: Any], _ key: String, _ at: String) throws -> String? {
         guard let v = o[key], !isNull(v) else { return nil }
-        guard let s = v as? String else { throw fail(at, "key '\(key)' must be a string", code: "wrong_type") }
+        guard let s = v as? String else { throw fail(at, "key '\(key)' must be a string", code: .wrongType) }
         return s
     }
 
     func string(_ o: [String: Any], _ key: String, _ at: String) throws -> String {
-        guard let v = try optString(o, key, at) else { throw fail(at, "missing key '\(key)'", code: "missing_key") }
+        guard let v = try optString(o, key, at) else { throw fail(at, "missing key '\(key)'", code: .missingKey) }
         return v
     }
 
@@ -246,7 +246,7 @@ private struct Parser {
             }
             return v
         }
-        throw fail(at, "missing position: give e, n (, u) or lat, lon (, h)", code: "missing_key")
+        throw fail(at, "missing position: give e, n (, u) or lat, lon (, h)", code: .missingKey)
     }
 
     /// JSONSerialization boxes `true`/`false` as NSNumber with objCType "c"; numbers are "q" or "d".
@@ -267,10 +267,10 @@ private struct Parser {
     }
 
     private func collect(_ o: [String: Any], floor: Int?, at: String, into out: inout [Wall]) throws {
-        guard let type = o["type"] as? String else { throw fail(at, "missing GeoJSON 'type'", code: "missing_key") }
+        guard let type = o["type"] as? String else { throw fail(at, "missing GeoJSON 'type'", code: .missingKey) }
         switch type {
         case "FeatureCollection":
-            guard let fs = o["features"] as? [Any] else { throw fail(at, "missing 'features'", code: "missing_key") }
+            guard let fs = o["features"] as? [Any] else { throw fail(at, "missing 'features'", code: .missingKey) }
             for (i, f) in fs.enumerated() {
                 guard let d = f as? [String: Any] else { throw fail("\(at).features[\(i)]", "must be an object") }
                 try collect(d, floor: floor, at: "\(at).features[\(i)]", into: &out)
@@ -286,10 +286,10 @@ private struct Parser {
         case "LineString":
             try polyline(o["coordinates"], closed: false, floor: floor, at: at, into: &out)
         case "MultiLineString", "Polygon":
-            guard let lines = o["coordinates"] as? [Any] else { throw fail(at, "missing 'coordinates'", code: "missing_key") }
+            guard let lines = o["coordinates"] as? [Any] else { throw fail(at, "missing 'coordinates'", code: .missingKey) }
             for l in lines { try polyline(l, closed: type == "Polygon", floor: floor, at: at, into: &out) }
         case "MultiPolygon":
-            guard let polys = o["coordinates"] as? [Any] else { throw fail(at, "missing 'coordinates'", code: "missing_key") }
+            guard let polys = o["coordinates"] as? [Any] else { throw fail(at, "missing 'coordinates'", code: .missingKey) }
             for p in polys {
                 for ring in p as? [Any] ?? [] { try polyline(ring, closed: true, floor: floor, at: at, into: &out) }
             }
@@ -301,7 +301,7 @@ private struct Parser {
     }
 
     private func polyline(_ c: Any?, closed: Bool, floor: Int?, at: String, into out: inout [Wall]) throws {
-        guard let pts = c as? [Any] else { throw fail(at, "missing 'coordinates'", code: "missing_key") }
+        guard let pts = c as? [Any] else { throw fail(at, "missing 'coordinates'", code: .missingKey) }
         var xy: [SIMD2<Double>] = []
         for p in pts {
             guard let a = p as? [Any], a.count >= 2, let x = (a[0] as? NSNumber)?.doubleValue, let y = (a[1] as? NSNumber)?.doubleValue,

@@ -8,11 +8,10 @@ public struct TraceDataError: Error, Sendable, Equatable, CustomStringConvertibl
     public var line: Int
     /// What is wrong, e.g. `missing key 'lat'`, `invalid JSON: unexpected ',' at column 17`.
     public var reason: String
-    /// A short stable code for machine output and lenient-mode counts
-    /// (`invalid_json`, `missing_key`, `wrong_type`, `invalid_value`, `out_of_order`, `io`, …).
-    public var code: String
+    /// A short stable code for machine output and lenient-mode counts (`DataErrorCode`).
+    public var code: DataErrorCode
 
-    public init(file: String, line: Int, reason: String, code: String = "invalid_value") {
+    public init(file: String, line: Int, reason: String, code: DataErrorCode = .invalidValue) {
         self.file = file; self.line = line; self.reason = reason; self.code = code
     }
 
@@ -20,15 +19,45 @@ public struct TraceDataError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String { line > 0 ? "\(file):\(line): \(reason)" : "\(file): \(reason)" }
 }
 
+/// The stable codes of data errors: what `--json` output, lenient-mode counts
+/// (`skipped_by_reason`) and the exit status (`io` → 74, the rest → 65) are keyed by. The raw
+/// values are the wire strings; docs/cli.md "Error codes" lists them and `ErrorCodeTests` pins them.
+public enum DataErrorCode: String, CaseIterable, Sendable, Codable {
+    /// A line or file that is not JSON (or a line too long to be one).
+    case invalidJSON = "invalid_json"
+    /// A required key or column is absent.
+    case missingKey = "missing_key"
+    /// A value of the wrong JSON type.
+    case wrongType = "wrong_type"
+    /// A value outside its domain, or otherwise malformed.
+    case invalidValue = "invalid_value"
+    /// An event earlier than the reorder window allows.
+    case outOfOrder = "out_of_order"
+    /// A file that has no header (empty trace, empty CSV).
+    case missingHeader = "missing_header"
+    /// A file larger than an input may be.
+    case tooLarge = "too_large"
+    /// Text that is not UTF-8.
+    case invalidUTF8 = "invalid_utf8"
+    /// A file that cannot be opened, read or written, or is absent.
+    case io
+    /// A file given where another kind belongs (reference data to the trace importer).
+    case usage
+    /// A file that is not a cell database.
+    case invalidCellDB = "invalid_cell_db"
+    /// A file that is not a radio map.
+    case invalidRadioMap = "invalid_radio_map"
+}
+
 /// A problem found in one line, before the file name and line number are attached.
 public struct LineIssue: Error {
-    public var code: String
+    public var code: DataErrorCode
     public var message: String
 
-    package static func json(_ m: String) -> LineIssue { LineIssue(code: "invalid_json", message: "invalid JSON: " + m) }
-    static func missing(_ key: String) -> LineIssue { LineIssue(code: "missing_key", message: "missing key '\(key)'") }
+    package static func json(_ m: String) -> LineIssue { LineIssue(code: .invalidJSON, message: "invalid JSON: " + m) }
+    static func missing(_ key: String) -> LineIssue { LineIssue(code: .missingKey, message: "missing key '\(key)'") }
     static func wrongType(_ key: String, expected: String, got: String) -> LineIssue {
-        LineIssue(code: "wrong_type", message: "key '\(key)' must be \(expected), got \(got)")
+        LineIssue(code: .wrongType, message: "key '\(key)' must be \(expected), got \(got)")
     }
-    static func value(_ m: String) -> LineIssue { LineIssue(code: "invalid_value", message: m) }
+    static func value(_ m: String) -> LineIssue { LineIssue(code: .invalidValue, message: m) }
 }

@@ -28,12 +28,12 @@ public struct TraceLocation: Sendable, Equatable {
         var isDir: ObjCBool = false
         let url = URL(fileURLWithPath: path)
         guard fm.fileExists(atPath: url.path, isDirectory: &isDir) else {
-            throw TraceDataError(file: path, line: 0, reason: "no such file or folder", code: "io")
+            throw TraceDataError(file: path, line: 0, reason: "no such file or folder", code: .io)
         }
         if isDir.boolValue {
             let t = url.appendingPathComponent("trace.jsonl")
             guard fm.fileExists(atPath: t.path) else {
-                throw TraceDataError(file: path, line: 0, reason: "folder has no trace.jsonl", code: "io")
+                throw TraceDataError(file: path, line: 0, reason: "folder has no trace.jsonl", code: .io)
             }
             let r = url.appendingPathComponent("reference.json")
             return TraceLocation(trace: t, reference: fm.fileExists(atPath: r.path) ? r : nil,
@@ -61,7 +61,7 @@ public struct TraceLocation: Sendable, Equatable {
         var isDir: ObjCBool = false
         let url = URL(fileURLWithPath: path)
         guard fm.fileExists(atPath: url.path, isDirectory: &isDir) else {
-            throw TraceDataError(file: path, line: 0, reason: "no such file or folder", code: "io")
+            throw TraceDataError(file: path, line: 0, reason: "no such file or folder", code: .io)
         }
         if !isDir.boolValue || fm.fileExists(atPath: url.appendingPathComponent("trace.jsonl").path) {
             return [try resolve(path)]
@@ -79,7 +79,7 @@ public struct TraceLocation: Sendable, Equatable {
             }
         }
         guard !out.isEmpty else {
-            throw TraceDataError(file: path, line: 0, reason: "no trace.jsonl or *.jsonl found", code: "io")
+            throw TraceDataError(file: path, line: 0, reason: "no trace.jsonl or *.jsonl found", code: .io)
         }
         return out
     }

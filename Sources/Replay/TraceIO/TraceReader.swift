@@ -118,7 +118,7 @@ public final class TraceReader {
         path = url.path
         let f = open(url.path, O_RDONLY)
         guard f >= 0 else {
-            throw TraceDataError(file: url.path, line: 0, reason: "cannot open: \(String(cString: strerror(errno)))", code: "io")
+            throw TraceDataError(file: url.path, line: 0, reason: "cannot open: \(String(cString: strerror(errno)))", code: .io)
         }
         fd = f
         cap = Self.chunkBytes
@@ -130,7 +130,7 @@ public final class TraceReader {
         if var (p, n) = line, n >= 3, p[0] == 0xEF, p[1] == 0xBB, p[2] == 0xBF { p += 3; n -= 3; line = (p, n) }
         while let (p, n) = line, isBlank(p, n) { line = try nextLine() }
         guard let (p, n) = line else {
-            throw TraceDataError(file: path, line: max(counts.lines, 1), reason: "empty trace: no header line", code: "missing_header")
+            throw TraceDataError(file: path, line: max(counts.lines, 1), reason: "empty trace: no header line", code: .missingHeader)
         }
         do {
             header = try decoder.header(p, count: n)
@@ -177,7 +177,7 @@ public final class TraceReader {
                             reason: e.time < maxTime - reorderWindow
                                 ? "t=\(e.time) s is \(maxTime - e.time) s earlier than t=\(maxTime) s on line \(maxTimeLine) (beyond the \(reorderWindow) s reorder window)"
                                 : "t=\(e.time) s is earlier than t=\(forcedTime) s, already delivered because more than \(Self.maxWindowEvents) events fell within the \(reorderWindow) s reorder window",
-                            code: "out_of_order"))
+                            code: .outOfOrder))
                         continue
                     }
                 } else {
@@ -222,7 +222,7 @@ public final class TraceReader {
 
     private func reject(_ error: TraceDataError) throws {
         if mode == .strict { throw error }
-        counts.skipped[error.code, default: 0] += 1
+        counts.skipped[error.code.rawValue, default: 0] += 1
         if counts.examples.count < TraceReaderStats.exampleLimit { counts.examples.append(error) }
     }
 
@@ -254,7 +254,7 @@ public final class TraceReader {
             if filled == cap {
                 guard cap < Self.maxLineBytes else {
                     throw TraceDataError(file: path, line: counts.lines + 1,
-                                         reason: "line longer than \(Self.maxLineBytes >> 20) MiB (not a trace file?)", code: "invalid_json")
+                                         reason: "line longer than \(Self.maxLineBytes >> 20) MiB (not a trace file?)", code: .invalidJSON)
                 }
                 let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: 2 * cap + 1)
                 bigger.update(from: buf, count: filled)
@@ -264,7 +264,7 @@ public final class TraceReader {
             let r = read(fd, buf + filled, cap - filled)
             if r < 0 {
                 if errno == EINTR { continue }
-                throw TraceDataError(file: path, line: counts.lines + 1, reason: "read error: \(String(cString: strerror(errno)))", code: "io")
+                throw TraceDataError(file: path, line: counts.lines + 1, reason: "read error: \(String(cString: strerror(errno)))", code: .io)
             }
             if r == 0 { eof = true } else { filled += r; bytesRead += Int64(r) }
         }

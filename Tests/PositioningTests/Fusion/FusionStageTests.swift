@@ -150,6 +150,7 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(adaptive.maxError < 6, "max error \(adaptive.maxError)")
         #expect(adaptive.stage.reinitializations == 0)
         var off = FusionStage.Settings(kind: .ekf); off.cvTurnRateSigma = 0; off.cvManoeuvreAcceleration = 0
+        off.platform = .pedestrian   // q₀ throughout (`auto` would take the vehicle q at 20 s)
         let fixed = drive(off)
         #expect(fixed.stage.counters[.gnss]!.gated >= 5)                // q₀ = 0.5 m²/s³ cannot hold the turn
         #expect(fixed.stage.reinitializations >= 1)

@@ -119,21 +119,13 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
     /// still sees 1 % white noise and stays well conditioned), τ in [5, 3600] s. nil with fewer
     /// than two usable lags.
     public static func fitCorrelation(_ recordings: [[(time: Double, error: SIMD2<Double>)]]) -> ErrorCorrelation? {
-        var points: [(Double, Double)] = []
+        var curve: [(lag: Double, rho: Double)] = []
         for lag in correlationLags {
             let r = recordings.compactMap { autocorrelation($0, lag: lag) }
             guard !r.isEmpty else { continue }
-            let m = r.reduce(0, +) / Double(r.count)
-            if m > 0.05 { points.append((lag, log(m))) }
+            curve.append((lag, r.reduce(0, +) / Double(r.count)))
         }
-        guard points.count >= 2 else { return nil }
-        let n = Double(points.count)
-        let mx = points.reduce(0) { $0 + $1.0 } / n, my = points.reduce(0) { $0 + $1.1 } / n
-        let sxx = points.reduce(0) { $0 + ($1.0 - mx) * ($1.0 - mx) }, sxy = points.reduce(0) { $0 + ($1.0 - mx) * ($1.1 - my) }
-        let slope = sxx > 0 ? sxy / sxx : 0
-        let beta = min(0.99, max(0.5, exp(my - slope * mx)))
-        let tau = slope < 0 ? min(3600, max(5, -1 / slope)) : 3600
-        return ErrorCorrelation(biasFraction: beta, correlationTime: tau)
+        return ErrorCorrelation.fit(curve)
     }
 
     static let chi2_95 = -2 * log(0.05)

@@ -36,8 +36,14 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         public var k: Double
         /// Training residuals the term was fitted on.
         public var samples: Int
-        public init(gamma: Double = 1, a: Double = 0, b: Double = 0, c: Double = 0, e: Double = 0, k: Double = 1, samples: Int = 0) {
+        /// How the source's errors are correlated from scan to scan along a walk (β, τ of the
+        /// filters' bias block, `GNSSBias`), fitted on the same training residuals; nil: not
+        /// fitted (too few pairs, or a map written before it existed). `inflate` puts it on the fix.
+        public var correlation: ErrorCorrelation?
+        public init(gamma: Double = 1, a: Double = 0, b: Double = 0, c: Double = 0, e: Double = 0, k: Double = 1, samples: Int = 0,
+                    correlation: ErrorCorrelation? = nil) {
             self.gamma = gamma; self.a = a; self.b = b; self.c = c; self.e = e; self.k = k; self.samples = samples
+            self.correlation = correlation
         }
 
         public func sigmaX(_ f: Features) -> Double { a + b * f.surveyDistance + c * (1 - f.knownShare) + e * f.signalDistance / 10 }
@@ -94,6 +100,7 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         var out = f
         out.covariance = t.covariance(f.covariance, Self.features(position: f.position, scan: scan, time: f.time, reference: reference,
                                                                   rssMin: rssMin, maxAge: maxAge))
+        out.errorCorrelation = t.correlation
         return out
     }
 
@@ -106,9 +113,34 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         /// The inner fold (or phone group) the residual came from: the coverage scale k is
         /// cross-fitted over these groups.
         public var group: Int
-        public init(residual: SIMD2<Double>, covariance: Covariance2, features: Features, group: Int = 0) {
+        /// Which training walk the fix is from, and its time (s): the error correlation is measured
+        /// between fixes of one walk. time NaN: not fitted from this sample.
+        public var walk: Int
+        public var time: Double
+        public init(residual: SIMD2<Double>, covariance: Covariance2, features: Features, group: Int = 0, walk: Int = 0,
+                    time: Double = .nan) {
             self.residual = residual; self.covariance = covariance; self.features = features; self.group = group
+            self.walk = walk; self.time = time
         }
+    }
+
+    /// Lag bins (s) of the WiFi error autocorrelation: scans come every 2–7 s on phones, so the
+    /// lags are binned rather than exact (`ErrorCorrelation.binnedAutocorrelation`).
+    public static let correlationBins: [(Double, Double)] = [(1, 4), (4, 8), (8, 15), (15, 30), (30, 60), (60, 120)]
+
+    /// β and τ of a term's errors: each residual over the term's fitted σ per axis (r_E/√P′_EE,
+    /// r_N/√P′_NN), autocorrelated within each walk over `correlationBins`, and fitted as the GNSS
+    /// correlation is (`ErrorCorrelation.fit`, β ≥ 0.05). nil when fewer than two bins have a
+    /// usable correlation.
+    public static func correlation(_ samples: [Sample], term t: Term) -> ErrorCorrelation? {
+        var byWalk: [Int: [(time: Double, error: SIMD2<Double>)]] = [:]
+        for v in samples where v.time.isFinite {
+            let p = t.covariance(v.covariance, v.features)
+            guard p.ee > 0, p.nn > 0 else { continue }
+            byWalk[v.walk, default: []].append((v.time, SIMD2(v.residual.x / p.ee.squareRoot(), v.residual.y / p.nn.squareRoot())))
+        }
+        let curve = ErrorCorrelation.binnedAutocorrelation(byWalk.keys.sorted().map { byWalk[$0]! }, bins: correlationBins)
+        return ErrorCorrelation.fit(curve, minBias: 0.05)
     }
 
     /// Fewest residuals a term is fitted from.
@@ -146,6 +178,7 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         }
         if let q = conformalQuantile(nees, level: 0.95), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
         t.samples = s.count
+        t.correlation = correlation(s, term: t)
         return t
     }
 

@@ -26,7 +26,7 @@ extension FusionStage {
             return out
         }
         public static let gnssBias = OptionSpec.bool("gnss_bias", true,
-            "GNSS error = Gauss–Markov bias (two extra states; in the pf each\nparticle's conditional bias, Rao–Blackwellised) + white noise")
+            "GNSS error = Gauss–Markov bias (two extra states; in the pf each\nparticle's conditional bias, Rao–Blackwellised) + white noise;\nekf/ukf/smoother: also WiFi fixes whose radio map carries a fitted\nerror correlation (docs/fusion.md); false: every fix white")
         public static let gnssBiasTau = OptionSpec.number("gnss_bias_tau_s", GNSSBias().correlationTime, unit: "s", advanced: true,
             "the bias correlation time τ_b")
         public static let gnssBiasFraction = OptionSpec.number("gnss_bias_fraction", GNSSBias().biasFraction, advanced: true,
@@ -69,6 +69,12 @@ extension FusionStage {
             Angle.degrees(StepMotionModel().headingDiffusion.squareRoot()), unit: "deg/√s", advanced: true, "gyro bias random walk")
         public static let cvQ = OptionSpec.number("cv_q_m2_per_s3", ConstantVelocityModel().q, unit: "m²/s³",
             "constant-velocity process noise (pedestrian 0.1–1)")
+        public static let platform = OptionSpec.choice("platform", MotionPlatform.auto.rawValue, MotionPlatform.allCases.map(\.rawValue),
+            "constant-velocity motion model: pedestrian (cv_q_m2_per_s3) | vehicle\n(cv_vehicle_q_m2_per_s3) | auto: pedestrian until the GNSS fixes show\na sustained speed above vehicle_speed_mps (docs/fusion.md)")
+        public static let cvVehicleQ = OptionSpec.number("cv_vehicle_q_m2_per_s3", 8, unit: "m²/s³",
+            "constant-velocity process noise of a vehicle (σ_v ≈ 2.8 m/s per √s)")
+        public static let vehicleSpeed = OptionSpec.number("vehicle_speed_mps", PlatformEvidence().threshold, unit: "m/s",
+            "auto platform: a vehicle once the speed's lower bound from GNSS fixes\n10 s apart exceeds this in 3 consecutive windows")
         public static let cvManoeuvreAcceleration = OptionSpec.number("cv_manoeuvre_accel_mps2", 3, unit: "m/s²",
             "a fix gated under q is re-tested as a manoeuvre: q + σ_a² + (σ_ω |v|)²")
         public static let cvTurnRateSigma = OptionSpec.number("cv_turn_rate_sigma_deg_per_s", 30, unit: "deg/s",
@@ -96,7 +102,8 @@ extension FusionStage {
             adaptiveAccuracy, adaptiveAccuracyWindow, repeatInflation, gateProbability, divergenceRejections, history,
             outputInterval, headingSigma, headingSigmaFromField, headingInterval, initialHeadingSigma, initialScaleSigma,
             initialSpeedSigma, weinbergK, stepLengthSigmaFraction, stepHeadingSigma, stepScaleSigma, positionDiffusion,
-            stationaryPositionDiffusion, strideInterpolation, headingDiffusion, cvQ, cvManoeuvreAcceleration, cvTurnRateSigma,
+            stationaryPositionDiffusion, strideInterpolation, headingDiffusion, cvQ, platform, cvVehicleQ, vehicleSpeed, cvManoeuvreAcceleration,
+            cvTurnRateSigma,
         ])
         public static let ukf = OptionTable(stage: "ukf", doc: "unscented Kalman filter: the ekf options, plus",
                                             enabledDoc: "opt-in (an alternative to the ekf; set true to run it too)",

@@ -44,6 +44,11 @@ public final class FusionStage: PipelineStage {
     public struct Settings: Sendable {
         public var kind: Kind
         public var layout: LayoutChoice = .auto
+        /// The constant-velocity motion model's platform (`MotionPlatform`): its q is
+        /// `motion.constantVelocity.q` for a pedestrian, `vehicleQ` for a vehicle.
+        public var platform = MotionPlatform(rawValue: Options.platform.text) ?? .auto
+        public var vehicleQ = Options.cvVehicleQ.number
+        public var vehicleSpeed = Options.vehicleSpeed.number
         public var motion = MotionConfiguration(layout: .step)
         public var inputs: Set<Source> = Set(Options.inputs.strings.compactMap(Source.init(rawValue:)))
         public var tight: Set<Source> = []
@@ -228,11 +233,19 @@ public final class FusionStage: PipelineStage {
     private struct ScanKey: Hashable { var subject: String; var time: Double }
 
     /// The loose fixes of `scanCombined` sources of this event with at least one other such fix
-    /// of the same phone and time (not superseded), grouped, in upstream order.
+    /// of the same phone and time (not superseded), grouped, in upstream order. Fixes of the
+    /// combinable WiFi sources that carry an error correlation are grouped whatever
+    /// `scanCombined` says when the bias block is on: they share its one bias state, and two
+    /// fixes of one scan that differ by more than their small white parts would contradict each
+    /// other through it (the second gated, a run of them a divergence restart).
     private func scanGroups(_ upstream: [StageResult], superseded: Set<SourceAt>) -> [ScanKey: [Fix]] {
-        guard !settings.scanCombined.isEmpty, upstream.count > 1 else { return [:] }
+        guard upstream.count > 1 else { return [:] }
+        let byCorrelation = settings.gnssBias != nil && settings.kind != .pf
+        guard !settings.scanCombined.isEmpty || byCorrelation else { return [:] }
         var groups: [ScanKey: [Fix]] = [:]
-        for case .fix(let f) in upstream where isLooseInput(f) && settings.scanCombined.contains(f.source)
+        for case .fix(let f) in upstream where isLooseInput(f)
+            && (settings.scanCombined.contains(f.source)
+                || (byCorrelation && f.errorCorrelation != nil && Settings.scanCombinable.contains(f.source)))
             && !superseded.contains(SourceAt(source: f.source, subject: f.subject, time: f.time)) {
             groups[ScanKey(subject: f.subject, time: f.time), default: []].append(f)
         }
@@ -253,7 +266,9 @@ public final class FusionStage: PipelineStage {
             if lead == nil || r.trace < lead!.1 { lead = (f, r.trace) }
         }
         guard let (l, _) = lead, let c = CovarianceIntersection.fast(members) else { return nil }
-        return Fix(time: l.time, position: c.position, covariance: c.covariance, source: l.source, subject: l.subject)
+        var out = Fix(time: l.time, position: c.position, covariance: c.covariance, source: l.source, subject: l.subject)
+        out.errorCorrelation = l.errorCorrelation
+        return out
     }
 
     /// α of a loose fix: the source's inflation, × √k for the k-th identical fix in a row
@@ -313,6 +328,8 @@ public final class FusionStage: PipelineStage {
         let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
         t.interpolatesStrides = settings.strideInterpolation
+        if settings.platform == .vehicle { t.filter.motion.constantVelocity.q = settings.vehicleQ }
+        t.platform = settings.platform == .auto ? PlatformEvidence(threshold: settings.vehicleSpeed) : nil
         if let pf = t.filter as? ParticleFilter { pf.gnssBias = settings.gnssBias } else { t.gnssBias = settings.gnssBias }
         for s in settings.adaptiveAccuracy { t.accuracyScales[s] = AccuracyScale(window: settings.adaptiveAccuracyWindow) }
         tracks[device] = t
@@ -393,6 +410,14 @@ public final class FusionStage: PipelineStage {
         } else if r.outcome == .accepted {
             t.consecutiveGated[f.source] = 0
             t.previousGated[f.source] = nil
+            if f.source == .gnss, t.platform != nil {
+                // `platform: auto`: an accepted fix's R (α² λ Σ, without the repeat factor) bounds
+                // the speed it shows (`PlatformEvidence`); gated outliers never count.
+                let a2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
+                if t.platform!.observe(time: f.time, position: SIMD2(f.position.x, f.position.y), variance: a2 * (f.covariance.ee + f.covariance.nn)) {
+                    t.filter.motion.constantVelocity.q = settings.vehicleQ
+                }
+            }
         }
         return [emit(t, device: f.subject)]
     }
@@ -471,8 +496,9 @@ public final class FusionStage: PipelineStage {
                 p[2, 2] = pow(settings.initialSpeedSigma, 2); p[3, 3] = p[2, 2]
             }
         }
+        let family = FusionTrack.biasFamily(source: f.source, correlation: f.errorCorrelation)
         t.initialize(mean: x, covariance: p, time: f.time, gnssFix: f.source == .gnss ? c : nil,
-                     errorCorrelation: f.source == .gnss ? f.errorCorrelation : nil)
+                     correlatedFix: family.map { ($0, c) }, errorCorrelation: family != nil ? f.errorCorrelation : nil)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
         t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()
@@ -540,6 +566,9 @@ extension FusionStage {
         step.headingDiffusion = pow(Angle.radians(try o.double(O.headingDiffusion)), 2)
         s.motion.step = step
         s.motion.constantVelocity.q = try o.double(O.cvQ)
+        s.platform = try o.choice(O.platform)
+        s.vehicleQ = try o.double(O.cvVehicleQ)
+        s.vehicleSpeed = try o.double(O.vehicleSpeed)
         s.cvTurnRateSigma = Angle.radians(try o.double(O.cvTurnRateSigma))
         s.cvManoeuvreAcceleration = try o.double(O.cvManoeuvreAcceleration)
         if kind == .pf {
@@ -558,6 +587,8 @@ extension FusionStage {
                                   (O.regularization, s.regularization, s.regularization >= 0 && s.regularization.isFinite),
                                   (O.headingSigma, s.headingSigma, s.headingSigma > 0),
                                   (O.cvTurnRateSigma, s.cvTurnRateSigma, s.cvTurnRateSigma >= 0),
+                                  (O.cvVehicleQ, s.vehicleQ, s.vehicleQ >= 0 && s.vehicleQ.isFinite),
+                                  (O.vehicleSpeed, s.vehicleSpeed, s.vehicleSpeed > 0 && s.vehicleSpeed.isFinite),
                                   (O.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration, s.cvManoeuvreAcceleration >= 0),
                                   (O.outputInterval, s.outputInterval, s.outputInterval >= 0),
                                   (O.history, s.historySeconds, s.historySeconds >= 0),

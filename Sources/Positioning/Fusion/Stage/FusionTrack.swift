@@ -90,6 +90,8 @@ final class FusionTrack {
     var lastEmitTime = -Double.infinity
     var lastHeadingUpdate = -Double.infinity
     var seenIMU = false
+    /// `platform: auto`: the evidence that the phone is in a vehicle (nil: the platform is set).
+    var platform: PlatformEvidence?
     /// Whether the last time prediction used the stationary diffusion; `allowStill` = false
     /// forces the walking diffusion (re-test of a fix gated under the still hypothesis).
     private(set) var lastPredictionStill = false
@@ -97,15 +99,27 @@ final class FusionTrack {
     /// Walks the state between heel strikes (`StrideInterpolation`); off = the position moves at steps only.
     var interpolatesStrides = true
     private(set) var stride = StrideInterpolation()
-    /// The GNSS bias states beside the filter's (`GNSSBias`); nil = off (GNSS fixes are white).
+    /// The bias states beside the filter's (`GNSSBias`); nil = off (GNSS fixes are white).
+    /// The block serves one family of fixes at a time (`biasFamily`): GNSS fixes, or radio-map
+    /// fixes that carry a fitted error correlation (`Fix.errorCorrelation` from the map's
+    /// `RadioUncertaintyModel`); fixes of the other family enter white while it is taken.
     var gnssBias: GNSSBias?
+    /// Which family the primed bias block belongs to (nil: unprimed).
+    private(set) var biasFamily: BiasFamily?
+    enum BiasFamily { case gnss, radio }
+
+    /// The bias family of a fix's measurement: GNSS fixes always (the stage's β, τ when the fix
+    /// carries none), other loose fixes when they carry an error correlation.
+    static func biasFamily(source: Source, correlation: ErrorCorrelation?) -> BiasFamily? {
+        source == .gnss ? .gnss : correlation != nil ? .radio : nil
+    }
     /// Sources whose fixes' R is scaled by a calibrated accuracy scale (`AccuracyScale`), with the scale.
     var accuracyScales: [Source: AccuracyScale] = [:]
     /// NIS of every update in order (time, source, m, NIS, accepted) when logging is on.
     var nisLog: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)] = []
 
     private struct HistoryEntry {
-        var input: FusionInput; var before: FilterSnapshot; var stride: StrideInterpolation; var bias: GNSSBias?
+        var input: FusionInput; var before: FilterSnapshot; var stride: StrideInterpolation; var bias: GNSSBias?; var family: BiasFamily?
         var scales: [Source: AccuracyScale]; var epochCount: Int
     }
     private var history: [HistoryEntry] = []
@@ -129,12 +143,15 @@ final class FusionTrack {
 
     /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
     /// `gnssFix`: the start is a GNSS fix with this covariance (the bias block is primed from it).
-    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double, gnssFix: Covariance2? = nil, errorCorrelation: ErrorCorrelation? = nil) {
+    /// `correlatedFix`: the start is a fix of a bias family (`biasFamily(source:correlation:)`) with
+    /// this covariance: the bias block is primed from it (the particle filter's bias: GNSS only).
+    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double, gnssFix: Covariance2? = nil,
+                    correlatedFix: (family: BiasFamily, covariance: Covariance2)? = nil, errorCorrelation: ErrorCorrelation? = nil) {
         filter.initialize(mean: mean, covariance: covariance, time: time)
         (filter as? ParticleFilter)?.primeBias(startingAt: gnssFix, fix: SIMD2(mean[0], mean[1]))
         if gnssBias != nil {
             gnssBias!.adopt(errorCorrelation)
-            if let c = gnssFix { gnssBias!.prime(startingAt: c, time: time) } else { gnssBias!.reset(time: time) }
+            if let c = correlatedFix { gnssBias!.prime(startingAt: c.covariance, time: time); biasFamily = c.family } else { gnssBias!.reset(time: time); biasFamily = nil }
         }
         history.removeAll()
         if recordEpochs {
@@ -162,6 +179,7 @@ final class FusionTrack {
         filter.restore(history[i].before)
         stride = history[i].stride
         gnssBias = history[i].bias
+        biasFamily = history[i].family
         accuracyScales = history[i].scales
         if recordEpochs { epochs.removeLast(epochs.count - history[i].epochCount) }
         history.removeLast(history.count - i)
@@ -172,7 +190,7 @@ final class FusionTrack {
 
     @discardableResult
     private func run(_ input: FusionInput, gate: (any MeasurementModel) -> Double?, countIt: Bool = true) -> UpdateRecord? {
-        history.append(HistoryEntry(input: input, before: filter.snapshot(), stride: stride, bias: gnssBias, scales: accuracyScales,
+        history.append(HistoryEntry(input: input, before: filter.snapshot(), stride: stride, bias: gnssBias, family: biasFamily, scales: accuracyScales,
                                     epochCount: epochs.count))
         let horizon = input.time - historySeconds
         if let k = history.firstIndex(where: { $0.input.time >= horizon }), k > 0 { history.removeFirst(k) }
@@ -191,9 +209,11 @@ final class FusionTrack {
                     accuracyScales[m.source]!.observe(nis: nis)
                 }
             }
-            if gnssBias != nil, m.source == .gnss, let pm = m as? PositionMeasurement {
+            if gnssBias != nil, let pm = m as? PositionMeasurement,
+               let family = Self.biasFamily(source: pm.source, correlation: pm.errorCorrelation), biasFamily == nil || biasFamily == family {
                 gnssBias!.adopt(pm.errorCorrelation)
                 record = updateWithBias(pm, gate: gate(m))
+                if record?.outcome == .accepted { biasFamily = family }
             } else {
                 let prior = gnssBias?.isPrimed == true ? (x: filter.mean, p: filter.covariance) : nil   // only the bias block needs it
                 record = filter.update(m, gate: gate(m))
@@ -289,6 +309,7 @@ final class FusionTrack {
         filter.restore(last.before)
         stride = last.stride
         gnssBias = last.bias
+        biasFamily = last.family
         accuracyScales = last.scales
         if recordEpochs { epochs.removeLast(epochs.count - last.epochCount) }
         uncount(record)

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+@testable import Positioning
+
+/// Time-correlated WiFi map error (docs/fusion.md, "Radio fixes with a correlated error"): its
+/// fit from a walk's residuals (`ErrorCorrelation.binnedAutocorrelation`, `ErrorCorrelation.fit`,
+/// `RadioUncertaintyModel.correlation`) and its use by the filters' bias block for fixes that
+/// carry it (`Fix.errorCorrelation` on a `wcl` fix).
+@Suite struct RadioErrorCorrelationTests {
+    /// A walk's normalised errors at irregular scan times (2–7 s apart, as phones scan): a
+    /// first-order Gauss–Markov bias with share β and correlation time τ plus white noise, unit
+    /// variance per axis.
+    static func series(_ rng: inout SplitMix64, beta: Double, tau: Double, scans: Int) -> [(time: Double, error: SIMD2<Double>)] {
+        var t = 0.0, out: [(time: Double, error: SIMD2<Double>)] = []
+        var b = beta.squareRoot() * SIMD2(rng.gaussian(), rng.gaussian())
+        for _ in 0..<scans {
+            let dt = 2 + 5 * rng.uniform()
+            t += dt
+            let phi = exp(-dt / tau)
+            b = phi * b + (beta * (1 - phi * phi)).squareRoot() * SIMD2(rng.gaussian(), rng.gaussian())
+            out.append((t, b + (1 - beta).squareRoot() * SIMD2(rng.gaussian(), rng.gaussian())))
+        }
+        return out
+    }
+
+    /// β and τ come back from 60 seeded walks of 60 scans each (within 0.1 and 30 %), and white
+    /// errors give no correlation (every binned ρ ≈ 0, under the fit's 0.05 floor).
+    @Test func fitRecoversBiasShareAndCorrelationTime() throws {
+        var rng = SplitMix64(seed: 20)
+        for (beta, tau) in [(0.85, 25.0), (0.6, 10.0)] {
+            let walks = (0..<60).map { _ in Self.series(&rng, beta: beta, tau: tau, scans: 60) }
+            let curve = ErrorCorrelation.binnedAutocorrelation(walks, bins: RadioUncertaintyModel.correlationBins)
+            let c = try #require(ErrorCorrelation.fit(curve, minBias: 0.05), "curve \(curve)")
+            #expect(abs(c.biasFraction - beta) < 0.1, "β \(c.biasFraction) vs \(beta); curve \(curve)")
+            #expect(abs(c.correlationTime / tau - 1) < 0.3, "τ \(c.correlationTime) vs \(tau); curve \(curve)")
+        }
+        let white = (0..<60).map { _ in Self.series(&rng, beta: 1e-9, tau: 1, scans: 60) }
+        let curve = ErrorCorrelation.binnedAutocorrelation(white, bins: RadioUncertaintyModel.correlationBins)
+        #expect(curve.count >= 4 && curve.allSatisfy { abs($0.rho) < 0.05 }, "white: \(curve)")
+        #expect(ErrorCorrelation.fit(curve, minBias: 0.05) == nil)
+    }
+
+    /// The uncertainty fit puts the correlation of its training residuals on the term (measured
+    /// on the residuals over the fitted σ, per walk), and `inflate` puts it on every fix of the
+    /// source; white residuals leave it nil (the fix then enters the filter white, as before).
+    @Test func uncertaintyTermCarriesTheCorrelation() throws {
+        var rng = SplitMix64(seed: 21)
+        func samples(beta: Double) -> [RadioUncertaintyModel.Sample] {
+            (0..<30).flatMap { w in
+                Self.series(&rng, beta: beta, tau: 20, scans: 40).map { z in
+                    RadioUncertaintyModel.Sample(residual: 6 * z.error, covariance: Covariance2(sigma: 3),
+                                                 features: .init(surveyDistance: 0, knownShare: 1, signalDistance: 0), walk: w, time: z.time)
+                }
+            }
+        }
+        let term = try #require(RadioUncertaintyModel.fit(samples(beta: 0.8)))
+        let c = try #require(term.correlation)
+        #expect(abs(c.biasFraction - 0.8) < 0.12 && c.correlationTime > 12 && c.correlationTime < 30, "\(c)")
+        let white = try #require(RadioUncertaintyModel.fit(samples(beta: 1e-9)))
+        #expect(white.correlation == nil, "white residuals: \(String(describing: white.correlation))")
+
+        let model = RadioUncertaintyModel(terms: ["wcl": term])
+        let fix = Fix(time: 1, position: SIMD2(3, 4), covariance: Covariance2(sigma: 2), source: .wcl)
+        let scan = WiFiScan(accessPoints: [])
+        #expect(model.inflate(fix, scan: scan, reference: ReferenceData()).errorCorrelation == c)
+        // A term without one (a map written before the fit existed) leaves the fix white.
+        var old = term; old.correlation = nil
+        #expect(RadioUncertaintyModel(terms: ["wcl": old]).inflate(fix, scan: scan, reference: ReferenceData()).errorCorrelation == nil)
+        // The stored JSON round-trips it, and a model without the member still decodes.
+        let back = try JSONDecoder().decode(RadioUncertaintyModel.self, from: JSONEncoder().encode(model))
+        #expect(back == model)
+        let legacy = #"{"terms":{"wcl":{"gamma":1,"a":2,"b":0,"c":0,"e":0,"k":1,"samples":30}}}"#
+        #expect(try JSONDecoder().decode(RadioUncertaintyModel.self, from: Data(legacy.utf8)).terms["wcl"]?.correlation == nil)
+    }
+
+    /// WiFi-like fixes (source `wcl`, σ = 6 m, every 2–7 s) whose errors are 90 % a bias with
+    /// τ = 25 s, on a constant-velocity walker: the filter that takes the fixes as independent is
+    /// over-confident (filtered ANEES above, smoothed ANEES more than twice the consistent 2),
+    /// while the same fixes carrying their `errorCorrelation` go through the bias block and the
+    /// filter and smoother are consistent: the mean of 300 run-averaged NEES lies within 3
+    /// standard errors of 2 (each run's average has expectation 2 for a consistent filter however
+    /// its epochs correlate, and the runs are independent).
+    @Test func correlatedWiFiFixesAreConsistentThroughTheBiasBlock() {
+        let correlation = ErrorCorrelation(biasFraction: 0.9, correlationTime: 25)
+        let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
+        func run(seed: UInt64, carry: Bool) -> (filtered: Double, smoothed: Double, rmse: (Double, Double)) {
+            var s = FusionStage.Settings(kind: .ekf)
+            s.inflation = [:]; s.gateProbability = nil; s.layout = .cv; s.adaptiveAccuracy = []
+            s.motion.constantVelocity.q = 0.05                    // a walker at about 1 m/s, slowly turning
+            let filter = FusionStage(settings: s), smoother = SmootherStage(settings: s)
+            var rng = SplitMix64(seed: seed)
+            let sigma = 6.0, beta = correlation.biasFraction
+            var p = SIMD2<Double>(0, 0), v = SIMD2<Double>(1, 0.3), t = 0.0
+            var b = sigma * beta.squareRoot() * SIMD2(rng.gaussian(), rng.gaussian())
+            var truth: [Double: SIMD2<Double>] = [:], filtered: [Fix] = []
+            for _ in 0..<50 {
+                let dt = 2 + 5 * rng.uniform()
+                // Truth: integrated white acceleration of PSD q (exactly the filter's model).
+                let q = s.motion.constantVelocity.q
+                let a = q * dt * dt * dt / 3, c2 = q * dt * dt / 2, c = q * dt
+                let l11 = a.squareRoot(), l21 = c2 / l11, l22 = (c - l21 * l21).squareRoot()
+                let u = SIMD2(rng.gaussian(), rng.gaussian()), w = SIMD2(rng.gaussian(), rng.gaussian())
+                p += dt * v + l11 * u; v += l21 * u + l22 * w; t += dt
+                let phi = exp(-dt / correlation.correlationTime)
+                b = phi * b + sigma * (beta * (1 - phi * phi)).squareRoot() * SIMD2(rng.gaussian(), rng.gaussian())
+                var f = Fix(time: t, position: p + b + sigma * (1 - beta).squareRoot() * SIMD2(rng.gaussian(), rng.gaussian()),
+                            covariance: Covariance2(sigma: sigma), source: .wcl)
+                if carry { f.errorCorrelation = correlation }
+                truth[t] = p
+                let ev = TraceEvent(time: t, payload: .wifi(WiFiScan(accessPoints: [])))
+                for r in filter.process(ev, upstream: [.fix(f)], context: context) { if case .fix(let x) = r { filtered.append(x) } }
+                _ = smoother.process(ev, upstream: [.fix(f)], context: context)
+            }
+            var smoothed: [Fix] = []
+            for r in smoother.finish(context: context) { if case .fix(let x) = r { smoothed.append(x) } }
+            func stats(_ fs: [Fix]) -> (Double, Double) {
+                var n = 0.0, se = 0.0
+                for f in fs { let d = f.position - truth[f.time]!; n += f.covariance.mahalanobis2(d) ?? .infinity; se += (d * d).sum() }
+                return (n / Double(fs.count), se / Double(fs.count))
+            }
+            let (nf, sf) = stats(filtered), (ns, ss) = stats(smoothed)
+            return (nf, ns, (sf, ss))
+        }
+        func meanAndLimit(_ v: [Double]) -> (mean: Double, limit: Double) {
+            let m = v.reduce(0, +) / Double(v.count)
+            let sd = (v.reduce(0) { $0 + ($1 - m) * ($1 - m) } / Double(v.count - 1)).squareRoot()
+            return (m, 3 * sd / Double(v.count).squareRoot())
+        }
+        let runs = (0..<300).map { run(seed: 5000 + UInt64($0), carry: true) }
+        for (name, v) in [("filtered", runs.map(\.filtered)), ("smoothed", runs.map(\.smoothed))] {
+            let (m, limit) = meanAndLimit(v)
+            #expect(abs(m - 2) < limit, "with the bias block: \(name) ANEES \(m), 2 ± \(limit)")
+        }
+        let msf = runs.map(\.rmse.0).reduce(0, +), mss = runs.map(\.rmse.1).reduce(0, +)
+        #expect(mss < msf, "smoothed MSE \(mss / 300) vs filtered \(msf / 300)")
+        let white = (0..<300).map { run(seed: 5000 + UInt64($0), carry: false) }
+        let (wf, wl) = meanAndLimit(white.map(\.filtered)), ws = meanAndLimit(white.map(\.smoothed)).mean
+        #expect(wf > 2 + wl, "fixes taken as independent: filtered ANEES \(wf)")
+        #expect(ws > 4, "fixes taken as independent: smoothed ANEES \(ws)")
+    }
+    /// One scan's WiFi fixes that carry a correlation share the one bias state, so they enter as
+    /// one update (their covariance intersection, `combined` in the counters); fixes 8 m apart
+    /// with 1 % white noise would otherwise contradict each other through the shared bias (the
+    /// second gated). Without a correlation they stay separate updates (`combine_scan_fixes`
+    /// false by default).
+    @Test func oneScansCorrelatedFixesEnterAsOneUpdate() {
+        let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
+        let correlation = ErrorCorrelation(biasFraction: 0.99, correlationTime: 25)
+        func run(carry: Bool) -> FusionStage {
+            var s = FusionStage.Settings(kind: .ekf)
+            s.layout = .cv; s.adaptiveAccuracy = []
+            let stage = FusionStage(settings: s)
+            for k in 0..<10 {
+                let t = 2.5 * Double(k)
+                var a = Fix(time: t, position: SIMD2(Double(k), 0), covariance: Covariance2(sigma: 5), source: .wcl)
+                var b = Fix(time: t, position: SIMD2(Double(k) + 8, 0), covariance: Covariance2(sigma: 6), source: .fingerprint)
+                if carry { a.errorCorrelation = correlation; b.errorCorrelation = correlation }
+                _ = stage.process(TraceEvent(time: t, payload: .wifi(WiFiScan(accessPoints: []))), upstream: [.fix(a), .fix(b)], context: context)
+            }
+            return stage
+        }
+        let together = run(carry: true).counters
+        #expect((together[.fingerprint]?.combined ?? 0) + (together[.wcl]?.combined ?? 0) == 10, "\(together)")
+        #expect(together.values.allSatisfy { $0.gated == 0 }, "\(together)")
+        let apart = run(carry: false).counters
+        #expect(apart[.fingerprint]?.combined ?? 0 == 0 && apart[.wcl]?.combined ?? 0 == 0)
+        #expect((apart[.fingerprint]?.accepted ?? 0) >= 9 && (apart[.wcl]?.accepted ?? 0) >= 9, "\(apart)")
+    }
+}
