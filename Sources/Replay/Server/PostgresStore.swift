@@ -116,12 +116,14 @@ public final class PostgresStore: LocationStore {
     public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
         let logger = self.logger
         // APs with samples not yet in their estimate are re-fitted first (see `LocationStore.submit`).
-        let pending = try await client.withConnection { c in
-            var p: [String] = []
-            for b in bssids.sorted() {
-                for try await _ in try await c.query("SELECT 1 FROM ap_pending WHERE bssid = \(b)", logger: logger).decode(Int.self) { p.append(b) }
+        // One statement for all the request's APs (`= ANY` of a text array), in name order.
+        let names = bssids.sorted()
+        let pending: [String] = names.isEmpty ? [] : try await client.withConnection { c in
+            var marked = Set<String>()
+            for try await b in try await c.query("SELECT bssid FROM ap_pending WHERE bssid = ANY(\(names))", logger: logger).decode(String.self) {
+                marked.insert(b)
             }
-            return p
+            return names.filter(marked.contains)
         }
         if !pending.isEmpty { try await refit(pending) }
         return try await client.withConnection { c in
@@ -137,12 +139,15 @@ public final class PostgresStore: LocationStore {
                 }
                 out.coverage += try await Self.coverageRows(c, cell: cell, logger: logger)
             }
-            for b in bssids.sorted() {
-                let rows = try await c.query("SELECT lat, lon, floor, p0, n_exp, samples, model_fitted FROM aps WHERE bssid = \(b)", logger: logger)
-                for try await r in rows.decode((Double, Double, Int?, Double?, Double?, Int, Bool).self) {
-                    out.aps.append(LearnedAP(bssid: b, position: Geodetic(latitude: r.0, longitude: r.1), floor: r.2, p0: r.3,
-                                             pathLossExponent: r.4, samples: r.5, modelFitted: r.6))
+            if !names.isEmpty {
+                var found: [String: LearnedAP] = [:]
+                let rows = try await c.query("SELECT bssid, lat, lon, floor, p0, n_exp, samples, model_fitted FROM aps WHERE bssid = ANY(\(names))",
+                                             logger: logger)
+                for try await r in rows.decode((String, Double, Double, Int?, Double?, Double?, Int, Bool).self) {
+                    found[r.0] = LearnedAP(bssid: r.0, position: Geodetic(latitude: r.1, longitude: r.2), floor: r.3, p0: r.4,
+                                           pathLossExponent: r.5, samples: r.6, modelFitted: r.7)
                 }
+                for b in names { if let a = found[b] { out.aps.append(a) } }
             }
             return out
         }

@@ -292,7 +292,14 @@ public struct JSONLineScanner {
         if i < count, p[i] == UInt8(ascii: ".") {
             i += 1
             guard i < count, p[i] &- 48 < 10 else { throw unexpected(i, expecting: "a digit after '.'") }
-            while i < count, p[i] &- 48 < 10 {
+            while true {
+                // Eight significant digits at a time while they fit in the 19 kept: the same
+                // mantissa and exponent as eight turns of the loop below.
+                if digits > 0 && digits <= 11 && i + 8 <= count, let v = eightDigits(at: i) {
+                    mantissa = mantissa &* 100_000_000 &+ v; digits += 8; exp10 -= 8; i += 8
+                    continue
+                }
+                guard i < count, p[i] &- 48 < 10 else { break }
                 let d = p[i] &- 48
                 if digits == 0 && d == 0 {
                     exp10 -= 1
@@ -351,6 +358,23 @@ public struct JSONLineScanner {
             throw .value("number out of range at column \(start + 1)")
         }
         return (v, i)
+    }
+
+    /// The value of the eight ASCII digits at `p[i..<i+8]`, or nil when any of them is not a
+    /// digit (the caller guarantees `i + 8 <= count`). SWAR: one 64-bit load, a test of all
+    /// eight bytes at once and three multiplications (the technique of Lemire's fast_float,
+    /// `is_made_of_eight_digits_fast` / `parse_eight_digits_unrolled`; D. Lemire, "Number
+    /// parsing at a gigabyte per second", Software: Practice and Experience 51(8), 2021).
+    @inline(__always) private func eightDigits(at i: Int) -> UInt64? {
+        let v = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+        guard (v & 0xF0F0_F0F0_F0F0_F0F0) | (((v &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4) == 0x3333_3333_3333_3333 else {
+            return nil
+        }
+        var x = v &- 0x3030_3030_3030_3030
+        x = (x &* 10) &+ (x >> 8)
+        x = (((x & 0x0000_00FF_0000_00FF) &* (100 &+ (1_000_000 << 32)))
+             &+ (((x >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ (10_000 << 32)))) >> 32
+        return x
     }
 
     // MARK: helpers
