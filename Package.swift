@@ -53,12 +53,11 @@ let package = Package(
         .target(name: "Evaluation", dependencies: ["Scoring", "Survey", "Interop", "Simulation", "TraceIO", "Positioning", "CGSL"],
                 path: "Sources/Replay/Evaluation"),
         // Baselines, regression checks, run comparison, block bootstrap, HTML report.
-        .target(name: "Regress", dependencies: ["Evaluation", "Scoring", "Simulation", "TraceIO", "Positioning", "CGSL",
+        .target(name: "Regress", dependencies: ["Evaluation", "Scoring", "TraceIO", "Positioning", "CGSL",
                                                 .product(name: "Yams", package: "Yams")],
                 path: "Sources/Replay/Regress"),
         // posfuse sweep: study files, grids of options × recordings/seeds, runs, summaries, Slurm scripts.
-        .target(name: "Sweep", dependencies: ["Regress", "Evaluation", "Scoring", "Simulation", "Storage", "TraceIO", "Positioning", "CGSL",
-                                              .product(name: "GRDB", package: "GRDB.swift"),
+        .target(name: "Sweep", dependencies: ["Regress", "Scoring", "Simulation", "Storage", "TraceIO", "Positioning", "CGSL",
                                               .product(name: "Yams", package: "Yams")],
                 path: "Sources/Replay/Sweep"),
         // refine: crowdsourced report records in, refined positions out.
@@ -109,6 +108,7 @@ let package = Package(
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "RegressTests", dependencies: ["Regress", "Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "SweepTests", dependencies: ["Sweep", "Replay", "Positioning", "TestSupport"]),
+        .testTarget(name: "RefineTests", dependencies: ["Refine", "Positioning"]),
         // End-to-end tests of the posfuse executable (they run the built binary).
         .testTarget(name: "CLITests", dependencies: ["Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: [

@@ -344,57 +344,16 @@ public struct CellEvaluation: Sendable {
 
 // MARK: - UJIIndoorLoc
 
-/// Minimal UJIIndoorLoc reader (the interop importer is not on main yet): `WAP001..WAP520`
-/// RSS dBm with 100 = not heard, `LONGITUDE`/`LATITUDE` in EPSG:3857 metres, `FLOOR`,
-/// `BUILDINGID`. Positions are used as planar metres (Web-Mercator units, ≈ 1.30 ground m at
-/// 40° N, as the literature reports them).
+/// The UJIIndoorLoc protocols of `evaluate radio`. The file is read by the importer's one
+/// reader (`UJIIndoorLocImporter.rows`, strict: the first malformed row is an error), which
+/// also needs `BUILDINGID` here. Positions are used as planar metres (Web-Mercator units, ≈ 1.30
+/// ground m at 40° N, as the literature reports them).
 public enum UJIIndoorLocReader {
-    public struct Row: Sendable {
-        public var position: SIMD2<Double>
-        public var floor: Int
-        public var building: Int
-        /// (WAP column name, RSS dBm) of heard APs.
-        public var heard: [(String, Double)]
-        /// USERID, PHONEID, TIMESTAMP (Unix s); 0 when the file lacks the column.
-        public var user = 0
-        public var phone = 0
-        public var timestamp = 0
-        public init(position: SIMD2<Double>, floor: Int, building: Int, heard: [(String, Double)]) {
-            self.position = position; self.floor = floor; self.building = building; self.heard = heard
-        }
-    }
+    public typealias Row = UJIIndoorLocRow
 
     public static func read(_ url: URL) throws -> [Row] {
-        let text = try InputFile.text(url)
-        var lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" })
-        guard !lines.isEmpty else { throw ImportDataError(file: url.path, line: 1, reason: "empty file") }
-        let header = lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
-        var idx: [String: Int] = [:]
-        for (i, h) in header.enumerated() { idx[h] = i }
-        guard let lon = idx["LONGITUDE"], let lat = idx["LATITUDE"], let fl = idx["FLOOR"], let bi = idx["BUILDINGID"] else {
-            throw ImportDataError(file: url.path, line: 1, reason: "header lacks LONGITUDE/LATITUDE/FLOOR/BUILDINGID")
-        }
-        let waps = header.enumerated().filter { $0.element.hasPrefix("WAP") }
-        var rows: [Row] = []
-        rows.reserveCapacity(lines.count)
-        for (n, l) in lines.enumerated() {
-            let f = l.split(separator: ",", omittingEmptySubsequences: false)
-            guard f.count >= header.count, let x = Double(f[lon]), let y = Double(f[lat]),
-                  let floor = Int(f[fl]), let b = Int(f[bi]) else {
-                throw ImportDataError(file: url.path, line: n + 2, reason: "malformed row")
-            }
-            var heard: [(String, Double)] = []
-            for (i, name) in waps { if let v = Double(f[i]), v != 100, v < 0 { heard.append((name, v)) } }
-            var row = Row(position: SIMD2(x, y), floor: floor, building: b, heard: heard)
-            func int(_ c: String) throws -> Int {
-                guard let i = idx[c] else { return 0 }
-                guard let v = Int(f[i]) else { throw ImportDataError(file: url.path, line: n + 2, reason: "\(c) is not an integer") }
-                return v
-            }
-            row.user = try int("USERID"); row.phone = try int("PHONEID"); row.timestamp = try int("TIMESTAMP")
-            rows.append(row)
-        }
-        return rows
+        try UJIIndoorLocImporter.rows(ByteBuffer(url: url), file: url.path, options: ImportOptions(strict: true),
+                                      require: ["BUILDINGID"]).rows
     }
 
     /// AP positions from `train` rows (`APMapEstimator`, linear-mW centroid + model), WCL on

@@ -39,7 +39,8 @@ public struct ByteBuffer: Sendable {
         }
     }
 
-    /// Splits `line` at `separator` into `out` (cleared first).
+    /// Splits `line` at `separator` into `out` (cleared first), no quoting: for the tab-separated
+    /// ms-indoor lines. Comma-separated files go through the one CSV reader, `forEachCSVRecord`.
     @inline(__always)
     func split(_ line: Range<Int>, separator: UInt8, into out: inout [Range<Int>]) {
         out.removeAll(keepingCapacity: true)

@@ -99,37 +99,35 @@ public enum PositionCSVImporter {
         var cols: [String: Int] = [:]
         var events: [TraceEvent] = []
         var origin: Geodetic? = nil
-        var n = 0
-        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-            n += 1; ctx.line = n; ctx.report.lines += 1
-            let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : String(raw)
-            if line.trimmingCharacters(in: .whitespaces).isEmpty || line.hasPrefix("#") { continue }
-            let f = splitCSVLine(line)
+        let buf = ByteBuffer(string: text)
+        try ctx.forEachRow(of: buf, comment: UInt8(ascii: "#")) { rec, ctx in
+            if rec.isComment { return }
+            let f = buf.strings(rec)
             if cols.isEmpty {
                 cols = columnIndex(f)
                 guard cols["t"] != nil || cols["time_utc"] != nil,
                       (cols["lat"] != nil && cols["lon"] != nil) || (cols["e"] != nil && cols["n"] != nil) else {
-                    cols = [:]; try ctx.malformed("header needs t or time_utc and lat,lon or e,n"); continue
+                    cols = [:]; try ctx.malformed("header needs t or time_utc and lat,lon or e,n"); return
                 }
-                continue
+                return
             }
             func s(_ k: String) -> String? { cols[k].flatMap { $0 < f.count && !f[$0].isEmpty ? f[$0] : nil } }
             func d(_ k: String) -> Double? { s(k).flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
             // A numeric cell that holds something else is a malformed row, not an absent value.
             if let bad = ["t", "lat", "lon", "h", "e", "n", "u", "cov_ee", "cov_en", "cov_nn"].first(where: { s($0) != nil && d($0) == nil }) {
-                try ctx.malformed("\(bad) '\(s(bad)!)' is not a number"); continue
+                try ctx.malformed("\(bad) '\(s(bad)!)' is not a number"); return
             }
             if let fl = s("floor"), Int(fl.trimmingCharacters(in: .whitespaces)) == nil {
-                try ctx.malformed("floor '\(fl)' is not an integer"); continue
+                try ctx.malformed("floor '\(fl)' is not an integer"); return
             }
-            guard let t = d("t") ?? s("time_utc").flatMap(UTCTime.parseISO8601) else { try ctx.malformed("row without time"); continue }
+            guard let t = d("t") ?? s("time_utc").flatMap(UTCTime.parseISO8601) else { try ctx.malformed("row without time"); return }
             var geo: Geodetic? = nil, loc: SIMD3<Double>? = nil
             if let la = d("lat"), let lo = d("lon") {
-                guard abs(la) <= 90, abs(lo) <= 180 else { try ctx.malformed("lat/lon out of range"); continue }
+                guard abs(la) <= 90, abs(lo) <= 180 else { try ctx.malformed("lat/lon out of range"); return }
                 geo = Geodetic(latitude: la, longitude: lo, height: d("h") ?? 0)
                 if origin == nil { origin = geo }
             } else if let e = d("e"), let nn = d("n") { loc = SIMD3(e, nn, d("u") ?? 0) }
-            else { try ctx.malformed("row without position"); continue }
+            else { try ctx.malformed("row without position"); return }
             var cov: Covariance2? = nil
             if let a = d("cov_ee"), let b = d("cov_en"), let c = d("cov_nn") { cov = Covariance2(ee: a, en: b, nn: c) }
             if let e = PositionRows.event(time: t, source: s("source"), subject: s("subject"), geodetic: geo, local: loc,
@@ -176,27 +174,6 @@ public enum TUMImporter {
         }
         return (events, ctx.report, origin)
     }
-}
-
-/// Splits one CSV line (RFC 4180 quoting with `""` escapes).
-func splitCSVLine(_ line: String) -> [String] {
-    var out: [String] = []
-    var cur = ""
-    var quoted = false
-    var it = line.makeIterator()
-    var pending: Character? = nil
-    while let c = pending ?? it.next() {
-        pending = nil
-        if quoted {
-            if c == "\"" {
-                if let nx = it.next() { if nx == "\"" { cur.append("\"") } else { quoted = false; pending = nx } } else { quoted = false }
-            } else { cur.append(c) }
-        } else if c == "\"" { quoted = true }
-        else if c == "," { out.append(cur); cur = "" }
-        else { cur.append(c) }
-    }
-    out.append(cur)
-    return out
 }
 
 extension ImportFormat {

@@ -30,14 +30,10 @@ public enum GnssLoggerImporter {
         var side: [String: [String]] = [:]
         var events: [TraceEvent] = []
         var first: Geodetic? = nil
-        var fields: [Range<Int>] = []
         let device = options.device
-        try buf.forEachLine { line, n in
-            ctx.line = n
-            ctx.report.lines += 1
-            let tl = buf.trimmed(line)
-            if tl.isEmpty { return }
-            if buf.bytes[tl.lowerBound] == UInt8(ascii: "#") {
+        try ctx.forEachRow(of: buf, comment: UInt8(ascii: "#")) { rec, ctx in
+            let tl = buf.trimmed(rec.range)
+            if rec.isComment {
                 var body = buf.string(tl).dropFirst().trimmingCharacters(in: .whitespaces)
                 if body.hasPrefix("Version:") || !body.contains(",") { return }
                 body = body.replacingOccurrences(of: " ", with: "")
@@ -46,8 +42,8 @@ public enum GnssLoggerImporter {
                 headerLines[names[0]] = body
                 return
             }
-            buf.split(tl, separator: UInt8(ascii: ","), into: &fields)
-            let type = buf.string(fields[0])
+            let fields = rec.fields
+            let type = buf.string(buf.trimmed(fields[0]))
             guard let cols = headers[type] else { try ctx.unknown(type); return }
             func f(_ names: String...) -> Range<Int>? {
                 for nm in names { if let i = cols[nm], i < fields.count { let r = buf.trimmed(fields[i]); return r.isEmpty ? nil : r } }

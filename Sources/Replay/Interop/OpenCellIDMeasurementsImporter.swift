@@ -33,15 +33,11 @@ public enum OpenCellIDMeasurementsImporter {
         var ctx = ImportContext(options: options, file: file)
         var events: [TraceEvent] = []
         var cols: [String: Int] = [:]
-        var fields: [Range<Int>] = []
         var first: Geodetic? = nil
         let device = options.device
-        try buf.forEachLine { line, n in
-            ctx.line = n
-            ctx.report.lines += 1
-            if buf.trimmed(line).isEmpty { return }
-            buf.split(line, separator: UInt8(ascii: ","), into: &fields)
-            if cols.isEmpty || buf.hasPrefix(line, "mcc,") {
+        try ctx.forEachRow(of: buf) { rec, ctx in
+            let fields = rec.fields
+            if cols.isEmpty || buf.hasPrefix(rec.range, "mcc,") {
                 let names = fields.map { buf.string(buf.trimmed($0)) }
                 cols = columnIndex(names)
                 for req in ["mcc", "mnc", "cellid", "measured_at", "act"] where cols[req] == nil {

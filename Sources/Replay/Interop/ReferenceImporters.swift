@@ -16,12 +16,9 @@ public enum OpenCellIDTowerImporter {
         var ctx = ImportContext(options: options, file: file)
         ctx.report.files = 1
         var cols: [String: Int] = [:]
-        var fields: [Range<Int>] = []
         var towers: [CellTower] = []
-        try buf.forEachLine { line, n in
-            ctx.line = n; ctx.report.lines += 1
-            if buf.trimmed(line).isEmpty { return }
-            buf.split(line, separator: UInt8(ascii: ","), into: &fields)
+        try ctx.forEachRow(of: buf) { rec, ctx in
+            let fields = rec.fields
             if cols.isEmpty {
                 cols = columnIndex(fields.map { buf.string(buf.trimmed($0)) })
                 for c in ["radio", "mcc", "net", "area", "cell", "lon", "lat"] where cols[c] == nil {
@@ -80,34 +77,31 @@ public enum WiGLEImporter {
         var cols: [String: Int] = [:]
         struct Acc { var ssid = ""; var w = 0.0; var lat = 0.0; var lon = 0.0; var hSum = 0.0; var hN = 0; var n = 0; var order = 0 }
         var acc: [String: Acc] = [:]
-        var n = 0
-        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-            n += 1; ctx.line = n; ctx.report.lines += 1
-            let line = String(raw)
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
-            if n == 1 && line.hasPrefix("WigleWifi") { continue }
-            let f = splitCSVLine(line)
+        let buf = ByteBuffer(string: text)
+        try ctx.forEachRow(of: buf) { rec, ctx in
+            if rec.line == 1 && buf.hasPrefix(rec.range, "WigleWifi") { return }
+            let f = buf.strings(rec)
             if cols.isEmpty {
                 cols = columnIndex(f)
                 guard cols["MAC"] != nil || cols["netid"] != nil,
                       (cols["CurrentLatitude"] != nil && cols["CurrentLongitude"] != nil) || (cols["trilat"] != nil && cols["trilong"] != nil) else {
-                    cols = [:]; try ctx.malformed("header needs MAC/netid and CurrentLatitude,CurrentLongitude or trilat,trilong"); continue
+                    cols = [:]; try ctx.malformed("header needs MAC/netid and CurrentLatitude,CurrentLongitude or trilat,trilong"); return
                 }
-                continue
+                return
             }
             func s(_ k: String) -> String? { cols[k].flatMap { $0 < f.count ? f[$0].trimmingCharacters(in: .whitespaces) : nil } }
             func d(_ k: String) -> Double? { s(k).flatMap { Double($0) } }
             if let type = s("Type") ?? s("type"), !type.isEmpty, type.uppercased() != "WIFI" {
-                ctx.drop("\(type) row (not WiFi)"); continue
+                ctx.drop("\(type) row (not WiFi)"); return
             }
             guard let mac = (s("MAC") ?? s("netid"))?.lowercased(), mac.count == 17,
                   let lat = d("CurrentLatitude") ?? d("trilat"), let lon = d("CurrentLongitude") ?? d("trilong"),
-                  abs(lat) <= 90, abs(lon) <= 180 else { try ctx.malformed("row needs a MAC and a position"); continue }
-            if lat == 0 && lon == 0 { ctx.drop("row at 0,0 (no position)"); continue }
+                  abs(lat) <= 90, abs(lon) <= 180 else { try ctx.malformed("row needs a MAC and a position"); return }
+            if lat == 0 && lon == 0 { ctx.drop("row at 0,0 (no position)"); return }
             var w = 1.0
             if let r = s("RSSI"), !r.isEmpty {
                 guard let v = Double(r), TraceDomain.power.contains(v) else {
-                    try ctx.malformed("RSSI '\(r)' is not a power in [-300, 100] dBm"); continue
+                    try ctx.malformed("RSSI '\(r)' is not a power in [-300, 100] dBm"); return
                 }
                 w = pow(10, v / 20)
             }
@@ -126,14 +120,38 @@ public enum WiGLEImporter {
     }
 }
 
-/// UJIIndoorLoc fingerprints (`WAP001…WAP520` RSS dBm, 100 = not heard; `LONGITUDE`,
-/// `LATITUDE` in EPSG:3857 Web-Mercator metres; `FLOOR`, `BUILDINGID`, `SPACEID`,
-/// `RELATIVEPOSITION`, `USERID`, `PHONEID`, `TIMESTAMP` Unix s) into a trace of survey points.
+/// One UJIIndoorLoc fingerprint row, as `UJIIndoorLocImporter.rows` reads it.
+public struct UJIIndoorLocRow: Sendable {
+    /// `LONGITUDE`, `LATITUDE`: EPSG:3857 Web-Mercator metres.
+    public var position: SIMD2<Double>
+    /// `FLOOR`.
+    public var floor: Int
+    /// `BUILDINGID`; 0 when the file lacks the column.
+    public var building: Int
+    /// (WAP column name as the header spells it, RSS dBm) of the APs heard, in column order: the
+    /// negative values (100 is "not heard"; 0 dBm and above are not kept, `UJIIndoorLocImporter`).
+    public var heard: [(String, Double)]
+    /// `USERID`, `PHONEID`, `TIMESTAMP` (Unix s); 0 when the file lacks the column.
+    public var user = 0
+    public var phone = 0
+    public var timestamp = 0
+    public init(position: SIMD2<Double>, floor: Int, building: Int, heard: [(String, Double)]) {
+        self.position = position; self.floor = floor; self.building = building; self.heard = heard
+    }
+}
+
+/// UJIIndoorLoc fingerprints (`WAP001…WAP520` RSS dBm, 100 = not heard, the others integers
+/// from −104 to 0 dBm; a reading of 0 dBm or more is not kept: no phone measures a WiFi level
+/// that strong, the training file has 137 of them in 118 rows, and keeping them made every
+/// estimator worse (docs/formats.md); `LONGITUDE`, `LATITUDE` in EPSG:3857 Web-Mercator metres; `FLOOR`,
+/// `BUILDINGID`, `SPACEID`, `RELATIVEPOSITION`, `USERID`, `PHONEID`, `TIMESTAMP` Unix s;
+/// Torres-Sospedra et al., IPIN 2014) into a trace of survey points.
 ///
-/// Each row → one `wifi` scan (APs with RSS ≠ 100; BSSID = the column name lower-cased,
-/// e.g. `wap001`, since the data set publishes no MACs; freq 0 = unknown) and one `gt`
-/// `checkpoint` at the same time with the position converted by the inverse spherical
-/// Web-Mercator formulas (R = 6 378 137 m):
+/// `rows` is the one reader of the file (the importer and the dataset protocols of `evaluate
+/// radio` both read through it). `parse` turns each row into one `wifi` scan (the APs heard;
+/// BSSID = the column name lower-cased, e.g. `wap001`, since the data set publishes no MACs;
+/// freq 0 = unknown) and one `gt` `checkpoint` at the same time with the position converted by
+/// the inverse spherical Web-Mercator formulas (R = 6 378 137 m):
 /// λ = x / R, φ = 2·atan(exp(y / R)) − π/2 (degrees out), h = 0, `floor` = FLOOR.
 /// `device` = `phone<PHONEID>`; rows of one phone sharing a time stamp are spread by 1 ms
 /// steps in file order so that every truth sample has its own time. BUILDINGID, SPACEID,
@@ -147,55 +165,81 @@ public enum UJIIndoorLocImporter {
                  longitude: x / earthRadius * 180 / .pi, height: 0)
     }
 
-    public static func parse(_ buf: ByteBuffer, file: String, options: ImportOptions) throws
-        -> (events: [TraceEvent], report: ImportReport, first: Geodetic?) {
+    /// The columns every file must have; `require` adds more (the importer needs `PHONEID`
+    /// and `TIMESTAMP`, the building/floor protocols `BUILDINGID`).
+    public static let requiredColumns = ["LONGITUDE", "LATITUDE", "FLOOR"]
+
+    /// The rows of a UJIIndoorLoc CSV file (the one CSV reader, `ByteBuffer.forEachCSVRecord`).
+    /// A header lacking a required column, or repeating one, is a data error; a row with the
+    /// wrong number of fields or a value that is not a number (an integer for `FLOOR`, the
+    /// ids, `TIMESTAMP` and the WAP columns) is malformed: an error under `options.strict`,
+    /// else skipped and counted. Empty lines are skipped.
+    public static func rows(_ buf: ByteBuffer, file: String, options: ImportOptions, require: [String] = [])
+        throws -> (rows: [UJIIndoorLocRow], report: ImportReport) {
         var ctx = ImportContext(options: options, file: file)
         ctx.report.files = 1
-        var fields: [Range<Int>] = []
         var wapCols: [(Int, String)] = []
         var cols: [String: Int] = [:]
-        var events: [TraceEvent] = []
-        var first: Geodetic? = nil
-        var lastTime: [String: (Int, Int)] = [:]   // device → (timestamp, duplicates so far)
-        try buf.forEachLine { line, n in
-            ctx.line = n; ctx.report.lines += 1
-            if buf.trimmed(line).isEmpty { return }
-            buf.split(line, separator: UInt8(ascii: ","), into: &fields)
+        var columns = 0
+        var rows: [UJIIndoorLocRow] = []
+        try ctx.forEachRow(of: buf) { rec, ctx in
+            let fields = rec.fields
             if cols.isEmpty {
-                let names = fields.map { buf.string(buf.trimmed($0)).replacingOccurrences(of: "\"", with: "") }
+                let names = buf.strings(rec).map { $0.trimmingCharacters(in: .whitespaces) }
                 if let d = duplicateColumn(names) { try ctx.malformed("header repeats column \(d)"); return }
+                for c in requiredColumns + require where !names.contains(c) { try ctx.malformed("header lacks column \(c)"); return }
                 cols = columnIndex(names)
-                wapCols = names.enumerated().filter { $0.element.hasPrefix("WAP") }.map { ($0.offset, $0.element.lowercased()) }
-                for c in ["LONGITUDE", "LATITUDE", "FLOOR", "PHONEID", "TIMESTAMP"] where cols[c] == nil {
-                    cols = [:]; try ctx.malformed("header lacks column \(c)"); return
-                }
+                columns = names.count
+                wapCols = names.enumerated().filter { $0.element.hasPrefix("WAP") }.map { ($0.offset, $0.element) }
                 return
             }
-            guard fields.count == cols.count, wapCols.allSatisfy({ $0.0 < fields.count }), cols.values.allSatisfy({ $0 < fields.count }) else {
-                try ctx.malformed("expected \(cols.count) columns, found \(fields.count)"); return
-            }
+            guard fields.count == columns else { try ctx.malformed("expected \(columns) columns, found \(fields.count)"); return }
             guard let x = buf.double(fields[cols["LONGITUDE"]!]), let y = buf.double(fields[cols["LATITUDE"]!]),
-                  let floor = buf.int(fields[cols["FLOOR"]!]), let phone = buf.int(fields[cols["PHONEID"]!]),
-                  let ts = buf.int(fields[cols["TIMESTAMP"]!]) else { try ctx.malformed("bad LONGITUDE/LATITUDE/FLOOR/PHONEID/TIMESTAMP"); return }
-            var aps: [WiFiObservation] = []
+                  let floor = buf.int(fields[cols["FLOOR"]!]) else { try ctx.malformed("bad LONGITUDE/LATITUDE/FLOOR"); return }
+            var row = UJIIndoorLocRow(position: SIMD2(x, y), floor: floor, building: 0, heard: [])
+            for (c, keyPath) in [("BUILDINGID", \UJIIndoorLocRow.building), ("USERID", \.user), ("PHONEID", \.phone), ("TIMESTAMP", \.timestamp)] {
+                guard let i = cols[c] else { continue }
+                guard let v = buf.int(fields[i]) else { try ctx.malformed("\(c) is not an integer"); return }
+                row[keyPath: keyPath] = v
+            }
             for (i, name) in wapCols {
                 guard let v = buf.int(fields[i]) else { try ctx.malformed("\(name) is not an integer"); return }
                 if v == 100 { continue }
-                aps.append(WiFiObservation(bssid: name, ssid: "", frequency: 0, rss: Double(v)))
+                guard v < 0 else { ctx.drop("WAP reading of \(v >= 100 ? "over 100" : "0 to 99") dBm (not a level a phone measures; not kept)"); continue }
+                row.heard.append((name, Double(v)))
             }
-            let device = "phone\(phone)"
+            rows.append(row)
+        }
+        if cols.isEmpty && options.strict {
+            throw ImportDataError(file: file, line: max(ctx.line, 1), reason: "no header row naming \((requiredColumns + require).joined(separator: ", "))",
+                                  code: .missingHeader)
+        }
+        return (rows, ctx.report)
+    }
+
+    public static func parse(_ buf: ByteBuffer, file: String, options: ImportOptions) throws
+        -> (events: [TraceEvent], report: ImportReport, first: Geodetic?) {
+        var (rows, report) = try self.rows(buf, file: file, options: options, require: ["PHONEID", "TIMESTAMP"])
+        var ctx = ImportContext(options: options, file: file)
+        var events: [TraceEvent] = []
+        var first: Geodetic? = nil
+        var lastTime: [String: (Int, Int)] = [:]   // device → (timestamp, duplicates so far)
+        for r in rows {
+            let device = "phone\(r.phone)"
             var dup = 0
-            if let (t0, k) = lastTime[device], t0 == ts { dup = k + 1 }
-            lastTime[device] = (ts, dup)
-            let t = Double(ts) + Double(dup) * 0.001
-            let g = geodetic(x: x, y: y)
+            if let (t0, k) = lastTime[device], t0 == r.timestamp { dup = k + 1 }
+            lastTime[device] = (r.timestamp, dup)
+            let t = Double(r.timestamp) + Double(dup) * 0.001
+            let g = geodetic(x: r.position.x, y: r.position.y)
             if first == nil { first = g }
-            if aps.isEmpty { ctx.drop("fingerprint with no AP heard (scan not written)") } else {
+            if r.heard.isEmpty { ctx.drop("fingerprint with no AP heard (scan not written)") } else {
+                let aps = r.heard.map { WiFiObservation(bssid: $0.0.lowercased(), ssid: "", frequency: 0, rss: $0.1) }
                 events.append(TraceEvent(time: t, device: device, payload: .wifi(WiFiScan(accessPoints: aps))))
             }
-            events.append(TraceEvent(time: t, device: device, payload: .groundTruth(GroundTruth(position: .geodetic(g), floor: floor, kind: .checkpoint))))
+            events.append(TraceEvent(time: t, device: device, payload: .groundTruth(GroundTruth(position: .geodetic(g), floor: r.floor, kind: .checkpoint))))
         }
-        return (events, ctx.report, first)
+        report.merge(ctx.report)
+        return (events, report, first)
     }
 
     public static func importFiles(_ urls: [URL], options: ImportOptions) throws -> ImportedTrace {

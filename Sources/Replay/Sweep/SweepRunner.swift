@@ -1,5 +1,6 @@
 import Foundation
 import Positioning
+import Storage
 import Scoring
 import Simulation
 import TraceIO

@@ -1,6 +1,7 @@
 import CGSL
 import Foundation
 import Positioning
+import Storage
 import Regress
 import TraceIO
 

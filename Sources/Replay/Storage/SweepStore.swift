@@ -1,8 +1,6 @@
 import Foundation
 import GRDB
 import Positioning
-import Scoring
-import Storage
 import TraceIO
 
 /// A sweep's results database: the `replay --db` schema (`ResultStore`: runs, estimates,
@@ -19,7 +17,9 @@ import TraceIO
 ///
 /// A run, its estimates, scores and `sweep_runs` row are written in one transaction, so a
 /// killed study leaves complete runs only; the UNIQUE key makes a second copy of a run
-/// impossible (resume and merge skip keys already present).
+/// impossible (resume and merge skip keys already present). Storing a study's run
+/// (`record(plan:run:…)`) is in Sweep, which knows plans; the SQL is here, with the only
+/// GRDB user of the library.
 public final class SweepStore {
     public let results: ResultStore
     public let path: String
@@ -57,31 +57,19 @@ public final class SweepStore {
         }
     }
 
-    struct AlreadyStored: Error {}
+    /// A run whose key is already stored (`claim`).
+    package struct AlreadyStored: Error { package init() {} }
 
-    /// Stores one finished run (its estimates and result) in one transaction. Returns false
-    /// (and stores nothing) when a run with that key is already there.
-    @discardableResult
-    public func record(plan: SweepPlan, run: SweepPlan.Run, result: ReplayResult, estimates: [ScoredEstimate],
-                       parameters: String, version: String) throws -> Bool {
-        let info = ResultStore.RunInfo(pipeline: plan.pipelineYAML(point: run.point), trace: result.location.trace.path,
-                                       traceName: plan.traceName(run), version: version, parameters: parameters)
-        do {
-            _ = try results.record(info, then: { db, id in
-                if try Bool.fetchOne(db, sql: "SELECT 1 FROM sweep_runs WHERE key = ?", arguments: [run.key]) == true {
-                    throw AlreadyStored()
-                }
-                try db.execute(sql: "INSERT INTO sweep_runs (run, key, study, point, input, seed) VALUES (?, ?, ?, ?, ?, ?)",
-                               arguments: [id, run.key, plan.study.name, plan.pointJSON(run.point),
-                                           plan.study.inputs[run.input].label, run.seed.map { Int64(bitPattern: $0) }])
-            }) { w in
-                for e in estimates { try w.insert(e) }
-                return result
-            }
-            return true
-        } catch is AlreadyStored {
-            return false
+    /// Inside the transaction that stores run `id` (`ResultStore`'s `then` hook): ties it to its
+    /// place in the study, or throws `AlreadyStored` (rolling the whole run back) when a run with
+    /// `key` is already there.
+    package static func claim(_ db: Database, run id: Int64, key: String, study: String, point: String, input: String,
+                              seed: UInt64?) throws {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM sweep_runs WHERE key = ?", arguments: [key]) == true {
+            throw AlreadyStored()
         }
+        try db.execute(sql: "INSERT INTO sweep_runs (run, key, study, point, input, seed) VALUES (?, ?, ?, ?, ?, ?)",
+                       arguments: [id, key, study, point, input, seed.map { Int64(bitPattern: $0) }])
     }
 
     /// What `merge` did.
@@ -89,6 +77,7 @@ public final class SweepStore {
         public var copied = 0
         /// Runs already present (same key): not copied again.
         public var duplicates = 0
+        package init(copied: Int = 0, duplicates: Int = 0) { self.copied = copied; self.duplicates = duplicates }
     }
 
     /// Copies every sweep run of the database at `source` that is not yet here, each with its
