@@ -53,11 +53,11 @@ let package = Package(
         .target(name: "Evaluation", dependencies: ["Scoring", "Survey", "Interop", "Simulation", "TraceIO", "Positioning", "CGSL"],
                 path: "Sources/Replay/Evaluation"),
         // Baselines, regression checks, run comparison, block bootstrap, HTML report.
-        .target(name: "Regress", dependencies: ["Evaluation", "Scoring", "Simulation", "TraceIO", "Positioning", "CGSL",
+        .target(name: "Regress", dependencies: ["Evaluation", "Scoring", "TraceIO", "Positioning", "CGSL",
                                                 .product(name: "Yams", package: "Yams")],
                 path: "Sources/Replay/Regress"),
         // posfuse sweep: study files, grids of options × recordings/seeds, runs, summaries, Slurm scripts.
-        .target(name: "Sweep", dependencies: ["Regress", "Evaluation", "Scoring", "Simulation", "Storage", "TraceIO", "Positioning", "CGSL",
+        .target(name: "Sweep", dependencies: ["Regress", "Scoring", "Simulation", "Storage", "TraceIO", "Positioning", "CGSL",
                                               .product(name: "Yams", package: "Yams")],
                 path: "Sources/Replay/Sweep"),
         // refine: crowdsourced report records in, refined positions out.

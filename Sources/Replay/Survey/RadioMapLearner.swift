@@ -108,7 +108,7 @@ public struct RadioMapLearner: Sendable {
                         let feats = RadioUncertaintyModel.features(position: f.position, scan: scan, time: f.time, reference: reference,
                                                                    rssMin: rssMin, maxAge: maxAge)
                         out[f.source, default: []].append(.init(residual: f.position - p, covariance: f.covariance, features: feats,
-                                                                 walk: wi, time: f.time))
+                                                                 group: fold, walk: wi, time: f.time))
                     }
                 }
             }

@@ -123,14 +123,15 @@ public enum KNNFingerprintFit {
     }
 
     /// Step 3: the covariance of `e` fitted on its leave-group-out residuals
-    /// (`RadioUncertaintyModel.fit`: maximum likelihood of γ, a, c, e, then k for 95 % coverage),
+    /// (`RadioUncertaintyModel.fit`: maximum likelihood of γ, a, c, e, then k for 95 % coverage,
+    /// cross-fitted over the samples' groups),
     /// with `distanceScale` the median nearest signal distance of the samples. `e` unchanged when
     /// fewer than `RadioUncertaintyModel.minSamples` samples match.
     public static func calibrate(_ e: KNNFingerprintEstimator, samples: [Sample], map: FingerprintMap, pointGroups: [Int]) -> KNNFingerprintEstimator {
         var plain = e
         plain.calibration = nil
         let prefix = KNNFingerprintEstimator.prefixLength(k: e.k, classK: e.classK)
-        var matches: [(m: KNNFingerprintEstimator.Match, truth: SIMD2<Double>)] = []
+        var matches: [(m: KNNFingerprintEstimator.Match, truth: SIMD2<Double>, group: Int)] = []
         for s in samples {
             guard case .success(var r) = plain.distances(s.scan, map: map) else { continue }
             var any = false
@@ -142,14 +143,15 @@ public enum KNNFingerprintFit {
                 dc = c.d
             }
             let order = KNNFingerprintEstimator.nearest(r.d, count: prefix)
-            matches.append((plain.locate(r.d, known: r.known, heard: r.heard, map: map, order: order, classDistances: dc), s.truth))
+            matches.append((plain.locate(r.d, known: r.known, heard: r.heard, map: map, order: order, classDistances: dc), s.truth, s.group))
         }
         let nearest = matches.map(\.m.features.nearestDistance).filter(\.isFinite).sorted()
         guard !nearest.isEmpty else { return e }
         var out = plain
         out.distanceScale = Swift.max(nearest[nearest.count / 2], 1e-9)
         let fitSamples = matches.map { x in
-            RadioUncertaintyModel.Sample(residual: x.m.position - x.truth, covariance: x.m.spread, features: out.noveltyFeatures(x.m.features))
+            RadioUncertaintyModel.Sample(residual: x.m.position - x.truth, covariance: x.m.spread, features: out.noveltyFeatures(x.m.features),
+                                         group: x.group)
         }
         guard let t = RadioUncertaintyModel.fit(fitSamples) else { return e }
         out.calibration = t

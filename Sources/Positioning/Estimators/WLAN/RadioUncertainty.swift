@@ -20,7 +20,9 @@ import Foundation
 ///
 /// γ, a, b, c, e ≥ 0 are fitted per source by maximum likelihood of the residuals under
 /// N(0, γ²P + σₓ²I) (GSL Nelder–Mead simplex); then k scales the whole covariance so that 95 % of
-/// the training residuals fall inside their 95 % ellipse (NEES ≤ χ²₂(0.95)). The residuals come
+/// residuals the shape was NOT fitted on fall inside their 95 % ellipse (NEES ≤ χ²₂(0.95)):
+/// cross-fitted by the samples' groups (the inner folds), as split-conformal calibration does
+/// (`fit`). The residuals come
 /// from training walks matched against maps that never saw them (the blocked protocol of
 /// `posfuse radiomap build`, docs/radio.md); the fitted model is stored in the radio map and the
 /// WiFi stages apply it whenever their reference data carries it.
@@ -108,12 +110,17 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         public var residual: SIMD2<Double>
         public var covariance: Covariance2
         public var features: Features
+        /// The inner fold (or phone group) the residual came from: the coverage scale k is
+        /// cross-fitted over these groups.
+        public var group: Int
         /// Which training walk the fix is from, and its time (s): the error correlation is measured
         /// between fixes of one walk. time NaN: not fitted from this sample.
         public var walk: Int
         public var time: Double
-        public init(residual: SIMD2<Double>, covariance: Covariance2, features: Features, walk: Int = 0, time: Double = .nan) {
-            self.residual = residual; self.covariance = covariance; self.features = features; self.walk = walk; self.time = time
+        public init(residual: SIMD2<Double>, covariance: Covariance2, features: Features, group: Int = 0, walk: Int = 0,
+                    time: Double = .nan) {
+            self.residual = residual; self.covariance = covariance; self.features = features; self.group = group
+            self.walk = walk; self.time = time
         }
     }
 
@@ -140,9 +147,52 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
     public static let minSamples = 20
 
     /// Fits one source's term (nil with fewer than `minSamples` usable residuals).
-    public static func fit(_ samples: [Sample]) -> Term? {
+    ///
+    /// 1. The shape (γ, a, b, c, e) by maximum likelihood on every sample.
+    /// 2. The coverage scale k, cross-fitted: for each group g (an inner fold of the blocked
+    ///    split, or a phone group), the shape is fitted again on the other groups' samples and
+    ///    g's NEES under it are kept. k = q / χ²₂(0.95), with q the ⌈0.95 (n + 1)⌉-th smallest of
+    ///    those n out-of-group NEES: the split-conformal quantile (Vovk, Gammerman & Shafer,
+    ///    "Algorithmic Learning in a Random World", 2005; Barber, Candès, Ramdas & Tibshirani,
+    ///    "Predictive inference with the jackknife+", Annals of Statistics 49(1), 2021, for the
+    ///    cross-fitted form), which covers at least 95 % of a new exchangeable residual. The
+    ///    in-sample NEES of step 1 are smaller than a new residual's (the shape was fitted to
+    ///    them), so a k taken from them under-covers unseen walks.
+    /// With fewer than two groups of at least `minSamples / 2` samples each, q is taken from the
+    /// in-sample NEES (same conformal rank).
+    /// `crossFit: false` takes q from the in-sample NEES always (for comparison in tests).
+    public static func fit(_ samples: [Sample], crossFit: Bool = true) -> Term? {
         let s = samples.filter { $0.covariance.isValid && $0.residual.x.isFinite && $0.residual.y.isFinite }
-        guard s.count >= minSamples else { return nil }
+        guard s.count >= minSamples, var t = shape(s) else { return nil }
+        var nees: [Double] = []
+        let groups = Dictionary(grouping: s.indices, by: { s[$0].group })
+        if crossFit, groups.count >= 2, groups.values.allSatisfy({ s.count - $0.count >= minSamples / 2 }) {
+            for g in groups.keys.sorted() {
+                let rest = s.filter { $0.group != g }
+                guard let tg = shape(rest) else { continue }
+                for i in groups[g]! { if let m = tg.covariance(s[i].covariance, s[i].features).mahalanobis2(s[i].residual) { nees.append(m) } }
+            }
+        }
+        if nees.count < minSamples {
+            nees = s.compactMap { t.covariance($0.covariance, $0.features).mahalanobis2($0.residual) }
+        }
+        if let q = conformalQuantile(nees, level: 0.95), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
+        t.samples = s.count
+        t.correlation = correlation(s, term: t)
+        return t
+    }
+
+    /// The ⌈level · (n + 1)⌉-th smallest value (the largest when that rank exceeds n).
+    public static func conformalQuantile(_ values: [Double], level: Double) -> Double? {
+        let v = values.filter(\.isFinite).sorted()
+        guard !v.isEmpty else { return nil }
+        let rank = Int((level * Double(v.count + 1)).rounded(.up))
+        return v[min(max(rank, 1), v.count) - 1]
+    }
+
+    /// Step 1: γ, a, b, c, e by maximum likelihood (k = 1).
+    static func shape(_ s: [Sample]) -> Term? {
+        guard !s.isEmpty else { return nil }
         // θ = (ln γ, √a, √b, √c, √e): unconstrained, every coefficient ≥ 0.
         func term(_ x: [Double]) -> Term { Term(gamma: exp(x[0]), a: x[1] * x[1], b: x[2] * x[2], c: x[3] * x[3], e: x[4] * x[4]) }
         func nll(_ x: [Double]) -> Double {
@@ -158,25 +208,11 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         }
         let x0 = [0.0, 2.0.squareRoot(), 0.5, 1, 0.5]
         let x = NelderMead.minimize(nll, start: x0, step: 0.5) ?? x0
-        var t = term(x)
-        // Coverage: scale so that 95 % of the training residuals are inside their 95 % ellipse.
-        let nees = s.compactMap { t.covariance($0.covariance, $0.features).mahalanobis2($0.residual) }.sorted()
-        if let q = Quantile95.of(nees), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
-        t.samples = s.count
-        t.correlation = correlation(s, term: t)
-        return t
+        return term(x)
     }
 
     /// χ²₂ 95 % quantile.
     public static let chi2Two95 = -2 * log(0.05)
-}
-
-/// Type-7 95 % quantile of sorted values (as `Quantile` in Replay).
-enum Quantile95 {
-    static func of(_ sorted: [Double]) -> Double? {
-        guard !sorted.isEmpty else { return nil }
-        return sorted.withUnsafeBufferPointer { gsl_stats_quantile_from_sorted_data($0.baseAddress, 1, $0.count, 0.95) }
-    }
 }
 
 /// GSL's Nelder–Mead simplex (`gsl_multimin_fminimizer_nmsimplex2`) over a Swift closure.
