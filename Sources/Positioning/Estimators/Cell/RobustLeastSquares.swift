@@ -35,52 +35,25 @@ public enum RobustLeastSquares {
         public var converged: Bool
     }
 
-    private final class Box {
-        let problem: Problem
-        var sqrtW: [Double]
-        init(_ p: Problem, _ w: [Double]) { problem = p; sqrtW = w.map { $0.squareRoot() } }
-    }
-
-    /// One weighted LM solve. nil if GSL fails to allocate or returns a non-finite point.
+    /// One weighted LM solve: the residuals and Jacobian rows scaled by √w_k, solved by the
+    /// estimators' one GSL driver (`WeightedLeastSquares`). nil if GSL fails to allocate or
+    /// returns a non-finite point; `converged` is GSL's status.
     static func lm(_ problem: Problem, weights: [Double], x0: [Double], maxIterations: Int = 100) -> (x: [Double], converged: Bool)? {
-        GSL.disableAbort()
         let n = problem.residualCount, p = problem.parameterCount
         guard n >= p, p > 0 else { return nil }
-        let box = Unmanaged.passRetained(Box(problem, weights))
-        defer { box.release() }
-        var fdf = gsl_multifit_nlinear_fdf()
-        fdf.f = { x, params, f in
-            let b = Unmanaged<Box>.fromOpaque(params!).takeUnretainedValue()
-            let xs = (0..<b.problem.parameterCount).map { gsl_vector_get(x, $0) }
-            let r = b.problem.residuals(xs)
-            for i in 0..<r.count { gsl_vector_set(f, i, b.sqrtW[i] * r[i]) }
-            return Int32(GSL_SUCCESS)
-        }
-        fdf.df = { x, params, j in
-            let b = Unmanaged<Box>.fromOpaque(params!).takeUnretainedValue()
-            let pc = b.problem.parameterCount
-            let xs = (0..<pc).map { gsl_vector_get(x, $0) }
-            let jac = b.problem.jacobian(xs)
-            for i in 0..<b.problem.residualCount { for k in 0..<pc { gsl_matrix_set(j, i, k, b.sqrtW[i] * jac[i * pc + k]) } }
-            return Int32(GSL_SUCCESS)
-        }
-        fdf.fvv = nil
-        fdf.n = n; fdf.p = p
-        fdf.params = box.toOpaque()
-        var fp = gsl_multifit_nlinear_default_parameters()
-        fp.trs = cgsl_multifit_nlinear_trs_lm()
-        guard let w = gsl_multifit_nlinear_alloc(cgsl_multifit_nlinear_trust(), &fp, n, p) else { return nil }
-        defer { gsl_multifit_nlinear_free(w) }
-        let x = gsl_vector_alloc(p)!
-        defer { gsl_vector_free(x) }
-        for i in 0..<p { gsl_vector_set(x, i, x0[i]) }
-        guard gsl_multifit_nlinear_init(x, &fdf, w) == Int32(GSL_SUCCESS) else { return nil }
-        var info: Int32 = 0
-        let status = gsl_multifit_nlinear_driver(maxIterations, 1e-10, 1e-10, 0, nil, nil, &info, w)
-        let xs = gsl_multifit_nlinear_position(w)!
-        let out = (0..<p).map { gsl_vector_get(xs, $0) }
-        guard out.allSatisfy(\.isFinite) else { return nil }
-        return (out, status == Int32(GSL_SUCCESS))
+        let sqrtW = weights.map { $0.squareRoot() }
+        guard let s = WeightedLeastSquares.solve(
+            residuals: n, parameters: p, start: x0, maxIterations: maxIterations, xtol: 1e-10, gtol: 1e-10,
+            f: { x in
+                let r = problem.residuals(x)
+                return (0..<r.count).map { sqrtW[$0] * r[$0] }
+            },
+            df: { x in
+                var j = problem.jacobian(x)
+                for i in 0..<n { for k in 0..<p { j[i * p + k] *= sqrtW[i] } }
+                return j
+            }) else { return nil }
+        return (s.x, s.status == Int32(GSL_SUCCESS))
     }
 
     /// IRLS with the Huber loss around LM, from each start; the lowest robust cost wins.

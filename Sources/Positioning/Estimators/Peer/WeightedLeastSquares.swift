@@ -24,28 +24,44 @@ enum WeightedLeastSquares {
     }
 
     private final class Context {
-        let model: Model, n: Int, p: Int
-        init(model: @escaping Model, n: Int, p: Int) { self.model = model; self.n = n; self.p = p }
+        let f: ([Double]) -> [Double], df: ([Double]) -> [Double], n: Int, p: Int
+        init(f: @escaping ([Double]) -> [Double], df: @escaping ([Double]) -> [Double], n: Int, p: Int) {
+            self.f = f; self.df = df; self.n = n; self.p = p
+        }
     }
 
-    /// Solve from x0. nil on allocation failure or non-finite results.
+    /// Solve from x0 with one closure giving residuals and Jacobian together.
+    /// nil on allocation failure or non-finite results.
     static func solve(residuals n: Int, parameters p: Int, start x0: [Double], maxIterations: Int = 100,
-                      xtol: Double = 1e-10, model: @escaping Model) -> Solution? {
+                      xtol: Double = 1e-10, gtol: Double = 1e-12, model: @escaping Model) -> Solution? {
+        solve(residuals: n, parameters: p, start: x0, maxIterations: maxIterations, xtol: xtol, gtol: gtol,
+              f: { model($0).residuals }, df: { model($0).jacobian })
+    }
+
+    /// Solve from x0 with separate closures for the whitened residuals f(x) and the
+    /// Jacobian (n×p row-major), so that GSL's residual-only evaluations do not pay for a
+    /// Jacobian. This is the one GSL `multifit_nlinear` driver of the estimators that fit
+    /// closures (`RobustLeastSquares` runs its IRLS passes on it). nil on allocation
+    /// failure or non-finite results.
+    static func solve(residuals n: Int, parameters p: Int, start x0: [Double], maxIterations: Int = 100,
+                      xtol: Double = 1e-10, gtol: Double = 1e-12,
+                      f residualFunction: @escaping ([Double]) -> [Double],
+                      df jacobianFunction: @escaping ([Double]) -> [Double]) -> Solution? {
         guard n >= p, p > 0, x0.count == p else { return nil }
         GSL.disableAbort()
-        let ctx = Context(model: model, n: n, p: p)
+        let ctx = Context(f: residualFunction, df: jacobianFunction, n: n, p: p)
         let box = Unmanaged.passRetained(ctx)
         defer { box.release() }
         var fdf = gsl_multifit_nlinear_fdf()
         fdf.f = { x, params, f in
             let c = Unmanaged<Context>.fromOpaque(params!).takeUnretainedValue()
-            let (r, _) = c.model((0..<c.p).map { gsl_vector_get(x, $0) })
+            let r = c.f((0..<c.p).map { gsl_vector_get(x, $0) })
             for i in 0..<c.n { gsl_vector_set(f, i, r[i]) }
             return Int32(GSL_SUCCESS)
         }
         fdf.df = { x, params, jac in
             let c = Unmanaged<Context>.fromOpaque(params!).takeUnretainedValue()
-            let (_, j) = c.model((0..<c.p).map { gsl_vector_get(x, $0) })
+            let j = c.df((0..<c.p).map { gsl_vector_get(x, $0) })
             for i in 0..<c.n { for k in 0..<c.p { gsl_matrix_set(jac, i, k, j[i * c.p + k]) } }
             return Int32(GSL_SUCCESS)
         }
@@ -61,7 +77,7 @@ enum WeightedLeastSquares {
         for i in 0..<p { gsl_vector_set(x, i, x0[i]) }
         guard gsl_multifit_nlinear_init(x, &fdf, w) == Int32(GSL_SUCCESS) else { return nil }
         var info: Int32 = 0
-        let status = gsl_multifit_nlinear_driver(maxIterations, xtol, 1e-12, 0, nil, nil, &info, w)
+        let status = gsl_multifit_nlinear_driver(maxIterations, xtol, gtol, 0, nil, nil, &info, w)
         guard let xs = gsl_multifit_nlinear_position(w), let f = gsl_multifit_nlinear_residual(w),
               let jac = gsl_multifit_nlinear_jac(w) else { return nil }
         let sol = (0..<p).map { gsl_vector_get(xs, $0) }
