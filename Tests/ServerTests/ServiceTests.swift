@@ -170,7 +170,8 @@ import PostgresNIO
             for (i, p) in sq.enumerated() {
                 b.add(cell: Fixture.cell, timingAdvance: i == 0 ? 2 : 3, at: frame.en(latitude: p.latitude, longitude: p.longitude), walk: i == 0 ? 0 : 1)
             }
-            let want = b.map
+            // Geosubmit learns merged sums: `momentMap` (mean x̄, spread S), also for TA areas.
+            let want = b.momentMap
             let got = CellCoverageRecord.map(known.coverage, frame: frame)
             #expect(Set(got.areas.keys) == Set(want.areas.keys), "\(kind)")
             for (k, a) in want.areas {

@@ -133,7 +133,7 @@ public enum Learner {
             let frame = LocalFrame(origin: origin)
             var b = CellCoverageMap.Builder()
             for (x, p) in obs { b.add(cell: x.cell, timingAdvance: x.timingAdvance, at: frame.en(latitude: p.latitude, longitude: p.longitude)) }
-            for (k, a) in b.map.areas.sorted(by: { ($0.key.timingAdvance ?? -1) < ($1.key.timingAdvance ?? -1) }) {
+            for (k, a) in b.momentMap.areas.sorted(by: { ($0.key.timingAdvance ?? -1) < ($1.key.timingAdvance ?? -1) }) {
                 var prior = old[k]?.sums ?? CellCoverageMap.WalkSums()
                 if old[k] == nil, let r = rows[k], let s = CellCoverageRecord.map([r], frame: frame).areas[k], s.count >= s.walks {
                     let m = Double(s.walks)

@@ -8,7 +8,11 @@ import Foundation
 ///
 /// Model: the position p of a phone that reports serving cell c with TA index k is a draw from
 /// the distribution of the positions at which (c, k) was reported before. With n such
-/// positions x_1…x_n (ENU m) from m walks, the fix is the mean x̄ of the walk means. Its uncertainty is a predictive distribution with heavy tails:
+/// positions x_1…x_n (ENU m) from m walks, the fix of a cell's whole area is the mean x̄ of the
+/// walk means; that of a (cell, TA) area is the walk-weighted spatial median y (`Builder.map`):
+/// such an area is an arc of the TA ring, whose mean lies on the chord inside it, and y minimises
+/// the expected distance to a new report where x̄ minimises its square. Its uncertainty is a
+/// predictive distribution with heavy tails (for y, with the spread S + (y − x̄)(y − x̄)ᵀ about y):
 ///
 /// - The n positions are not n independent draws: consecutive reports of one walk sit along
 ///   one street, and a new walk may use another. The number of independent draws is taken as
@@ -79,7 +83,41 @@ public struct CellCoverageMap: Sendable, Equatable {
         }
         /// Per area, the running moments of each walk's reports.
         private var moments: [Key: [Int: Moments]] = [:]
+        /// Per (cell, TA) area, each walk's positions (for the spatial median).
+        private var taPositions: [Key: [Int: [SIMD2<Double>]]] = [:]
         public init() {}
+
+        /// The walk-weighted spatial (geometric) median of an area's positions: the point y that
+        /// minimises Σᵢ wᵢ‖xᵢ − y‖ with every walk weighing 1 in all (wᵢ = 1/nⱼ for a position of
+        /// walk j with nⱼ positions), by Weiszfeld's iteration from the mean of the walk means
+        /// (Weiszfeld 1937; Vardi & Zhang, PNAS 97(4), 2000, for the weighted form). It minimises
+        /// the expected Euclidean distance to a new walk's report, where the mean minimises the
+        /// expected squared distance; on a (cell, TA) area, an arc of the TA ring, the mean lies on
+        /// the chord inside the ring and the median stays on the arc.
+        public static func spatialMedian(_ perWalk: [Int: [SIMD2<Double>]]) -> SIMD2<Double>? {
+            var xs: [SIMD2<Double>] = [], ws: [Double] = []
+            for (_, p) in perWalk.sorted(by: { $0.key < $1.key }) where !p.isEmpty {
+                for x in p { xs.append(x); ws.append(1 / Double(p.count)) }
+            }
+            guard !xs.isEmpty else { return nil }
+            let wsum = ws.reduce(0, +)
+            var y = zip(xs, ws).reduce(SIMD2<Double>(0, 0)) { $0 + $1.0 * $1.1 } / wsum
+            for _ in 0..<500 {
+                var num = SIMD2<Double>(0, 0), den = 0.0
+                for (x, w) in zip(xs, ws) {
+                    // A position at the iterate (distance < 1 mm) is held at 1 mm: the usual guard
+                    // of Weiszfeld's step against a division by zero.
+                    let d = max(norm2(x - y), 1e-3)
+                    num += x * (w / d); den += w / d
+                }
+                let next = num / den
+                let step = norm2(next - y)
+                y = next
+                if step < 1e-4 { break }
+            }
+            return y
+        }
+        private static func norm2(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
 
         /// The area of per-walk moments: mean = the mean of the walk means; covariance = the
         /// pooled within-walk covariance W = Σ(n_i − 1)S_i / Σ(n_i − 1) plus the sample
@@ -109,10 +147,33 @@ public struct CellCoverageMap: Sendable, Equatable {
         /// index when reported (a negative index, an invalid report, counts for the cell's area only).
         public mutating func add(cell: CellID, timingAdvance: Int?, at p: SIMD2<Double>, walk: Int = 0) {
             moments[Key(cell: cell, timingAdvance: nil), default: [:]][walk, default: Moments()].add(p)
-            if let k = timingAdvance, k >= 0 { moments[Key(cell: cell, timingAdvance: k), default: [:]][walk, default: Moments()].add(p) }
+            if let k = timingAdvance, k >= 0 {
+                moments[Key(cell: cell, timingAdvance: k), default: [:]][walk, default: Moments()].add(p)
+                taPositions[Key(cell: cell, timingAdvance: k), default: [:]][walk, default: []].append(p)
+            }
         }
 
-        public var map: CellCoverageMap { CellCoverageMap(areas: moments.mapValues(Self.area)) }
+        /// Every area by `area` alone (mean x̄ and spread S): the sufficient statistics that
+        /// `WalkSums` reproduces walk by walk (`posfuse serve`'s geosubmit learns these, since a
+        /// spatial median cannot be merged from sums).
+        public var momentMap: CellCoverageMap { CellCoverageMap(areas: moments.mapValues(Self.area)) }
+
+        /// The map (`posfuse celldb build`, `evaluate radio`): every area by `area`; a (cell, TA) area then located at its walk-weighted
+        /// spatial median y (`spatialMedian`) with the spread taken about y: S + (y − x̄)(y − x̄)ᵀ.
+        /// A cell's whole area keeps the mean x̄ (a blob, not an arc: on the training folds the
+        /// median did not make the cell fix better, docs/radio.md).
+        public var map: CellCoverageMap {
+            var areas = momentMap.areas
+            for (k, p) in taPositions {
+                guard var a = areas[k], let y = Self.spatialMedian(p) else { continue }
+                let d = y - a.mean
+                a.covariance = Covariance2(ee: a.covariance.ee + d.x * d.x, en: a.covariance.en + d.x * d.y,
+                                           nn: a.covariance.nn + d.y * d.y)
+                a.mean = y
+                areas[k] = a
+            }
+            return CellCoverageMap(areas: areas)
+        }
     }
 
     /// σ_f of a RAT: Δ/√12 of its default TA unit (UMTS has none: the LTE value).
