@@ -76,9 +76,21 @@ private let packageRoot = PackagePaths.root
         #expect(!p.sources.contains(.wcl) && p.sources.contains(.gnss))
     }
 
-    @Test func rejectsUnknownStageAndBadShape() {
+    @Test func rejectsUnknownStageAndBadShape() throws {
         #expect(throws: ConfigurationError.self) { try PipelineConfigLoader.parse(yaml: "stages: {nosuch: {}}") }
         #expect(throws: ConfigurationError.self) { try PipelineConfigLoader.parse(yaml: "stages: [1, 2]") }
+        // Stage options without the `stages:` level are refused, naming the key, not ignored.
+        do {
+            _ = try PipelineConfigLoader.parse(yaml: "fingerprint: {method: wknn}\n", file: "p.yaml")
+            Issue.record("a top-level stage section was accepted")
+        } catch let e as ConfigurationError {
+            #expect(e.path == "p.yaml: fingerprint")
+            #expect(e.reason.contains("under `stages:`"))
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+        #expect(throws: ConfigurationError.self) { try PipelineConfigLoader.parse(yaml: "stages: {}\nname: x\n") }
+        #expect(try PipelineConfigLoader.parse(yaml: "stages: {}\n").isEmpty)
         #expect(throws: ConfigurationError.self) { try PipelineConfigLoader.parse(yaml: "stages: {gnss: {a: [1, }") }
     }
 }

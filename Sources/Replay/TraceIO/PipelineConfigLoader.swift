@@ -14,7 +14,9 @@ import Yams
 /// Each section under `stages` is the options of the `StageRegistry` entry of that name
 /// (`enabled` switches it on or off; other keys are read by the stage's `make`).
 /// Scalars become `ConfigValue.number/.string/.bool`, sequences `.list`, mappings `.map`.
-/// Errors are `ConfigurationError` naming the file and key (CLI exit 64).
+/// Errors are `ConfigurationError` naming the file and key (CLI exit 64); a top-level key
+/// other than `stages` is an error (stage options written without `stages:` would otherwise
+/// leave the default pipeline in place without a word).
 public enum PipelineConfigLoader {
     /// Parses YAML text. `file` names the source in error messages.
     public static func parse(yaml: String, file: String = "pipeline") throws -> [String: StageOptions] {
@@ -25,6 +27,14 @@ public enum PipelineConfigLoader {
         guard let root else { return [:] }
         guard let top = root as? [String: Any] else {
             throw ConfigurationError(path: file, reason: "the top level must be a mapping with a `stages` key")
+        }
+        // Any other top-level key is a mistake that would otherwise replay the default
+        // pipeline silently: most often stage options written without the `stages:` level.
+        for key in top.keys.sorted() where key != "stages" {
+            let hint = StageRegistry.entries.contains { $0.name == key }
+                ? "`\(key)` is a stage: put it under `stages:` (stages: {\(key): {…}})"
+                : "a pipeline file has one top-level key, `stages`"
+            throw ConfigurationError(path: "\(file): \(key)", reason: "unknown top-level key; \(hint)")
         }
         guard let stagesAny = top["stages"] else { return [:] }
         guard let stages = stagesAny as? [String: Any] else {
