@@ -158,8 +158,9 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
     ///    cross-fitted form), which covers at least 95 % of a new exchangeable residual. The
     ///    in-sample NEES of step 1 are smaller than a new residual's (the shape was fitted to
     ///    them), so a k taken from them under-covers unseen walks.
-    /// With fewer than two groups of at least `minSamples / 2` samples each, q is taken from the
-    /// in-sample NEES (same conformal rank).
+    /// With fewer than two groups, or a group whose complement has fewer than `minSamples / 2`
+    /// samples to refit the shape on, or fewer than `minSamples` out-of-group NEES in all, q is
+    /// taken from the in-sample NEES (same conformal rank).
     /// `crossFit: false` takes q from the in-sample NEES always (for comparison in tests).
     public static func fit(_ samples: [Sample], crossFit: Bool = true) -> Term? {
         let s = samples.filter { $0.covariance.isValid && $0.residual.x.isFinite && $0.residual.y.isFinite }

@@ -35,7 +35,6 @@ public struct PlatformEvidence: Sendable, Equatable {
     /// The window ends so far (oldest first): time, position, σ²; consecutive ones ≥ `baseline`
     /// apart and each window fast, at most `windows` + 1.
     private var ends: [Point] = []
-    private var pending: Point?
 
     struct Point: Sendable, Equatable { var time: Double; var position: SIMD2<Double>; var variance: Double }
 
