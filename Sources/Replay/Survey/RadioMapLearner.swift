@@ -37,6 +37,8 @@ public struct RadioMapLearner: Sendable {
         public var accessPoints: [APMapEstimator.Estimate]
         public var fingerprints: FingerprintMap
         public var uncertainty: RadioUncertaintyModel?
+        /// The residuals the uncertainty model was fitted on, per source (the inner folds').
+        public var residuals: [Source: [RadioUncertaintyModel.Sample]] = [:]
 
         /// The map as reference data in `frame` (converted exactly through WGS84 when it differs).
         public func reference(in target: LocalFrame) -> ReferenceData {
@@ -59,7 +61,8 @@ public struct RadioMapLearner: Sendable {
         guard var out = buildMap(walks) else { return nil }
         if fitUncertainty && walks.count >= 2 {
             var terms: [String: RadioUncertaintyModel.Term] = [:]
-            for (s, samples) in uncertaintySamples(walks) { if let t = RadioUncertaintyModel.fit(samples) { terms[s.rawValue] = t } }
+            out.residuals = uncertaintySamples(walks)
+            for (s, samples) in out.residuals { if let t = RadioUncertaintyModel.fit(samples) { terms[s.rawValue] = t } }
             if !terms.isEmpty { out.uncertainty = RadioUncertaintyModel(terms: terms) }
         }
         return out
@@ -71,7 +74,7 @@ public struct RadioMapLearner: Sendable {
         let frame = LocalFrame(origin: origin)
         let aps = RadioMapBuilder(maxAge: maxAge).build(walks, frame: frame)
         let fps = FingerprintMapBuilder(cellSize: fingerprintCell, maxAge: maxAge).build(walks, frame: frame)
-        return Output(frame: frame, accessPoints: aps, fingerprints: fps, uncertainty: nil)
+        return Output(frame: frame, accessPoints: aps, fingerprints: fps, uncertainty: nil, residuals: [:])
     }
 
     /// Residuals of the WiFi stages on walks the map never saw: the walks are dealt into K
