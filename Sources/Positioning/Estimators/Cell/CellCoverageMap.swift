@@ -165,14 +165,24 @@ public struct CellCoverageMap: Sendable, Equatable {
         public var map: CellCoverageMap {
             var areas = momentMap.areas
             for (k, p) in taPositions {
-                guard var a = areas[k], let y = Self.spatialMedian(p) else { continue }
-                let d = y - a.mean
-                a.covariance = Covariance2(ee: a.covariance.ee + d.x * d.x, en: a.covariance.en + d.x * d.y,
-                                           nn: a.covariance.nn + d.y * d.y)
-                a.mean = y
-                areas[k] = a
+                guard let a = areas[k], let placed = Self.placed(a, perWalk: p) else { continue }
+                areas[k] = placed
             }
             return CellCoverageMap(areas: areas)
+        }
+
+        /// A (cell, TA) area as `map` places it: `a` (the moments x̄, S of the positions
+        /// `perWalk`, by walk) moved to their walk-weighted spatial median y with the spread
+        /// taken about y, S + (y − x̄)(y − x̄)ᵀ. Nil without positions. (`posfuse serve`'s
+        /// geosubmit places its learned TA areas with this too.)
+        public static func placed(_ a: Area, perWalk: [Int: [SIMD2<Double>]]) -> Area? {
+            guard let y = spatialMedian(perWalk) else { return nil }
+            var a = a
+            let d = y - a.mean
+            a.covariance = Covariance2(ee: a.covariance.ee + d.x * d.x, en: a.covariance.en + d.x * d.y,
+                                       nn: a.covariance.nn + d.y * d.y)
+            a.mean = y
+            return a
         }
     }
 
