@@ -136,13 +136,15 @@ public final class ReportRefiner {
             return Self.writeError(id: nil, reason: "\(file):\(line): \(LineIssue.json("unexpected end of line at column 1, expected '{'").message)", into: &out)
         }
         do {
-            return try parser.parse(base, count: record.count) { report, scanner in
+            return try parser.parse(base, count: record.count, deferEvidence: deferEvidence) { report, scanner in
                 try refine(report, scanner: scanner, into: &out)
             }
         } catch let f as ReportRecordParser.Failure {
             switch f {
             case .malformed(let reason): return Self.writeError(id: nil, reason: "\(file):\(line): \(reason)", into: &out)
             case .invalid(let id, let reason): return Self.writeError(id: id, reason: "\(file):\(line): \(reason)", into: &out)
+            case .uncheckedEvidence:                      // `parse` resolves it; never reaches here
+                return Self.writeError(id: parser.errorID, reason: "\(file):\(line): evidence could not be checked", into: &out)
             }
         } catch {
             return Self.writeError(id: parser.errorID, reason: "\(file):\(line): \(error)", into: &out)
@@ -201,6 +203,9 @@ public final class ReportRefiner {
     }
 
     private var parser = ReportRecordParser()
+    /// Evidence events validated once, by the trace decoder (`ReportRecordParser.parse`); false
+    /// validates them in the record scan as well (the same output: `ReportRefinerTests`).
+    package var deferEvidence = true
     private var decoder = TraceLineDecoder()
     private var events: [TraceEvent] = []
     private var rejected: [Rejection] = []
@@ -233,6 +238,9 @@ public final class ReportRefiner {
                 case .unknown(let type, _): rejected.append(Rejection(input: "evidence[\(i)]", reason: "unknown event type '\(type)'"))
                 }
             } catch {
+                // Evidence the record scan only delimited, and this event is not even valid JSON:
+                // `parse` validates the record (malformed as a whole, or this is a rejection).
+                if !r.evidenceChecked && !decoder.lastLineValid { throw ReportRecordParser.Failure.uncheckedEvidence }
                 rejected.append(Rejection(input: "evidence[\(i)]", reason: error.message))
             }
         }
