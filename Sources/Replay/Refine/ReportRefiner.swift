@@ -64,7 +64,8 @@ public final class ReportRefiner {
     /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
     /// with the ukf, pf and smoother off unless configured, and GNSS inflation α = 1 — one report
     /// is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is taken at face
-    /// value unless the configuration says otherwise. For the same reason the `gnss` stage's
+    /// value unless the configuration says otherwise, and the ekf's online widening from the GNSS
+    /// bias estimate (`gnss_bias_adaptive_window`, a window of fixes) is off. For the same reason the `gnss` stage's
     /// error model (`GNSSErrorModel`, fitted on chipset fix streams) is off here unless configured
     /// (`gnss: {error_model: shipped}`): a report's position and `accuracy_m` may come from any
     /// location provider, and the model's effect on refined reports is not measured yet.
@@ -74,6 +75,14 @@ public final class ReportRefiner {
             var g = options["gnss"] ?? StageOptions(name: "gnss")
             g.values[GNSSErrorModel.option] = .string("none")
             options["gnss"] = g
+        }
+        // The online widening from the GNSS bias estimate follows a stream of fixes against the
+        // motion model (`gnss_bias_adaptive_window`); a report's position is one fix: off unless configured.
+        let window = FusionStage.Options.gnssBiasAdaptiveWindow.key
+        if options["ekf"]?.values[window] == nil {
+            var e = options["ekf"] ?? StageOptions(name: "ekf")
+            e.values[window] = .number(0)
+            options["ekf"] = e
         }
         if options["ekf"]?.values["inflation"] == nil {
             var e = options["ekf"] ?? StageOptions(name: "ekf")
