@@ -41,6 +41,7 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("max-body"), help: "Request body limit, bytes (413 above).") var maxBody: Int?
     @Option(name: .customLong("body-timeout"), help: "Seconds a client has to send its request body (408 after).") var bodyTimeout: Double?
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle keep-alive connection is closed.") var idleTimeout: Double?
+    @Option(name: .customLong("snapshot-refresh"), help: "Seconds between reads of the store's change log: a submission committed through another replica (or process) is used within this (0: read it before every request).") var snapshotRefresh: Double?
     @Option(help: "Reference data for /v1/refine (reference.json), besides the store.") var reference: String?
     @Option(help: "Pipeline configuration (YAML, docs/pipeline.yaml) for geolocate and refine.") var pipeline: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
@@ -65,6 +66,8 @@ struct ServeCommand: ParsableCommand {
         o.maxBodyBytes = try number(maxBody, "MAX_BODY") ?? o.maxBodyBytes
         o.bodyTimeout = try number(bodyTimeout, "BODY_TIMEOUT") ?? o.bodyTimeout
         o.idleTimeout = try number(idleTimeout, "IDLE_TIMEOUT") ?? o.idleTimeout
+        o.snapshotRefresh = try number(snapshotRefresh, "SNAPSHOT_REFRESH") ?? o.snapshotRefresh
+        guard o.snapshotRefresh >= 0, o.snapshotRefresh.isFinite else { throw ValidationError("--snapshot-refresh must be a number of seconds ≥ 0") }
         o.emptyHandler = emptyHandler || ProcessInfo.processInfo.environment["POSFUSE_SERVE_EMPTY_HANDLER"] == "1"
         guard (0...65535).contains(o.port) else { throw ValidationError("--port must be 0…65535") }
         guard o.rateLimit >= 0, o.maxBodyBytes > 0, o.bodyTimeout > 0, o.idleTimeout > 0 else {

@@ -46,4 +46,71 @@ import Testing
         let nearly = Covariance2(ee: 16, en: 0, nn: 1e-9).circularRadius(probability: 0.95)
         #expect(abs(nearly - 4 * 1.959963984540054) < 1e-3)
     }
+
+    /// The radius before the one-exp-per-distinct-node change (one exp per quadrature node),
+    /// kept here as the reference the new evaluation must match bit for bit.
+    static func radiusOneExpPerNode(_ cov: Covariance2, probability p: Double) -> Double {
+        let ax = cov.principalAxes
+        let s1 = ax.major, s2 = ax.minor
+        if s1 <= 0 { return 0 }
+        if s2 <= 1e-6 * s1 { return s1 * sqrt(2) * inverseErf(p) }
+        let n = Covariance2.quadratureNodes
+        var h = [Double](repeating: 0, count: n)
+        for i in 0..<n {
+            let c = Covariance2.quadratureTrig[2 * i], sn = Covariance2.quadratureTrig[2 * i + 1]
+            h[i] = s1 * s1 * c * c + s2 * s2 * sn * sn
+        }
+        func residual(_ r: Double) -> (f: Double, df: Double) {
+            var acc = 0.0, dacc = 0.0
+            for i in 0..<n {
+                let e = exp(-r * r / (2 * h[i]))
+                acc += 1 - e
+                if e > 0 { dacc += r / h[i] * e }
+            }
+            return (acc / Double(n) - p, dacc / Double(n))
+        }
+        var lo = 0.0, hi = 4 * s1
+        var doublings = 0
+        while residual(hi).f < 0 && doublings < 64 { hi *= 2; doublings += 1 }
+        var r = min(max((s1 * s2).squareRoot() * Covariance2.ellipseScale(probability: p), lo), hi)
+        for _ in 0..<100 {
+            let (f, df) = residual(r)
+            if f < 0 { lo = r } else { hi = r }
+            var next = df > 0 ? r - f / df : .nan
+            if !(next > lo && next < hi) { next = 0.5 * (lo + hi) }
+            if abs(next - r) <= 1e-14 * r || hi - lo <= 1e-14 * hi { return next }
+            r = next
+        }
+        return r
+    }
+
+    /// Evaluating exp once per distinct node value gives the same bits as once per node: circular
+    /// and near-circular covariances (few distinct h(φᵢ)), elliptical ones (all distinct: the
+    /// per-node path), seeded.
+    @Test func distinctNodeExpIsBitIdentical() {
+        var state: UInt64 = 0x9E3779B97F4A7C15
+        func uniform() -> Double {
+            state &+= 0x9E3779B97F4A7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) &* 0x94D049BB133111EB; z ^= z >> 31
+            return Double(z >> 11) / Double(1 << 53)
+        }
+        for k in 0..<3_000 {
+            let sigma = 0.01 + 300 * uniform()
+            let cov: Covariance2
+            switch k % 4 {
+            case 0: cov = Covariance2(sigma: sigma)
+            case 1: cov = Covariance2(ee: sigma * sigma, en: 0, nn: sigma * sigma * (1 + 1e-15 * uniform()))
+            case 2: cov = Covariance2(ee: sigma * sigma, en: sigma * sigma * 1e-12 * uniform(), nn: sigma * sigma)
+            default:
+                let s2 = sigma * (0.01 + uniform()), a = 3 * uniform()
+                cov = Covariance2(ee: sigma * sigma * cos(a) * cos(a) + s2 * s2 * sin(a) * sin(a), en: (sigma * sigma - s2 * s2) * cos(a) * sin(a),
+                                  nn: sigma * sigma * sin(a) * sin(a) + s2 * s2 * cos(a) * cos(a))
+            }
+            for p in [0.5, 0.95, 0.99] {
+                let a = cov.circularRadius(probability: p), b = Self.radiusOneExpPerNode(cov, probability: p)
+                #expect(a.bitPattern == b.bitPattern, "\(cov) p \(p): \(a) vs \(b)")
+            }
+        }
+    }
 }

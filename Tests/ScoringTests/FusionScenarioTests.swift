@@ -50,4 +50,24 @@ import TestSupport
         #expect(m["smoother"]!.mean <= 0.8 * m["tdoa"]!.mean, "smoother \(m["smoother"]!.mean) vs tdoa \(m["tdoa"]!.mean)")
         #expect(m["ekf"]!.mean < m["tdoa"]!.mean, "ekf \(m["ekf"]!.mean) vs tdoa \(m["tdoa"]!.mean)")
     }
+
+    /// urban-canyon and photo-landmark-downtown: the simulated phone reports 0.7× its error and
+    /// its bias is larger than the default model's share (docs/simulator.md). The online widening
+    /// from the bias estimate (`gnss_bias_adaptive_window`, default 30) brings the ekf's, ukf's and
+    /// smoother's 95 % regions into [0.85, 0.99] (issue 21); without it the ekf holds 0.78 / 0.77.
+    /// The widening changes only the reported covariance: the errors are those without it.
+    @Test func urbanScenariosWiden() throws {
+        for name in ["urban-canyon", "photo-landmark-downtown"] {
+            guard let m = try BundledTraces.scores(name) else { return }
+            for f in ["ekf", "ukf", "smoother"] {
+                #expect((0.85...0.99).contains(m[f]!.inside95!), "\(name) \(f) inside95 \(m[f]!.inside95!)")
+            }
+            let p = PackagePaths.root.appendingPathComponent("Traces/\(name)").path
+            let off = try Replayer(options: ReplayOptions(stages: ["ekf": StageOptions(name: "ekf", values: ["gnss_bias_adaptive_window": .number(0)])]))
+                .run(try TraceLocation.resolve(p))
+            let e = try #require(off.scores.sources.first { $0.key == "ekf" }?.statistics)
+            #expect(e.inside95! < 0.85, "\(name) ekf without the widening: inside95 \(e.inside95!)")
+            #expect(e.mean == m["ekf"]!.mean && e.p95 == m["ekf"]!.p95, "\(name): the widening moved the estimate")
+        }
+    }
 }

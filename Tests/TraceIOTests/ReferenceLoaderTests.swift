@@ -140,4 +140,44 @@ import TestSupport
         #expect(try TraceLocation.resolveAll(lone.path).map(\.name) == ["x", "y"])
         #expect(try TraceLocation.resolve(lone.appendingPathComponent("x.jsonl").path).reference == nil)
     }
+
+    /// `PreparedReference.data(in:)` (refine's per-tile conversion, the file read once) gives
+    /// exactly what `load` gives in that frame, for every kind of entry in both position forms,
+    /// geodetic and ENU floor plans, in frames with and without a height.
+    @Test func preparedReferenceEqualsLoadInEveryFrame() throws {
+        let text = """
+        {"aps": [{"bssid": "02:00:00:00:00:0A", "e": 1.0, "n": 2.0, "u": 2.5, "floor": 0, "p0": -40, "n_exp": 2.5, "radio": "r1"},
+                 {"bssid": "02:00:00:00:00:0b", "lat": 48.1, "lon": 11.5},
+                 {"bssid": "02:00:00:00:00:0c", "lat": 48.1003, "lon": 11.5011, "h": 520},
+                 {"bssid": "02:00:00:00:00:0B", "lat": 48.1001, "lon": 11.5002}],
+         "cells": [{"rat": "lte", "mcc": 262, "mnc": 1, "area": 100, "cid": 5, "e": 10, "n": 20, "u": 30, "azimuth": 120},
+                   {"rat": "gsm", "mcc": 262, "mnc": 2, "area": 7, "cid": 9, "lat": 48.12, "lon": 11.49, "range": 900}],
+         "beacons": [{"id": "B1", "e": 0, "n": 0, "u": 3, "offset": 0.1, "period": 0.35},
+                     {"id": "B2", "lat": 48.1002, "lon": 11.5003, "period": 0.5}],
+         "landmarks": [{"id": "L1", "lat": 48.1009, "lon": 11.5, "h": 502, "height": 2.0}, {"id": "L2", "e": 3, "n": 4}],
+         "fingerprints": {"threshold_dbm": -95, "spacing_m": 2, "points": [
+            {"e": 0, "n": 0, "floor": 0, "scans": 3, "rss": {"02:00:00:00:00:0a": -50}},
+            {"lat": 48.1004, "lon": 11.5004, "rss": {"02:00:00:00:00:0b": -61, "02:00:00:00:00:0c": -70}}]},
+         "cell_coverage": [{"rat": "lte", "mcc": 262, "mnc": 1, "area": 100, "cid": 5, "ta": 3, "e": 10, "n": 20, "cov_m2": [100, 10, 200], "count": 5},
+                           {"rat": "lte", "mcc": 262, "mnc": 1, "area": 100, "cid": 5, "lat": 48.101, "lon": 11.501, "cov_m2": [400, 0, 300], "count": 9, "walks": 2}],
+         "floorplan": {"type": "FeatureCollection", "features": [
+            {"type": "Feature", "properties": {"floor": 1}, "geometry": {"type": "Polygon", "coordinates": [[[11.5, 48.1], [11.5001, 48.1], [11.5001, 48.1001], [11.5, 48.1]]]}},
+            {"type": "Feature", "properties": {}, "geometry": {"type": "LineString", "coordinates": [[11.5002, 48.1], [11.5002, 48.1], [11.5002, 48.1002]]}}]}}
+        """
+        let url = URL(fileURLWithPath: "/nonexistent/reference.json")
+        let json = try JSONSerialization.jsonObject(with: Data(text.utf8))
+        let prepared = try ReferenceLoader.prepare(json: json, url: url, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
+        for origin in [Geodetic(latitude: 48.1, longitude: 11.5), Geodetic(latitude: 48.15, longitude: 11.45),
+                       Geodetic(latitude: -33.9, longitude: 151.2), Geodetic(latitude: 48.1, longitude: 11.5, height: 480)] {
+            let frame = LocalFrame(origin: origin)
+            let a = prepared.data(in: frame), b = try ReferenceLoader.load(json: json, url: url, frame: frame)
+            #expect(a.accessPoints == b.accessPoints && a.cells == b.cells && a.beacons == b.beacons && a.landmarks == b.landmarks)
+            #expect(a.fingerprints == b.fingerprints && a.cellCoverage == b.cellCoverage && a.walls == b.walls)
+            #expect(a.accessPoints.count == 3 && a.walls.count == 4 && a.cellCoverage?.areas.count == 2)
+        }
+        // The ENU floor plan keeps its metres in every frame.
+        let enu = try JSONSerialization.jsonObject(with: Data(#"{"floorplan": {"type": "LineString", "frame": "enu", "coordinates": [[0, 0], [4, 0]]}}"#.utf8))
+        let p = try ReferenceLoader.prepare(json: enu, url: url, frame: frame)
+        #expect(p.data(in: LocalFrame(origin: Geodetic(latitude: 10, longitude: 10))).walls == [Wall(a: SIMD2(0, 0), b: SIMD2(4, 0))])
+    }
 }

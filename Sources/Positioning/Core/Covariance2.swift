@@ -72,16 +72,49 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
         let n = Self.quadratureNodes
         // h(φᵢ) on the stack (no allocation per call); cos φᵢ, sin φᵢ from a table computed once
         // with the same expressions, so the result is bit-identical to computing them here.
-        return withUnsafeTemporaryAllocation(of: Double.self, capacity: n) { h in
+        //
+        // Equal nodes, one exp. A near-circular Σ (every report whose only evidence is its own
+        // position) gives h(φᵢ) that differ only by rounding: a handful of distinct values over
+        // the 128 nodes. `slot[i]` numbers the distinct values of h (at most `maxDistinct`, else
+        // every node is its own); the residual evaluates exp once per distinct value and sums the
+        // nodes in their own order, so each term, and the sum, are bit-identical to one exp per node.
+        return withUnsafeTemporaryAllocation(of: Double.self, capacity: 3 * n) { buffer in
+        let h = UnsafeMutableBufferPointer(rebasing: buffer[0..<n])
+        let distinct = UnsafeMutableBufferPointer(rebasing: buffer[n..<(2 * n)])
+        let terms = UnsafeMutableBufferPointer(rebasing: buffer[(2 * n)...])   // (1 − e, r/h·e) per distinct value
         Self.quadratureTrig.withUnsafeBufferPointer { t in
             for i in 0..<n {
                 let c = t[2 * i], sn = t[2 * i + 1]
                 h[i] = s1 * s1 * c * c + s2 * s2 * sn * sn
             }
         }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: n) { slot in
+        var k = 0
+        for i in 0..<n {
+            var j = 0
+            while j < k && distinct[j].bitPattern != h[i].bitPattern { j += 1 }
+            if j == k {
+                if k == Self.maxDistinct { k = -1; break }
+                distinct[k] = h[i]; k += 1
+            }
+            slot[i] = UInt8(j)
+        }
         /// P(r) − p and dP/dr.
         func residual(_ r: Double) -> (f: Double, df: Double) {
             var acc = 0.0, dacc = 0.0
+            if k > 0 {
+                for j in 0..<k {
+                    let e = exp(-r * r / (2 * distinct[j]))
+                    terms[2 * j] = 1 - e
+                    terms[2 * j + 1] = e > 0 ? r / distinct[j] * e : 0
+                }
+                for i in 0..<n {
+                    let j = Int(slot[i])
+                    acc += terms[2 * j]
+                    dacc += terms[2 * j + 1]       // + 0 where e = 0: dacc ≥ +0, so the sum is unchanged
+                }
+                return (acc / Double(n) - p, dacc / Double(n))
+            }
             for i in 0..<n {
                 let e = exp(-r * r / (2 * h[i]))
                 acc += 1 - e
@@ -105,7 +138,11 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
         }
         return r
         }
+        }
     }
+
+    /// Distinct h(φᵢ) values up to which `circularRadius` evaluates exp once per value.
+    static let maxDistinct = 8
 
     /// Midpoint nodes of `circularRadius`'s angular integral over [0, π/2].
     static let quadratureNodes = 128

@@ -41,8 +41,9 @@ public final class ReportRefiner {
     /// tiles, so memory stays bounded for a country-wide stream whatever the reference's size.
     static let maxCachedEntries = 2_000_000
 
-    /// The reference file, parsed once (converted into each tile's frame on first use).
-    private let referenceJSON: Any?
+    /// The reference file, read and checked once (converted into each tile's frame on first use,
+    /// without parsing it again).
+    private let reference: PreparedReference?
 
     /// A cell database (SQLite) whose towers and coverage areas near each tile join its reference
     /// data; opened once (a bad file fails here, before any report).
@@ -51,9 +52,9 @@ public final class ReportRefiner {
     public init(referenceURL: URL? = nil, stages: [String: StageOptions] = [:], cellDatabase: String? = nil) throws {
         self.referenceURL = referenceURL; self.stages = stages
         self.cellDatabase = try cellDatabase.map { try CellDatabase.forReading(path: $0) }
-        referenceJSON = try referenceURL.map { try ReferenceLoader.json(url: $0) }
-        if let u = referenceURL, let j = referenceJSON {           // bad reference data fails here, before any report
-            _ = try ReferenceLoader.load(json: j, url: u, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
+        // Bad reference data fails here, before any report.
+        reference = try referenceURL.map {
+            try ReferenceLoader.prepare(json: try ReferenceLoader.json(url: $0), url: $0, frame: LocalFrame(origin: Geodetic(latitude: 0, longitude: 0)))
         }
         refineStages = Self.reportOptions(stages)
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
@@ -90,7 +91,7 @@ public final class ReportRefiner {
         if let t = tiles[key] { return t }
         let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
         var ref = ReferenceData.empty
-        if let u = referenceURL, let j = referenceJSON { ref = try ReferenceLoader.load(json: j, url: u, frame: frame) }
+        if let r = reference { ref = r.data(in: frame) }
         try cellDatabase?.merge(into: &ref, frame: frame)
         let entries = Self.entryCount(ref)
         while let oldest = tileOrder.first, cachedEntries + entries > Self.maxCachedEntries || tiles.count >= 4096 {

@@ -431,7 +431,7 @@ public enum GeoAPI {
     /// position to anyone who knows its MAC). `pipeline`: the prototype of
     /// `ReportRefiner.reportOptions` of the configuration, parsed once per server; each request
     /// gets a fresh pipeline from it. Nil = not found.
-    public static func locate(_ q: Query, store: any LocationStore, pipeline: PipelinePrototype) async throws -> Answer? {
+    public static func locate(_ q: Query, store: any RadioLookup, pipeline: PipelinePrototype) async throws -> Answer? {
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
         var notes: [String] = []
         let knownBSSIDs = Set(known.aps.map(\.bssid))

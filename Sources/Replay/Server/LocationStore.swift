@@ -61,20 +61,62 @@ public struct KnownRadios: Sendable {
     public var anchor: Geodetic? { aps.first?.position ?? coverage.first?.position ?? towers.first?.position }
 }
 
+/// The radios committed submissions changed, after a point of the store's change log
+/// (`LocationStore.changes`): what a replica's in-memory snapshot (`RadioSnapshot`) must forget.
+public struct RadioChanges: Sendable, Equatable {
+    /// The log position these changes reach (pass it as `after` next time).
+    public var last: Int64
+    public var cells: [CellID]
+    public var bssids: [String]
+    /// True when more than `limit` submissions were skipped over: forget everything.
+    public var overflow: Bool
+    public init(last: Int64, cells: [CellID] = [], bssids: [String] = [], overflow: Bool = false) {
+        self.last = last; self.cells = cells; self.bssids = bssids; self.overflow = overflow
+    }
+
+    /// One log row's text of its cells ("rat,mcc,mnc,area,cid" per line).
+    static func text(_ cells: [CellID]) -> String {
+        cells.map { "\($0.rat.rawValue),\($0.mcc),\($0.mnc),\($0.area),\($0.cid)" }.joined(separator: "\n")
+    }
+    static func cells(_ text: String) -> [CellID] {
+        text.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: ",")
+            guard f.count == 5, let rat = RAT(rawValue: String(f[0])), let mcc = Int(f[1]), let mnc = Int(f[2]),
+                  let area = Int(f[3]), let cid = Int(f[4]) else { return nil }
+            return CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid)
+        }
+    }
+    /// The radios of one submission a snapshot must forget once it commits: its serving cells
+    /// (their coverage areas change) and the BSSIDs of its WiFi samples (their APs are re-fitted).
+    static func of(_ items: [Submission]) -> (cells: [CellID], bssids: [String]) {
+        let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
+        let bssids = Set(Learner.samples(items).map(\.bssid))
+        return (cells.sorted { $0.description < $1.description }, bssids.sorted())
+    }
+    /// Most log rows one `changes` call reads; beyond, `overflow`.
+    public static let limit = 10_000
+}
+
 /// Counts for /metrics and /health.
 public struct StoreStatistics: Sendable, Equatable {
     public var cells: Int, coverageAreas: Int, aps: Int, submissions: Int
+}
+
+/// What geolocate reads: a store, or the server's snapshot of one (`RadioSnapshot`).
+public protocol RadioLookup: Sendable {
+    /// The known towers, coverage areas (cells in description order, areas by TA) and APs (by
+    /// name) of the request's radios.
+    func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios
+    /// Whole-cell coverage areas (TA −1) of the location areas (rat, mcc, mnc, area) of `cells`,
+    /// for the ichnaea `lacf` fallback.
+    func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord]
 }
 
 /// Where `posfuse serve` keeps what it knows and learns: the cell database (towers + coverage
 /// areas, the schema `celldb build` writes), the radio map (APs) with the WiFi samples behind
 /// each AP, and a log of acknowledged submissions. SQLite (one process) or PostgreSQL (several
 /// replicas). `submit` returns only after its transaction has committed.
-public protocol LocationStore: Sendable {
-    func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios
-    /// Whole-cell coverage areas (TA −1) of the location areas (rat, mcc, mnc, area) of `cells`,
-    /// for the ichnaea `lacf` fallback.
-    func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord]
+public protocol LocationStore: RadioLookup {
     /// Learns from `items` in one transaction and records the submission (`digest` of its body):
     /// coverage areas are updated, the WiFi samples stored and their APs marked pending; the
     /// APs' estimates are re-fitted outside the transaction (`refitPending`). `lookup` and
@@ -84,6 +126,12 @@ public protocol LocationStore: Sendable {
     /// pending marks are durable: a crash before it loses nothing); returns how many.
     func refitPending(limit: Int) async throws -> Int
     func statistics() async throws -> StoreStatistics
+    /// The change log (`radio_changes`, one row per committed submission, written in its
+    /// transaction, in commit order): the radios changed after position `after` (nil: none,
+    /// only the current position). Submissions commit one at a time (SQLite's one writer,
+    /// PostgreSQL's advisory lock), so positions grow in commit order and a reader that has
+    /// seen position p has seen every change committed before it.
+    func changes(after: Int64?) async throws -> RadioChanges
     /// "ok" or the database's own complaint.
     func integrityCheck() async throws -> String
     func close() async throws
@@ -105,13 +153,28 @@ public enum Learner {
         public var sums: CellCoverageMap.WalkSums
     }
 
+    /// One stored position of a (cell, TA) area: the positions the spatial median needs
+    /// (`coverage_points`). `walk` numbers the area's walks in arrival order from 0 (a
+    /// submission is one walk).
+    public struct CoveragePoint: Sendable, Equatable {
+        public var key: CellCoverageMap.Key
+        public var walk: Int
+        public var position: Geodetic
+        public init(key: CellCoverageMap.Key, walk: Int, position: Geodetic) { self.key = key; self.walk = walk; self.position = position }
+    }
+
     /// The serving-cell reports of `items` — one submission, one walk (`CellCoverageMap.Builder`,
     /// walk 0) — added to the stored `state` of their areas; an area known only as a row of the
     /// cell database (`seed`, e.g. from `celldb build`) starts from that row taken as its
-    /// `walks` walks at its mean with its covariance within them. Returns the rows to write in
-    /// `cell_coverage` (the area `Builder` makes of every walk so far) and the new states.
-    public static func coverage(_ items: [Submission], state: [CoverageState], seed: [CellCoverageRecord])
-        -> (records: [CellCoverageRecord], state: [CoverageState]) {
+    /// `walks` walks at its position with its covariance within them. A cell's whole area is
+    /// placed at the mean of the walk means (sums merge); a (cell, TA) area, like `celldb build`'s
+    /// (`CellCoverageMap.Builder.map`), at the walk-weighted spatial median of all its stored
+    /// `points` and this submission's (`CellCoverageMap.Builder.placed`), the spread taken about
+    /// it; the walks of a row without stored positions (a seed, or an area learned before
+    /// positions were stored) enter the median as one position each at the row's position.
+    /// Returns the rows to write in `cell_coverage`, the new states, and the positions to store.
+    public static func coverage(_ items: [Submission], state: [CoverageState], seed: [CellCoverageRecord], points: [CoveragePoint] = [])
+        -> (records: [CellCoverageRecord], state: [CoverageState], points: [CoveragePoint]) {
         var byCell: [CellID: [(CellObservation, Geodetic)]] = [:]
         var order: [CellID] = []
         for s in items {
@@ -124,7 +187,9 @@ public enum Learner {
         for x in state { old[x.key] = x }
         var rows: [CellCoverageMap.Key: CellCoverageRecord] = [:]
         for r in seed { rows[.init(cell: r.cell, timingAdvance: r.ta)] = r }
-        var records: [CellCoverageRecord] = [], states: [CoverageState] = []
+        var stored: [CellCoverageMap.Key: [CoveragePoint]] = [:]
+        for p in points { stored[p.key, default: []].append(p) }
+        var records: [CellCoverageRecord] = [], states: [CoverageState] = [], added: [CoveragePoint] = []
         for cell in order {
             let obs = byCell[cell]!
             let whole = CellCoverageMap.Key(cell: cell, timingAdvance: nil)
@@ -135,6 +200,7 @@ public enum Learner {
             for (x, p) in obs { b.add(cell: x.cell, timingAdvance: x.timingAdvance, at: frame.en(latitude: p.latitude, longitude: p.longitude)) }
             for (k, a) in b.momentMap.areas.sorted(by: { ($0.key.timingAdvance ?? -1) < ($1.key.timingAdvance ?? -1) }) {
                 var prior = old[k]?.sums ?? CellCoverageMap.WalkSums()
+                var seedPoints: [CoveragePoint] = []
                 if old[k] == nil, let r = rows[k], let s = CellCoverageRecord.map([r], frame: frame).areas[k], s.count >= s.walks {
                     let m = Double(s.walks)
                     prior.walks = s.walks; prior.count = s.count; prior.dof = s.count - s.walks
@@ -143,13 +209,30 @@ public enum Learner {
                     let d = Double(s.count - s.walks)
                     prior.scatter = Covariance2(ee: s.covariance.ee * d, en: s.covariance.en * d, nn: s.covariance.nn * d)
                 }
+                // A row without stored positions (a seed, or an area learned before positions
+                // were stored): its walks as one position each at the row's position.
+                if k.timingAdvance != nil, stored[k] == nil, prior.walks > 0, let r = rows[k] {
+                    seedPoints = (0..<prior.walks).map { CoveragePoint(key: k, walk: $0, position: r.position) }
+                }
                 let total = prior + CellCoverageMap.WalkSums(walk: a)
-                guard let area = total.area else { continue }
+                guard var area = total.area else { continue }
+                if k.timingAdvance != nil {
+                    // This submission's positions of the area: walk number = the walks before it.
+                    let mine = obs.filter { $0.0.timingAdvance == k.timingAdvance }.map {
+                        CoveragePoint(key: k, walk: prior.walks, position: Geodetic(latitude: $0.1.latitude, longitude: $0.1.longitude))
+                    }
+                    var perWalk: [Int: [SIMD2<Double>]] = [:]
+                    for p in (stored[k] ?? []) + seedPoints + mine {
+                        perWalk[p.walk, default: []].append(frame.en(latitude: p.position.latitude, longitude: p.position.longitude))
+                    }
+                    if let placed = CellCoverageMap.Builder.placed(area, perWalk: perWalk) { area = placed }
+                    added += seedPoints + mine
+                }
                 states.append(CoverageState(key: k, origin: origin, sums: total))
                 records += CellCoverageRecord.records(CellCoverageMap(areas: [k: area]), frame: frame)
             }
         }
-        return (records, states)
+        return (records, states, added)
     }
 
     /// The WiFi samples of `items` (BSSIDs normalised; the privacy filter ran at parsing).

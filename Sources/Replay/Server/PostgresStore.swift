@@ -90,6 +90,13 @@ public final class PostgresStore: LocationStore {
         """,
         "CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest)",
         "CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY)",
+        """
+        CREATE TABLE IF NOT EXISTS coverage_points (
+            seq BIGSERIAL PRIMARY KEY, rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL,
+            ta BIGINT NOT NULL, walk BIGINT NOT NULL, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL)
+        """,
+        "CREATE INDEX IF NOT EXISTS coverage_points_cell ON coverage_points(rat, mcc, mnc, area, cid, walk, seq)",
+        "CREATE TABLE IF NOT EXISTS radio_changes (seq BIGSERIAL PRIMARY KEY, cells TEXT NOT NULL, bssids TEXT NOT NULL)",
     ]
 
     typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int)
@@ -175,8 +182,16 @@ public final class PostgresStore: LocationStore {
         let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
         try await client.withTransaction(logger: logger) { c in
             _ = try await c.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
-            var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = []
+            var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = [], points: [Learner.CoveragePoint] = []
             for cell in cells {
+                let prows = try await c.query("""
+                    SELECT ta, walk, lat, lon FROM coverage_points
+                    WHERE rat = \(cell.rat.rawValue) AND mcc = \(cell.mcc) AND mnc = \(cell.mnc) AND area = \(cell.area) AND cid = \(cell.cid)
+                    ORDER BY walk, seq
+                    """, logger: logger)
+                for try await r in prows.decode((Int, Int, Double, Double).self) {
+                    points.append(.init(key: .init(cell: cell, timingAdvance: r.0), walk: r.1, position: Geodetic(latitude: r.2, longitude: r.3)))
+                }
                 seed += try await Self.coverageRows(c, cell: cell, logger: logger)
                 let rows = try await c.query("""
                     SELECT ta, olat, olon, walks, n, dof, smx, smy, oee, oen, onn, wee, wen, wnn FROM coverage_sums
@@ -189,7 +204,14 @@ public final class PostgresStore: LocationStore {
                     state.append(.init(key: .init(cell: cell, timingAdvance: r.0 < 0 ? nil : r.0), origin: Geodetic(latitude: r.1, longitude: r.2), sums: w))
                 }
             }
-            let learned = Learner.coverage(items, state: state, seed: seed)
+            let learned = Learner.coverage(items, state: state, seed: seed, points: points)
+            for p in learned.points {
+                let k = p.key.cell
+                _ = try await c.query("""
+                    INSERT INTO coverage_points (rat, mcc, mnc, area, cid, ta, walk, lat, lon) VALUES (\(k.rat.rawValue), \(k.mcc), \(k.mnc),
+                        \(k.area), \(k.cid), \(p.key.timingAdvance ?? -1), \(p.walk), \(p.position.latitude), \(p.position.longitude))
+                    """, logger: logger)
+            }
             for r in learned.records {
                 _ = try await c.query("""
                     INSERT INTO cell_coverage (\(unescaped: Self.coverageColumns)) VALUES (\(r.cell.rat.rawValue), \(r.cell.mcc), \(r.cell.mnc),
@@ -221,6 +243,37 @@ public final class PostgresStore: LocationStore {
             }
             _ = try await c.query("INSERT INTO submissions (received, items, digest) VALUES (\(Date().timeIntervalSince1970), \(items.count), \(digest))",
                                   logger: logger)
+            // The change log row (`LocationStore.changes`): its sequence value is taken under the
+            // advisory lock, so the log's order is the commit order.
+            let changed = RadioChanges.of(items)
+            if !changed.cells.isEmpty || !changed.bssids.isEmpty {
+                _ = try await c.query("INSERT INTO radio_changes (cells, bssids) VALUES (\(RadioChanges.text(changed.cells)), \(changed.bssids.joined(separator: "\n")))",
+                                      logger: logger)
+            }
+        }
+    }
+
+    public func changes(after: Int64?) async throws -> RadioChanges {
+        let logger = self.logger
+        return try await client.withConnection { c in
+            func maxSeq() async throws -> Int64 {
+                var m: Int64 = 0
+                for try await v in try await c.query("SELECT COALESCE(MAX(seq), 0)::BIGINT FROM radio_changes", logger: logger).decode(Int64.self) { m = v }
+                return m
+            }
+            guard let after else { return RadioChanges(last: try await maxSeq()) }
+            var out = RadioChanges(last: after)
+            var n = 0
+            let rows = try await c.query("SELECT seq, cells, bssids FROM radio_changes WHERE seq > \(after) ORDER BY seq LIMIT \(RadioChanges.limit + 1)",
+                                         logger: logger)
+            for try await r in rows.decode((Int64, String, String).self) {
+                n += 1
+                out.last = r.0
+                out.cells += RadioChanges.cells(r.1)
+                out.bssids += r.2.split(separator: "\n").map(String.init)
+            }
+            if n > RadioChanges.limit { return RadioChanges(last: try await maxSeq(), overflow: true) }
+            return out
         }
     }
 

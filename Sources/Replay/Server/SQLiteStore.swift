@@ -36,6 +36,12 @@ public final class SQLiteStore: LocationStore {
                     id INTEGER PRIMARY KEY AUTOINCREMENT, received REAL NOT NULL, items INTEGER NOT NULL, digest TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest);
                 CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS coverage_points (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL,
+                    area INTEGER NOT NULL, cid INTEGER NOT NULL, ta INTEGER NOT NULL, walk INTEGER NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL);
+                CREATE INDEX IF NOT EXISTS coverage_points_cell ON coverage_points(rat, mcc, mnc, area, cid, walk, seq);
+                CREATE TABLE IF NOT EXISTS radio_changes (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, cells TEXT NOT NULL, bssids TEXT NOT NULL);
                 """)
         }
     }
@@ -118,8 +124,11 @@ public final class SQLiteStore: LocationStore {
         let samples = Learner.samples(items)
         let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
         try await pool.write { db in
-            var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = []
+            var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = [], points: [Learner.CoveragePoint] = []
             let cs = try db.cachedStatement(sql: "SELECT * FROM cell_coverage WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?")
+            let ps = try db.cachedStatement(sql: """
+                SELECT ta, walk, lat, lon FROM coverage_points WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ? ORDER BY walk, seq
+                """)
             let ss = try db.cachedStatement(sql: "SELECT * FROM coverage_sums WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?")
             for c in cells {
                 let args: StatementArguments = [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid]
@@ -131,8 +140,18 @@ public final class SQLiteStore: LocationStore {
                     w.sumOuter = Covariance2(ee: r["oee"], en: r["oen"], nn: r["onn"]); w.scatter = Covariance2(ee: r["wee"], en: r["wen"], nn: r["wnn"])
                     state.append(.init(key: .init(cell: c, timingAdvance: ta < 0 ? nil : ta), origin: Geodetic(latitude: r["olat"], longitude: r["olon"]), sums: w))
                 }
+                let rows = try Row.fetchCursor(ps, arguments: args)
+                while let r = try rows.next() {
+                    points.append(.init(key: .init(cell: c, timingAdvance: r[0]), walk: r[1], position: Geodetic(latitude: r[2], longitude: r[3])))
+                }
             }
-            let learned = Learner.coverage(items, state: state, seed: seed)
+            let learned = Learner.coverage(items, state: state, seed: seed, points: points)
+            let addPoint = try db.cachedStatement(sql: "INSERT INTO coverage_points (rat, mcc, mnc, area, cid, ta, walk, lat, lon) VALUES (?,?,?,?,?,?,?,?,?)")
+            for p in learned.points {
+                let c = p.key.cell
+                try addPoint.execute(arguments: [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid, p.key.timingAdvance ?? -1, p.walk,
+                                                 p.position.latitude, p.position.longitude])
+            }
             try CellDatabase.insert([], coverage: learned.records, db: db)
             let up = try db.cachedStatement(sql: "INSERT OR REPLACE INTO coverage_sums VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
             for x in learned.state {
@@ -151,6 +170,33 @@ public final class SQLiteStore: LocationStore {
             for b in Set(samples.map(\.bssid)).sorted() { try mark.execute(arguments: [b]) }
             try db.execute(sql: "INSERT INTO submissions (received, items, digest) VALUES (?, ?, ?)",
                            arguments: [Date().timeIntervalSince1970, items.count, digest])
+            let changed = RadioChanges.of(items)
+            if !changed.cells.isEmpty || !changed.bssids.isEmpty {
+                try db.execute(sql: "INSERT INTO radio_changes (cells, bssids) VALUES (?, ?)",
+                               arguments: [RadioChanges.text(changed.cells), changed.bssids.joined(separator: "\n")])
+            }
+        }
+    }
+
+    public func changes(after: Int64?) async throws -> RadioChanges {
+        try await pool.read { db in
+            guard let after else {
+                return RadioChanges(last: try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM radio_changes") ?? 0)
+            }
+            let rows = try Row.fetchAll(db, sql: "SELECT seq, cells, bssids FROM radio_changes WHERE seq > ? ORDER BY seq LIMIT ?",
+                                        arguments: [after, RadioChanges.limit + 1])
+            var out = RadioChanges(last: after)
+            if rows.count > RadioChanges.limit {
+                out.overflow = true
+                out.last = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM radio_changes") ?? after
+                return out
+            }
+            for r in rows {
+                out.last = r[0]
+                out.cells += RadioChanges.cells(r[1])
+                out.bssids += (r[2] as String).split(separator: "\n").map(String.init)
+            }
+            return out
         }
     }
 

@@ -24,6 +24,9 @@ public struct ServerOptions: Sendable {
     /// connection is closed, s.
     public var bodyTimeout: Double = 10
     public var idleTimeout: Double = 30
+    /// Seconds between reads of the store's change log by the radio snapshot (`RadioSnapshot`):
+    /// a submission committed through another replica is used within this plus one read.
+    public var snapshotRefresh: Double = 0.25
     /// Adds `POST /v0/empty` (answers `{}` without reading anything): the benchmark's reference.
     public var emptyHandler = false
     public var stages: [String: StageOptions] = [:]
@@ -145,11 +148,14 @@ public final class LocationServer: Sendable {
     let logger: Logger
     /// The pipeline of geolocate (`GeoAPI.prototype`), parsed once.
     let reportPipeline: PipelinePrototype
+    /// What geolocate and refine read: the store's radios, kept in memory (`RadioSnapshot`).
+    let snapshot: RadioSnapshot
 
     public init(store: any LocationStore, options: ServerOptions, logger: Logger = Logger(label: "posfuse.serve")) throws {
         self.store = store; self.options = options; self.logger = logger
         refiner = LockedRefiner(try ReportRefiner(referenceURL: options.referenceURL, stages: options.stages))
         reportPipeline = try GeoAPI.prototype(stages: options.stages)
+        snapshot = RadioSnapshot(store: store, refresh: options.snapshotRefresh)
     }
 
     /// The routes: what docs/openapi.yaml documents (the OpenAPI test compares the two).
@@ -218,7 +224,7 @@ public final class LocationServer: Sendable {
     func geolocate(_ req: Request) async throws -> Response {
         let q = try GeoAPI.query(try await body(req))
         let answer: GeoAPI.Answer?
-        do { answer = try await GeoAPI.locate(q, store: store, pipeline: reportPipeline) } catch let e as GeoAPI.APIError { throw e } catch {
+        do { answer = try await GeoAPI.locate(q, store: snapshot, pipeline: reportPipeline) } catch let e as GeoAPI.APIError { throw e } catch {
             logger.error("geolocate: store or pipeline failure: \(error)")
             throw GeoAPI.APIError.unavailable("The location store could not be read.")
         }
@@ -232,6 +238,8 @@ public final class LocationServer: Sendable {
         let (items, received) = try GeoAPI.submission(bytes)
         do {
             try await store.submit(items, digest: Learner.digest(bytes))
+            let changed = RadioChanges.of(items)
+            snapshot.forget(cells: changed.cells, bssids: changed.bssids)
         } catch {
             logger.error("geosubmit: not committed: \(error)")
             throw GeoAPI.APIError.unavailable("The submission was not stored; send it again.")
@@ -270,7 +278,7 @@ public final class LocationServer: Sendable {
         var extra: ReferenceData?
         if let ids = refiner.identifiers(json) {
             do {
-                let known = try await store.lookup(cells: ids.cells, bssids: ids.bssids)
+                let known = try await snapshot.lookup(cells: ids.cells, bssids: ids.bssids)
                 extra = known.reference(in: ReportRefiner.frame(latitude: ids.latitude, longitude: ids.longitude))
             } catch {
                 logger.error("refine: store failure: \(error)")

@@ -39,12 +39,22 @@ public enum ReferenceLoader {
     /// Converts a reference file's parsed JSON (`json(url:)`) into `frame`; `url` names the file
     /// in errors and locates a floor plan given by file name.
     public static func load(json any: Any, url: URL, frame: LocalFrame) throws -> ReferenceData {
+        try prepare(json: any, url: url, frame: frame).template
+    }
+
+    /// A reference file's parsed JSON (`json(url:)`) checked and read once, for conversion into
+    /// many frames with `PreparedReference.data(in:)` (`refine`'s 0.05° tiles). Throws what
+    /// `load(json:url:frame:)` throws; `frame` is the frame of the checks (no check depends on it
+    /// but a position's default height, the frame origin's).
+    public static func prepare(json any: Any, url: URL, frame: LocalFrame) throws -> PreparedReference {
         var p = Parser(file: url.path, frame: frame)
         guard let root = any as? [String: Any] else { throw p.fail("", "the top level must be an object") }
         var ref = ReferenceData()
+        var prepared = PreparedReference(template: ReferenceData())
         for (i, o) in try p.array(root, "aps").enumerated() {
             let at = "aps[\(i)]"
             let bssid = try p.string(o, "bssid", at).lowercased()
+            prepared.aps[bssid] = try p.spec(o, at)
             ref.accessPoints[bssid] = AccessPoint(bssid: bssid, position: try p.position(o, at), floor: try p.optInt(o, "floor", at),
                                                   p0: try p.optNumber(o, "p0", at, in: TraceDomain.power, "dBm"),
                                                   pathLossExponent: try p.optNumber(o, "n_exp", at, in: 0...100, ""),
@@ -53,6 +63,7 @@ public enum ReferenceLoader {
         for (i, o) in try p.array(root, "cells").enumerated() {
             let at = "cells[\(i)]"
             let id = try p.cellID(o, at)
+            prepared.cells[id] = try p.spec(o, at)
             ref.cells[id] = CellSite(cell: id, position: try p.position(o, at), azimuth: try p.optNumber(o, "azimuth", at, in: TraceDomain.degrees, "deg"),
                                      beamwidth: try p.optNumber(o, "beamwidth", at, in: 0...360, "deg"),
                                      range: try p.optNumber(o, "range", at, in: 0...TraceDomain.localMetres.upperBound, "m"),
@@ -64,16 +75,18 @@ public enum ReferenceLoader {
             let period = try p.number(o, "period", at)
             guard period > 0 else { throw p.fail(at, "period must be > 0 s, got \(period)") }
             if let m = TraceDomain.violation("period", period, 0...1e6, "s") { throw p.fail(at, m) }
+            prepared.beacons[id] = try p.spec(o, at)
             ref.beacons[id] = AcousticBeacon(id: id, position: try p.position(o, at),
                                              offset: try p.optNumber(o, "offset", at, in: TraceDomain.time, "s") ?? 0, period: period)
         }
         for (i, o) in try p.array(root, "landmarks").enumerated() {
             let at = "landmarks[\(i)]"
             let id = try p.string(o, "id", at)
+            prepared.landmarks[id] = try p.spec(o, at)
             ref.landmarks[id] = Landmark(id: id, position: try p.position(o, at), height: try p.optNumber(o, "height", at, in: TraceDomain.localMetres, "m"))
         }
-        if let fpm = root["fingerprints"], !isNull(fpm) { ref.fingerprints = try p.fingerprints(fpm) }
-        if root["cell_coverage"] != nil { ref.cellCoverage = try p.cellCoverage(p.array(root, "cell_coverage")) }
+        if let fpm = root["fingerprints"], !isNull(fpm) { (ref.fingerprints, prepared.fingerprints) = try p.fingerprints(fpm) }
+        if root["cell_coverage"] != nil { (ref.cellCoverage, prepared.coverage) = try p.cellCoverage(p.array(root, "cell_coverage")) }
         if let fp = root["floorplan"], !isNull(fp) {
             if let name = fp as? String {
                 let fu = url.deletingLastPathComponent().appendingPathComponent(name)
@@ -83,18 +96,86 @@ public enum ReferenceLoader {
                     throw TraceDataError(file: fu.path, line: 0, reason: "invalid JSON: \(error.localizedDescription)", code: .invalidJSON)
                 }
                 var fpParser = Parser(file: fu.path, frame: frame)
-                ref.walls = try fpParser.walls(geoJSON: g)
+                prepared.polylines = try fpParser.polylines(geoJSON: g)
             } else {
-                ref.walls = try p.walls(geoJSON: fp)
+                prepared.polylines = try p.polylines(geoJSON: fp)
             }
+            ref.walls = prepared.polylines.flatMap { $0.walls(in: frame) }
         }
-        return ref
+        prepared.template = ref
+        return prepared
     }
 
     /// Wall segments of a GeoJSON object (see the type's documentation for the frames).
     public static func walls(geoJSON: Any, frame: LocalFrame, file: String = "floorplan") throws -> [Wall] {
         var p = Parser(file: file, frame: frame)
-        return try p.walls(geoJSON: geoJSON)
+        return try p.polylines(geoJSON: geoJSON).flatMap { $0.walls(in: frame) }
+    }
+}
+
+/// A reference file read and checked once (`ReferenceLoader.prepare`), its positions kept as
+/// the file gives them: `data(in:)` converts them into a frame with the same expressions as
+/// `ReferenceLoader.load` (the result is identical to loading the file in that frame), without
+/// parsing the JSON again. `refine` converts the reference into each new 0.05° tile this way.
+public struct PreparedReference: Sendable {
+    /// A position as the file gives it: `lat`, `lon` (deg) and `h` (m; nil = the frame origin's
+    /// height), or `e`, `n`, `u` (m, already in the trace's frame).
+    enum Spec: Sendable {
+        case geodetic(latitude: Double, longitude: Double, height: Double?)
+        case local(SIMD3<Double>)
+        func enu(_ frame: LocalFrame) -> SIMD3<Double> {
+            switch self {
+            case .geodetic(let lat, let lon, let h): return frame.enu(Geodetic(latitude: lat, longitude: lon, height: h ?? frame.origin.height))
+            case .local(let v): return v
+            }
+        }
+    }
+    /// A floor-plan line as the file gives it (`[lon, lat]` deg, or `[e, n]` m when `enu`).
+    struct Polyline: Sendable {
+        var points: [SIMD2<Double>]
+        var closed: Bool
+        var floor: Int?
+        var enu: Bool
+        /// Its wall segments in `frame` (repeated points skipped, a closed ring closed).
+        func walls(in frame: LocalFrame) -> [Wall] {
+            let xy = enu ? points : points.map { frame.en(latitude: $0.y, longitude: $0.x, height: frame.origin.height) }
+            guard xy.count >= 2 else { return [] }
+            var out: [Wall] = []
+            for k in 1..<xy.count where xy[k] != xy[k - 1] { out.append(Wall(a: xy[k - 1], b: xy[k], floor: floor)) }
+            if closed, let f = xy.first, let l = xy.last, f != l { out.append(Wall(a: l, b: f, floor: floor)) }
+            return out
+        }
+    }
+    /// The data in the frame of the checks; `data(in:)` replaces every position.
+    var template: ReferenceData
+    var aps: [String: Spec] = [:]
+    var cells: [CellID: Spec] = [:]
+    var beacons: [String: Spec] = [:]
+    var landmarks: [String: Spec] = [:]
+    /// Per fingerprint point, in the map's order.
+    var fingerprints: [Spec] = []
+    var coverage: [CellCoverageMap.Key: Spec] = [:]
+    var polylines: [Polyline] = []
+
+    /// The reference data in `frame`: what `ReferenceLoader.load(json:url:frame:)` gives.
+    public func data(in frame: LocalFrame) -> ReferenceData {
+        var r = template
+        for (k, s) in aps { r.accessPoints[k]?.position = s.enu(frame) }
+        for (k, s) in cells { r.cells[k]?.position = s.enu(frame) }
+        for (k, s) in beacons { r.beacons[k]?.position = s.enu(frame) }
+        for (k, s) in landmarks { r.landmarks[k]?.position = s.enu(frame) }
+        if let m = template.fingerprints {
+            var points = m.points
+            for (i, s) in fingerprints.enumerated() { let v = s.enu(frame); points[i].position = SIMD2(v.x, v.y) }
+            r.fingerprints = FingerprintMap(points: points, threshold: m.threshold, spacing: m.spacing)
+        }
+        if let c = template.cellCoverage {
+            var areas = c.areas
+            for (k, s) in coverage { let v = s.enu(frame); areas[k]?.mean = SIMD2(v.x, v.y) }
+            r.cellCoverage = CellCoverageMap(areas: areas)
+        }
+        if !polylines.isEmpty { r.walls = polylines.flatMap { $0.walls(in: frame) } }
+        return r
     }
 }
 
@@ -114,13 +195,14 @@ private struct Parser {
 
     /// `fingerprints`: `{"threshold_dbm": T, "spacing_m": s?, "points": [{position, "floor"?, "scans"?,
     /// "rss": {bssid: dBm, …}}, …]}` (docs/trace-format.md).
-    func fingerprints(_ any: Any) throws -> FingerprintMap {
+    func fingerprints(_ any: Any) throws -> (FingerprintMap, [PreparedReference.Spec]) {
         guard let o = any as? [String: Any] else { throw fail("fingerprints", "expected an object") }
         let threshold = try number(o, "threshold_dbm", "fingerprints")
         if let m = TraceDomain.violation("threshold_dbm", threshold, TraceDomain.power, "dBm") { throw fail("fingerprints", m) }
         let spacing = try optNumber(o, "spacing_m", "fingerprints")
         if let s = spacing, !(s > 0) || s > TraceDomain.localMetres.upperBound { throw fail("fingerprints", "spacing_m must be in (0, 2e7] m, got \(s)") }
         var points: [FingerprintMap.Point] = []
+        var specs: [PreparedReference.Spec] = []
         for (i, q) in try array(o, "points").enumerated() {
             let at = "fingerprints.points[\(i)]"
             guard let r = q["rss"] as? [String: Any] else { throw fail(at, "missing object 'rss' (bssid → dBm)") }
@@ -131,10 +213,12 @@ private struct Parser {
                 }
                 rss[b.lowercased()] = n.doubleValue
             }
-            let pos = try position(q, at)
+            let spec = try self.spec(q, at)
+            let pos = spec.enu(frame)
             points.append(.init(position: SIMD2(pos.x, pos.y), floor: try optInt(q, "floor", at), rss: rss, scans: try optInt(q, "scans", at) ?? 0))
+            specs.append(spec)
         }
-        return FingerprintMap(points: points, threshold: threshold, spacing: spacing)
+        return (FingerprintMap(points: points, threshold: threshold, spacing: spacing), specs)
     }
 
     /// A cell identity: `rat`, `mcc`, `mnc`, `area`, `cid`.
@@ -146,8 +230,9 @@ private struct Parser {
 
     /// `cell_coverage`: `[{cell identity, "ta"?, position, "cov_m2": [ee, en, nn], "count", "walks"?}, …]` — one
     /// area per cell (no `ta`) and per (cell, TA index) (docs/trace-format.md).
-    func cellCoverage(_ list: [[String: Any]]) throws -> CellCoverageMap {
+    func cellCoverage(_ list: [[String: Any]]) throws -> (CellCoverageMap, [CellCoverageMap.Key: PreparedReference.Spec]) {
         var areas: [CellCoverageMap.Key: CellCoverageMap.Area] = [:]
+        var specs: [CellCoverageMap.Key: PreparedReference.Spec] = [:]
         for (i, o) in list.enumerated() {
             let at = "cell_coverage[\(i)]"
             let key = CellCoverageMap.Key(cell: try cellID(o, at), timingAdvance: try optInt(o, "ta", at))
@@ -165,10 +250,12 @@ private struct Parser {
             guard areas[key] == nil else { throw fail(at, "duplicate area for \(key.cell) ta \(key.timingAdvance.map(String.init) ?? "none")") }
             let walks = try optInt(o, "walks", at) ?? 1
             guard walks >= 1, walks <= n else { throw fail(at, "walks must be in 1…count (\(n)), got \(walks)") }
-            let pos = try position(o, at)
+            let spec = try self.spec(o, at)
+            let pos = spec.enu(frame)
             areas[key] = .init(mean: SIMD2(pos.x, pos.y), covariance: Covariance2(ee: v[0], en: v[1], nn: v[2]), count: n, walks: walks)
+            specs[key] = spec
         }
-        return CellCoverageMap(areas: areas)
+        return (CellCoverageMap(areas: areas), specs)
     }
 
     func fail(_ at: String, _ reason: String, code: DataErrorCode = .invalidValue) -> TraceDataError {
@@ -230,13 +317,17 @@ private struct Parser {
     }
 
     /// `e`,`n`,`u` (m) or `lat`,`lon`,`h` (deg, deg, m) → ENU m.
-    func position(_ o: [String: Any], _ at: String) throws -> SIMD3<Double> {
+    func position(_ o: [String: Any], _ at: String) throws -> SIMD3<Double> { try spec(o, at).enu(frame) }
+
+    /// A position as given, checked (`position` converts it into the frame).
+    func spec(_ o: [String: Any], _ at: String) throws -> PreparedReference.Spec {
         if o["lat"] != nil || o["lon"] != nil {
             let lat = try number(o, "lat", at), lon = try number(o, "lon", at)
             if let m = TraceDomain.latLonViolation(lat, lon) { throw fail(at, m) }
-            let h = try optNumber(o, "h", at) ?? frame.origin.height
+            let given = try optNumber(o, "h", at)
+            let h = given ?? frame.origin.height
             if let m = TraceDomain.violation("h", h, TraceDomain.height, "m") { throw fail(at, m) }
-            return frame.enu(Geodetic(latitude: lat, longitude: lon, height: h))
+            return .geodetic(latitude: lat, longitude: lon, height: given)
         }
         if o["e"] != nil || o["n"] != nil {
             let L = TraceDomain.localMetres
@@ -244,7 +335,7 @@ private struct Parser {
             for (k, x) in zip(["e", "n", "u"], [v.x, v.y, v.z]) {
                 if let m = TraceDomain.violation(k, x, L, "m") { throw fail(at, m) }
             }
-            return v
+            return .local(v)
         }
         throw fail(at, "missing position: give e, n (, u) or lat, lon (, h)", code: .missingKey)
     }
@@ -255,18 +346,18 @@ private struct Parser {
 
     // MARK: GeoJSON floor plan
 
-    mutating func walls(geoJSON g: Any) throws -> [Wall] {
+    mutating func polylines(geoJSON g: Any) throws -> [PreparedReference.Polyline] {
         guard let root = g as? [String: Any] else { throw fail("floorplan", "must be a GeoJSON object") }
         if let f = root["frame"] as? String {
             guard f == "enu" || f == "wgs84" else { throw fail("floorplan", "frame must be 'enu' or 'wgs84', got '\(f)'") }
             enuFloorplan = f == "enu"
         }
-        var out: [Wall] = []
+        var out: [PreparedReference.Polyline] = []
         try collect(root, floor: nil, at: "floorplan", into: &out)
         return out
     }
 
-    private func collect(_ o: [String: Any], floor: Int?, at: String, into out: inout [Wall]) throws {
+    private func collect(_ o: [String: Any], floor: Int?, at: String, into out: inout [PreparedReference.Polyline]) throws {
         guard let type = o["type"] as? String else { throw fail(at, "missing GeoJSON 'type'", code: .missingKey) }
         switch type {
         case "FeatureCollection":
@@ -300,7 +391,7 @@ private struct Parser {
         }
     }
 
-    private func polyline(_ c: Any?, closed: Bool, floor: Int?, at: String, into out: inout [Wall]) throws {
+    private func polyline(_ c: Any?, closed: Bool, floor: Int?, at: String, into out: inout [PreparedReference.Polyline]) throws {
         guard let pts = c as? [Any] else { throw fail(at, "missing 'coordinates'", code: .missingKey) }
         var xy: [SIMD2<Double>] = []
         for p in pts {
@@ -317,11 +408,9 @@ private struct Parser {
                 guard (-90...90).contains(y), (-180...180).contains(x) else {
                     throw fail(at, "coordinate [\(x), \(y)] is not [lon, lat] degrees (set \"frame\": \"enu\" for metres)")
                 }
-                xy.append(frame.en(latitude: y, longitude: x, height: frame.origin.height))
+                xy.append(SIMD2(x, y))                 // [lon, lat]: converted per frame (`Polyline.walls(in:)`)
             }
         }
-        guard xy.count >= 2 else { return }
-        for k in 1..<xy.count where xy[k] != xy[k - 1] { out.append(Wall(a: xy[k - 1], b: xy[k], floor: floor)) }
-        if closed, let f = xy.first, let l = xy.last, f != l { out.append(Wall(a: l, b: f, floor: floor)) }
+        out.append(PreparedReference.Polyline(points: xy, closed: closed, floor: floor, enu: enuFloorplan))
     }
 }

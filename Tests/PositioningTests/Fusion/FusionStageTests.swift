@@ -217,7 +217,10 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
     @Test func gnssBiasOptions() throws {
         let on = try FusionStage(kind: .pf, options: StageOptions(name: "pf", values: ["gnss_bias_tau_s": .number(45), "gnss_bias_fraction": .number(0.6),
                                                                                       "adaptive_accuracy": .list([.string("gnss"), .string("wcl")])]))
-        #expect(on.settings.gnssBias == GNSSBias(correlationTime: 45, biasFraction: 0.6))
+        #expect(on.settings.gnssBias == GNSSBias(correlationTime: 45, biasFraction: 0.6, adaptiveWindow: 30))
+        let still = try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["gnss_bias_adaptive_window": .number(0)]))
+        #expect(still.settings.gnssBias == GNSSBias(adaptiveWindow: nil))
+        #expect(throws: ConfigurationError.self) { try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["gnss_bias_adaptive_window": .number(0.5)])) }
         #expect(on.settings.inflation[.gnss] == 1 && on.settings.adaptiveAccuracy == [.gnss, .wcl])
         let off = try FusionStage(kind: .ekf, options: StageOptions(name: "ekf", values: ["gnss_bias": .bool(false), "adaptive_accuracy": .list([])]))
         #expect(off.settings.gnssBias == nil && off.settings.inflation[.gnss] == 3 && off.settings.adaptiveAccuracy.isEmpty)

@@ -21,15 +21,15 @@ import Foundation
 ///   of the walk means (`Builder.area`; one walk: the sample covariance of its reports).
 /// - Normal–inverse-Wishart posterior of the area's (mean, covariance) from m draws with the
 ///   observed spread Σ̂ = S + σ_f²·I (σ_f = Δ/√12 of the RAT's default TA unit: no area is
-///   known better than one TA step) and ν₀ = `priorDegrees` (2) prior degrees of freedom; its
+///   known better than one TA step) and ν₀ = `priorDegrees` (1) prior degree of freedom; its
 ///   predictive for a new phone is a bivariate Student t with ν = ν₀ + m − 1 degrees of
 ///   freedom, location x̄ and scale Σ_t = Σ̂·(1 + 1/m) (Gelman et al., Bayesian Data Analysis,
 ///   3rd ed., §3.6, with the prior scale replaced by the observed spread).
 /// - The fix must carry a Gaussian covariance (every consumer uses one), so Σ_t is mapped to
 ///   the covariance C whose 95 % ellipse equals the t's 95 % region: for the bivariate t,
 ///   dᵀΣ_t⁻¹d / 2 ~ F(2, ν), so C = Σ_t · 2F₀.₉₅(2, ν) / χ²₂,₀.₉₅ with the closed form
-///   F₀.₉₅(2, ν) = (ν/2)(0.05^(−2/ν) − 1). One walk (ν = 2): C = 12.7 Σ̂ (σ × 3.6); three
-///   (ν = 4): 3.1 Σ̂; thirteen (ν = 14): 1.34 Σ̂; many: Σ̂.
+///   F₀.₉₅(2, ν) = (ν/2)(0.05^(−2/ν) − 1). One walk (ν = 1): C = 133 Σ̂ (σ × 11.5); three
+///   (ν = 3): 4.25 Σ̂ (σ × 2.1); thirteen (ν = 13): 1.37 Σ̂ (σ × 1.2); many: Σ̂.
 ///
 /// Unlike the ring around a tower, this uses where phones actually go (streets, buildings) and
 /// needs no site position, sector or NLOS model: with the tower only, an omni ring's centroid
@@ -165,14 +165,24 @@ public struct CellCoverageMap: Sendable, Equatable {
         public var map: CellCoverageMap {
             var areas = momentMap.areas
             for (k, p) in taPositions {
-                guard var a = areas[k], let y = Self.spatialMedian(p) else { continue }
-                let d = y - a.mean
-                a.covariance = Covariance2(ee: a.covariance.ee + d.x * d.x, en: a.covariance.en + d.x * d.y,
-                                           nn: a.covariance.nn + d.y * d.y)
-                a.mean = y
-                areas[k] = a
+                guard let a = areas[k], let placed = Self.placed(a, perWalk: p) else { continue }
+                areas[k] = placed
             }
             return CellCoverageMap(areas: areas)
+        }
+
+        /// A (cell, TA) area as `map` places it: `a` (the moments x̄, S of the positions
+        /// `perWalk`, by walk) moved to their walk-weighted spatial median y with the spread
+        /// taken about y, S + (y − x̄)(y − x̄)ᵀ. Nil without positions. (`posfuse serve`'s
+        /// geosubmit places its learned TA areas with this too.)
+        public static func placed(_ a: Area, perWalk: [Int: [SIMD2<Double>]]) -> Area? {
+            guard let y = spatialMedian(perWalk) else { return nil }
+            var a = a
+            let d = y - a.mean
+            a.covariance = Covariance2(ee: a.covariance.ee + d.x * d.x, en: a.covariance.en + d.x * d.y,
+                                       nn: a.covariance.nn + d.y * d.y)
+            a.mean = y
+            return a
         }
     }
 

@@ -121,7 +121,8 @@ extension UnscentedKalmanFilter {
 /// stage does (same options, one per phone), logs its epochs, and at the end of the trace emits the RTS-smoothed
 /// estimate at every epoch where the filter emitted a fix (offline replay only: nothing is
 /// emitted before `finish`). The smoothed covariance Pˢ is reported, so NEES and inside95
-/// measure the smoother's own consistency.
+/// measure the smoother's own consistency; plus, as the filter's, the GNSS bias block's
+/// unexplained disagreement W of that epoch (`GNSSBias.excessCovariance`).
 public final class SmootherStage: PipelineStage {
     public var sources: [Source] { [.smoother] }
     public func fresh() -> any PipelineStage { SmootherStage(settings: filter.settings) }
@@ -155,8 +156,11 @@ public final class SmootherStage: PipelineStage {
             let smoothed = RTSSmoother.smooth(epochs, angleIndex: layout.angleIndex)
             for (e, s) in zip(epochs, smoothed) where e.emitted {
                 let p = s.covariance
+                // The filter's unexplained GNSS fix–track disagreement at this epoch widens the
+                // smoothed region as it widens the filter's (`GNSSBias.excessCovariance`).
+                let w = e.posteriorBias?.excessCovariance ?? .zero
                 out.append(.fix(Fix(time: e.time, position: SIMD2(s.mean[0], s.mean[1]),
-                                    covariance: Covariance2(ee: p[0, 0], en: 0.5 * (p[0, 1] + p[1, 0]), nn: p[1, 1]),
+                                    covariance: Covariance2(ee: p[0, 0] + w.ee, en: 0.5 * (p[0, 1] + p[1, 0]) + w.en, nn: p[1, 1] + w.nn),
                                     source: .smoother, subject: device)))
             }
         }

@@ -31,6 +31,8 @@ extension FusionStage {
             "the bias correlation time τ_b")
         public static let gnssBiasFraction = OptionSpec.number("gnss_bias_fraction", GNSSBias().biasFraction, advanced: true,
             "β: share of the fix's reported variance that is bias\n(ekf/ukf/smoother: a fix carrying the GNSS error model's fitted β, τ\nfor its family, i.e. gnss.error_model not none, overrides both)")
+        public static let gnssBiasAdaptiveWindow = OptionSpec.number("gnss_bias_adaptive_window", 30, advanced: true,
+            "GNSS fixes over which the online widening μ ≥ 1 follows the bias\nestimate's size against its model (fixes vs motion model); the\nreported covariance adds (μ − 1)(U − B) (ekf/ukf; docs/fusion.md); 0 = off")
         public static let adaptiveAccuracy = OptionSpec.sources("adaptive_accuracy", ["gnss"],
             "sources whose R is scaled up by their own NIS (never below the\nreported accuracy); [] = off")
         public static let adaptiveAccuracyWindow = OptionSpec.number("adaptive_accuracy_window", 30, advanced: true,
@@ -98,7 +100,7 @@ extension FusionStage {
 
         /// The options every filter reads.
         public static let ekf = OptionTable(stage: "ekf", doc: "extended Kalman filter over PDR", options: [
-            layout, inputs, tight, supersede, combineScanFixes, inflation, gnssBias, gnssBiasTau, gnssBiasFraction,
+            layout, inputs, tight, supersede, combineScanFixes, inflation, gnssBias, gnssBiasTau, gnssBiasFraction, gnssBiasAdaptiveWindow,
             adaptiveAccuracy, adaptiveAccuracyWindow, repeatInflation, gateProbability, divergenceRejections, history,
             outputInterval, headingSigma, headingSigmaFromField, headingInterval, initialHeadingSigma, initialScaleSigma,
             initialSpeedSigma, weinbergK, stepLengthSigmaFraction, stepHeadingSigma, stepScaleSigma, positionDiffusion,

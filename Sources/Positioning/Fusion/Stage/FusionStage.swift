@@ -36,7 +36,8 @@ import Foundation
 ///
 /// **Output.** A fix after each event's measurement updates (one per phone and time: the
 /// posterior after all of them), and after steps at most every `output_interval_s`; covariance = P_pp (the filter's own, so NEES/inside95 measure its
-/// consistency).
+/// consistency), plus, while the GNSS bias estimate is larger than its model explains, that
+/// excess (`GNSSBias.excessCovariance`, option `gnss_bias_adaptive_window`).
 public final class FusionStage: PipelineStage {
     public enum Kind: String, Sendable { case ekf, ukf, pf }
     public enum LayoutChoice: String, Sendable, CaseIterable { case auto, step, cv }
@@ -81,7 +82,7 @@ public final class FusionStage: PipelineStage {
         public static let defaultInflation: [Source: Double] = Options.inflationBySource.merging([.gnss: Options.whiteNoiseGNSSInflation]) { $1 }
         /// The GNSS bias states (the Kalman filters' `GNSSBias` block, the particles' own bias in
         /// the particle filter); nil = off.
-        public var gnssBias: GNSSBias? = GNSSBias()
+        public var gnssBias: GNSSBias? = GNSSBias(adaptiveWindow: Options.gnssBiasAdaptiveWindow.number > 0 ? Options.gnssBiasAdaptiveWindow.number : nil)
         /// Sources whose reported accuracy is calibrated online from their NIS (`AccuracyScale`).
         public var adaptiveAccuracy: Set<Source> = Set(Options.adaptiveAccuracy.strings.compactMap(Source.init(rawValue:)))
         /// Fixes over which an accuracy scale follows a change.
@@ -519,7 +520,7 @@ public final class FusionStage: PipelineStage {
     private func emit(_ t: FusionTrack, device: String) -> StageResult {
         t.lastEmitTime = t.filter.time
         t.markEmitted()
-        return .fix(t.filter.fix(source: source, subject: device))
+        return .fix(t.reportedFix(source: source, subject: device))
     }
 }
 
@@ -541,7 +542,9 @@ extension FusionStage {
             let tau = try o.double(O.gnssBiasTau), beta = try o.double(O.gnssBiasFraction)
             guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).\(O.gnssBiasTau.key)", reason: "expected a time > 0 s, got \(tau)") }
             guard beta > 0, beta < 1 else { throw ConfigurationError(path: "\(o.name).\(O.gnssBiasFraction.key)", reason: "expected 0 < β < 1, got \(beta)") }
-            s.gnssBias = GNSSBias(correlationTime: tau, biasFraction: beta)
+            let window = try o.double(O.gnssBiasAdaptiveWindow)
+            guard window == 0 || (window >= 1 && window.isFinite) else { throw ConfigurationError(path: "\(o.name).\(O.gnssBiasAdaptiveWindow.key)", reason: "expected 0 (off) or a window ≥ 1 fix, got \(window)") }
+            s.gnssBias = GNSSBias(correlationTime: tau, biasFraction: beta, adaptiveWindow: window > 0 ? window : nil)
         } else {
             s.gnssBias = nil
             s.inflation[.gnss] = Settings.defaultInflation[.gnss]

@@ -214,7 +214,7 @@ final class FusionTrack {
             if gnssBias != nil, let pm = m as? PositionMeasurement,
                let family = Self.biasFamily(source: pm.source, correlation: pm.errorCorrelation), biasFamily == nil || biasFamily == family {
                 gnssBias!.adopt(pm.errorCorrelation)
-                record = updateWithBias(pm, gate: gate(m))
+                record = updateWithBias(pm, gate: gate(m), adapting: family == .gnss)
                 if record?.outcome == .accepted { biasFamily = family }
             } else {
                 let prior = gnssBias?.isPrimed == true ? (x: filter.mean, p: filter.covariance) : nil   // only the bias block needs it
@@ -243,13 +243,14 @@ final class FusionTrack {
         return record
     }
 
-    /// A GNSS fix as the joint update of [x; b] (`GNSSBias.updateFix`), written back to the filter.
-    private func updateWithBias(_ m: PositionMeasurement, gate: Double?) -> UpdateRecord {
+    /// A GNSS fix as the joint update of [x; b] (`GNSSBias.updateFix`), written back to the filter;
+    /// `adapting`: it feeds the online widening μ (GNSS fixes only).
+    private func updateWithBias(_ m: PositionMeasurement, gate: Double?, adapting: Bool) -> UpdateRecord {
         func record(_ nis: Double?, _ o: UpdateRecord.Outcome) -> UpdateRecord {
             UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: nis, gate: gate, outcome: o)
         }
         guard let out = gnssBias!.updateFix(SIMD2(m.z[0], m.z[1]), covariance: m.covariance, mean: filter.mean, prior: filter.covariance,
-                                            gate: gate, angleIndex: filter.motion.layout.angleIndex) else { return record(nil, .singular) }
+                                            gate: gate, angleIndex: filter.motion.layout.angleIndex, adapting: adapting) else { return record(nil, .singular) }
         guard out.nis >= 0 else { return record(-out.nis, .gated) }
         filter.restore(FilterSnapshot(time: filter.time, mean: out.mean, covariance: out.covariance, initialized: true, payload: nil))
         return record(out.nis, .accepted)
@@ -342,6 +343,16 @@ final class FusionTrack {
         if let n = r.nis, r.outcome == .accepted || r.outcome == .gated { c.nisSum += n; c.dofSum += r.dimension }
         counters[r.source] = c
         if logNIS, let n = r.nis { nisLog.append((r.time, r.source, r.dimension, n, r.accepted)) }
+    }
+
+    /// The position covariance to report: the filter's P_pp plus the GNSS bias block's
+    /// unexplained fix–track disagreement W (`GNSSBias.excessCovariance`; nil/zero while μ = 1).
+    func reportedFix(source: Source, subject: String) -> Fix {
+        var f = filter.fix(source: source, subject: subject)
+        if biasFamily == .gnss, let w = gnssBias?.excessCovariance {
+            f.covariance = Covariance2(ee: f.covariance.ee + w.ee, en: f.covariance.en + w.en, nn: f.covariance.nn + w.nn)
+        }
+        return f
     }
 
     func markEmitted() { if recordEpochs, !epochs.isEmpty { epochs[epochs.count - 1].emitted = true } }

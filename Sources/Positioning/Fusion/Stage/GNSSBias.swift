@@ -31,6 +31,37 @@ import Foundation
 /// * GNSS fix, H_y = [I₂ 0 0 | I₂] (linear, so exact for the EKF and the UKF alike): the joint
 ///   Kalman update of y in Joseph form, done here (`updateFix`), x and P written back.
 ///
+/// **Online widening from the bias estimate (`disagreement`, option `gnss_bias_adaptive_window`).**
+/// The phone's reported accuracy and the fixed β say how large the bias is *expected* to be; in
+/// a street canyon it is larger (multipath on reflected signals lasts tens of seconds while the
+/// phone reports 0.7× its error). The innovations cannot show this: the bias states absorb a
+/// slow bias, so the innovations stay white and their NIS near 2 (docs/fusion.md, whiteness
+/// experiment). What does show it is the bias estimate itself, which is separable from the
+/// position only through the motion model (PDR steps, the constant-velocity prior): b̂ is the
+/// part of the fixes' offset from the track that the motion model says the phone did not move.
+/// Under the model, before any fix, Cov(b) = U with U ← φ²U + (1 − φ²)Σ_b (the Gauss–Markov
+/// recursion of the Σ_b of each fix, `unconditional`; not the last fix's Σ_b, which follows the
+/// phone's jittery reported accuracy while the bias cannot change that fast). In a consistent
+/// filter Cov(b) = Cov(b̂) + Cov(b − b̂), so Cov(b̂) = U − B and after every accepted fix
+///
+///     d² = b̂ᵀ U⁻¹ b̂  has  E[d²] = e = tr(U⁻¹ (U − B)) = 2 − tr(U⁻¹ B).
+///
+/// d² well above e means the fixes and the motion model disagree by more than the model allows:
+/// either the bias is larger than modelled or the track has drifted, and the fixes alone cannot
+/// say which. μ is the covariance-matching scale of `AccuracyScale` fed with 2 d²/e (mean 2
+/// when the model holds; skipped while e < 0.2: the bias is then barely observed and d² says
+/// nothing), bounds [1, 100]: it only widens (as λ: narrowing from the fixes' own consistency
+/// is unsafe, docs/fusion.md). The unexplained part of the disagreement,
+///
+///     W = (μ − 1)(U − B)   (`excessCovariance`),
+///
+/// is added to the covariance the filter *reports* (not to its P: fed back, it made the filter
+/// follow the biased fixes, photo-landmark-downtown ekf mean 6.12 → 7.26 m, docs/fusion.md). The
+/// estimate is unchanged; the region widens exactly while the bias estimate is larger than the
+/// model explains. This is covariance matching on a state correction (Mohamed & Schwarz 1999,
+/// J. Geodesy 73, adapt Q from the state corrections; here the corrected state is the bias). μ and
+/// U are state of the block: rewinds restore them.
+///
 /// Until the first GNSS fix the block is *unprimed*: b is not a state yet (nothing observes it).
 /// The first fix primes it with b = 0, B = Σ_b and C = 0, or, when that fix starts the filter
 /// (p̂ = z, so the position error is −(b + w)), with C_p = −Σ_b (`prime(startingAt:)`).
@@ -47,9 +78,15 @@ public struct GNSSBias: Sendable, Equatable {
     /// Σ_b of the last fix; nil while unprimed.
     public private(set) var stationary: Covariance2?
     public private(set) var time = 0.0
+    /// U = Cov(b) before any fix: the Gauss–Markov recursion of Σ_b alone, U ← φ²U + (1 − φ²)Σ_b.
+    public private(set) var unconditional = Covariance2.zero
+    /// μ, the scale of the bias estimate's spread against its model (nil: off).
+    public private(set) var disagreement: AccuracyScale?
 
-    public init(correlationTime: Double = 30, biasFraction: Double = 0.75) {
+    /// `adaptiveWindow`: fixes over which μ follows a change (nil: no online widening).
+    public init(correlationTime: Double = 30, biasFraction: Double = 0.75, adaptiveWindow: Double? = nil) {
         self.correlationTime = correlationTime; self.biasFraction = biasFraction
+        disagreement = adaptiveWindow.map { AccuracyScale(window: $0) }
     }
 
     public var isPrimed: Bool { stationary != nil }
@@ -63,14 +100,14 @@ public struct GNSSBias: Sendable, Equatable {
 
     /// Back to unprimed (the filter was (re)started from another source).
     public mutating func reset(time t: Double) {
-        bias = .zero; crossE = .zero; crossN = .zero; covariance = .zero; stationary = nil; time = t
+        bias = .zero; crossE = .zero; crossN = .zero; covariance = .zero; unconditional = .zero; stationary = nil; time = t
     }
 
     /// Primes at the fix that starts the filter (x̂_p = z, P_pp = Σ): C_p = −Σ_b.
     public mutating func prime(startingAt fixCovariance: Covariance2, time t: Double) {
         let sb = fixCovariance.scaled(biasFraction)
         reset(time: t)
-        stationary = sb; covariance = sb
+        stationary = sb; covariance = sb; unconditional = sb
         crossE = SIMD4(-sb.ee, -sb.en, 0, 0); crossN = SIMD4(-sb.en, -sb.nn, 0, 0)
     }
 
@@ -87,6 +124,8 @@ public struct GNSSBias: Sendable, Equatable {
         let a = phi * phi
         covariance = Covariance2(ee: a * covariance.ee + (1 - a) * sb.ee, en: a * covariance.en + (1 - a) * sb.en,
                                  nn: a * covariance.nn + (1 - a) * sb.nn)
+        unconditional = Covariance2(ee: a * unconditional.ee + (1 - a) * sb.ee, en: a * unconditional.en + (1 - a) * sb.en,
+                                    nn: a * unconditional.nn + (1 - a) * sb.nn)
     }
 
     /// The block update for an accepted measurement of x alone with Jacobian rows `h` (1×4 each),
@@ -113,6 +152,28 @@ public struct GNSSBias: Sendable, Equatable {
         covariance = Covariance2(ee: covariance.ee - bee, en: covariance.en - ben, nn: covariance.nn - bnn)
     }
 
+    /// W = (μ − 1)(U − B): the fix–track disagreement the model does not explain, as a position
+    /// covariance to add to the reported one; nil while μ = 1, off or unprimed. U − B is PSD in
+    /// exact arithmetic (B never exceeds the prior it was updated from); clipped to be so.
+    public var excessCovariance: Covariance2? {
+        guard let mu = disagreement?.value, mu > 1, stationary != nil else { return nil }
+        let u = unconditional, c = covariance
+        let ee = max(0, u.ee - c.ee), nn = max(0, u.nn - c.nn), lim = (ee * nn).squareRoot()
+        let en = min(max(u.en - c.en, -lim), lim)
+        return Covariance2(ee: ee, en: en, nn: nn).scaled(mu - 1)
+    }
+
+    /// One observation of μ after an accepted fix: 2 d²/e with d² = b̂ᵀ U⁻¹ b̂ and
+    /// e = 2 − tr(U⁻¹ B) (see the type's doc).
+    mutating func observeBiasEstimate() {
+        guard disagreement != nil, let ui = unconditional.inverse else { return }
+        let b = bias, c = covariance
+        let e = 2 - (ui.ee * c.ee + 2 * ui.en * c.en + ui.nn * c.nn)
+        guard e >= 0.2, e.isFinite else { return }
+        let d2 = b.x * (ui.ee * b.x + ui.en * b.y) + b.y * (ui.en * b.x + ui.nn * b.y)
+        disagreement!.observe(nis: 2 * d2 / e)
+    }
+
     /// The 6×6 covariance [[P, C], [Cᵀ, B]].
     public func augmented(_ p: Mat4) -> Matrix {
         var y = Matrix(rows: 6, cols: 6)
@@ -123,13 +184,14 @@ public struct GNSSBias: Sendable, Equatable {
     }
 
     /// Joint update of [x; b] by a GNSS fix z with covariance Σ (already × α²), gated at `gate`
-    /// on the NIS. Primes the block first if needed. Returns the new (x, P) and the NIS, or
+    /// on the NIS. Primes the block first if needed; `adapting`: an accepted fix feeds μ (GNSS fixes; the
+    /// radio family does not, until its effect on real walks is measured). Returns the new (x, P) and the NIS, or
     /// nil when S is singular; a gated fix (NIS > gate) returns −NIS and changes nothing.
     public mutating func updateFix(_ z: SIMD2<Double>, covariance sigma: Covariance2, mean x: SIMD4<Double>, prior p: Mat4,
-                                   gate: Double?, angleIndex: Int?) -> (mean: SIMD4<Double>, covariance: Mat4, nis: Double)? {
+                                   gate: Double?, angleIndex: Int?, adapting: Bool = true) -> (mean: SIMD4<Double>, covariance: Mat4, nis: Double)? {
         var trial = self
         let sb = sigma.scaled(biasFraction), rw = sigma.scaled(1 - biasFraction)
-        if trial.stationary == nil { trial.covariance = sb }       // first fix: b ~ N(0, Σ_b), C = 0
+        if trial.stationary == nil { trial.covariance = sb; trial.unconditional = sb }       // first fix: b ~ N(0, Σ_b), C = 0
         trial.stationary = sb
         let y = trial.augmented(p)
         var h = Matrix(rows: 2, cols: 6)
@@ -153,6 +215,7 @@ public struct GNSSBias: Sendable, Equatable {
         for i in 0..<4 { for j in 0..<4 { pn[i, j] = yn[i, j] } }
         for i in 0..<4 { trial.crossE[i] = yn[i, 4]; trial.crossN[i] = yn[i, 5] }
         trial.covariance = Covariance2(ee: yn[4, 4], en: yn[4, 5], nn: yn[5, 5])
+        if adapting { trial.observeBiasEstimate() }
         self = trial
         return (xn, pn, nis)
     }
