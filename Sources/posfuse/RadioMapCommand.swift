@@ -16,7 +16,7 @@ struct RadioMapBuild: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
         abstract: "Estimate AP positions (+P0, n where the data allows) from walks with ground truth into SQLite.",
-        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files (folders are searched recursively). The database holds the APs, the fingerprint survey (the walks' scans binned into --fingerprint-cell cells) and the uncertainty model (how much the WiFi fixes' covariances grow where the map is blind, fitted on the walks with a blocked protocol: docs/radio.md); give it to posfuse replay --radio-map. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md).\n\nExample:\n  posfuse radiomap build ../shared/data/ms-indoor/site2/F3 --db site.sqlite\n  posfuse import ms-indoor walk.txt -o walk/trace.jsonl\n  posfuse replay walk/ --radio-map site.sqlite"
+        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files (folders are searched recursively). The database holds the APs, the fingerprint survey (the walks' scans binned into --fingerprint-cell cells), the PDR step length (the Weinberg K fitted on the walks' steps and truth: docs/fusion.md) and the uncertainty model (how much the WiFi fixes' covariances grow where the map is blind, fitted on the walks with a blocked protocol: docs/radio.md); give it to posfuse replay --radio-map. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md).\n\nExample:\n  posfuse radiomap build ../shared/data/ms-indoor/site2/F3 --db site.sqlite\n  posfuse import ms-indoor walk.txt -o walk/trace.jsonl\n  posfuse replay walk/ --radio-map site.sqlite"
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
@@ -61,8 +61,12 @@ struct RadioMapBuild: ParsableCommand {
                     return "\(k) (\(t.samples) residuals\(c))"
                 }.joined(separator: ", ")
             } ?? "; no uncertainty model (needs two or more walks with truth)"
+            let steps = map.stepLength.map {
+                String(format: "; PDR step length: Weinberg K %.3f (scale σ %.3f; %d walks, %d segments, %.0f m)",
+                       $0.weinbergK, $0.scaleSigma, $0.walks, $0.segments, $0.distance)
+            } ?? "; no PDR step length (needs two or more walks with steps and truth)"
             print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) and \(points) fingerprint point(s) written to \(db)"
-                  + (referenceJSON.map { " and \($0)" } ?? "") + model)
+                  + (referenceJSON.map { " and \($0)" } ?? "") + model + steps)
         } catch let e as ImportDataError {
             printError(e.description)
             throw ExitCode(ExitStatus.dataError)

@@ -17,6 +17,8 @@ public struct RadioMapLearner: Sendable {
     public var fingerprintCell: Double
     /// Fit the uncertainty model (needs at least two walks).
     public var fitUncertainty = true
+    /// Fit the PDR step length (`StepLengthCalibration`; needs two walks with steps and truth).
+    public var fitStepLength = true
     /// Inner folds of the uncertainty fit (walk i is in fold i mod K).
     public var innerFolds = 5
     /// Block radius of the uncertainty fit's inner folds, m (`RadioSplit.defaultRadius`).
@@ -37,6 +39,8 @@ public struct RadioMapLearner: Sendable {
         public var accessPoints: [APMapEstimator.Estimate]
         public var fingerprints: FingerprintMap
         public var uncertainty: RadioUncertaintyModel?
+        /// The PDR step length fitted on the walks (nil: too few walks with steps and truth).
+        public var stepLength: StepLengthCalibration? = nil
 
         /// The map as reference data in `frame` (converted exactly through WGS84 when it differs).
         public func reference(in target: LocalFrame) -> ReferenceData {
@@ -50,6 +54,7 @@ public struct RadioMapLearner: Sendable {
                 }, threshold: fingerprints.threshold, spacing: fingerprints.spacing)
             }
             r.radioUncertainty = uncertainty
+            r.stepLength = stepLength
             return r
         }
     }
@@ -62,7 +67,17 @@ public struct RadioMapLearner: Sendable {
             for (s, samples) in uncertaintySamples(walks) { if let t = RadioUncertaintyModel.fit(samples) { terms[s.rawValue] = t } }
             if !terms.isEmpty { out.uncertainty = RadioUncertaintyModel(terms: terms) }
         }
+        if fitStepLength { out.stepLength = StepLengthCalibration.fit(walks.map(Self.stepSegments)) }
         return out
+    }
+
+    /// The step-length segments of a walk (`StepLengthCalibration.segments`): its phone's IMU
+    /// samples and truth samples in the walk's own frame.
+    public static func stepSegments(_ w: RecordedWalk) -> [StepLengthCalibration.Segment] {
+        var imu: [(time: Double, sample: IMUSample)] = []
+        for e in w.events where e.device == Fix.defaultSubject { if case .imu(let s) = e.payload { imu.append((e.time, s)) } }
+        let truth = TruthTrack(walk: w, frame: LocalFrame(origin: w.header.origin))
+        return StepLengthCalibration.segments(imu: imu, truth: Array(zip(truth.times, truth.positions)).map { ($0.0, $0.1) })
     }
 
     /// APs and survey only.
@@ -120,7 +135,7 @@ public struct RadioMapLearner: Sendable {
     public func write(_ o: Output, to path: String) throws {
         let db = try RadioMapDatabase(path: path)
         try db.replace(with: o.accessPoints, fingerprints: o.fingerprints.isEmpty ? nil : o.fingerprints,
-                       uncertainty: o.uncertainty, frame: o.frame)
+                       uncertainty: o.uncertainty, stepLength: o.stepLength, frame: o.frame)
     }
 
     // MARK: Spatial blocking (shared with `RadioWalkEvaluation`)
