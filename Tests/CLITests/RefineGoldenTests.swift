@@ -21,10 +21,6 @@ import TestSupport
 /// file is compared value by value (same records, keys, strings; numbers within 1e-9 relative).
 /// Since then robust (issue 25) bounds `accuracy_m` (≤ 2e7 m): its error message says so and
 /// the `big-acc` record (1e300 m) is an error; the expected files carry that announced change.
-/// Since session 15 (issue 21) the ekf reports its region widened by the GNSS bias estimate's
-/// unexplained excess (`gnss_bias_adaptive_window`, docs/fusion.md): the expected files'
-/// `ellipse95` and `radius95_m` carry that change (positions and every other field unchanged;
-/// with `ekf: {gnss_bias_adaptive_window: 0}` refine writes the previous bytes).
 @Suite struct RefineGoldenTests {
     static let fixtures = "Tests/CLITests/Fixtures/refine"
     static let reference = CLI.root.appendingPathComponent("Traces/reports/reference.json").path
