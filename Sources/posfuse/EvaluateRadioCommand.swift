@@ -305,6 +305,34 @@ extension EvaluateRadio {
                 lines.append(String(format: "  same checkpoints (n=%d): %@ mean %.2f m vs wcl %.2f m, ratio %.3f", n, f.rawValue, m, w, m / w))
             }
             o["same_checkpoints_vs_wcl"] = same
+            // Per-source NIS of the fusion stages (ANIS = Σ NIS / Σ m, ≈ 1 when the source's R and
+            // the filter's prior are consistent; heading updates count under the stage's source).
+            var nis: [String: Any] = [:]
+            for (stage, m) in s.fusionCounters.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                var per: [String: Any] = [:]
+                var parts: [String] = []
+                for (src, c) in m.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where c.accepted + c.gated + c.combined > 0 {
+                    var e: [String: Any] = ["accepted": c.accepted, "gated": c.gated, "combined": c.combined, "initializations": c.initializations]
+                    if let a = c.averageNIS { e["anis"] = a }
+                    per[src.rawValue] = e
+                    parts.append("\(src.isFusion ? "heading" : src.rawValue) " + (c.averageNIS.map { String(format: "ANIS %.2f", $0) } ?? "no NIS")
+                                 + " (\(c.accepted) accepted, \(c.gated) gated\(c.combined > 0 ? ", \(c.combined) combined" : ""))")
+                }
+                nis[stage.rawValue] = per
+                if !parts.isEmpty { lines.append("  \(stage.rawValue) updates: " + parts.joined(separator: "; ")) }
+            }
+            o["fusion_updates"] = nis
+            let pdr = s.pdrDiagnostics(defaultK: FusionStage.Options.weinbergK.number)
+            if !pdr.isEmpty {
+                o["pdr_test_walks"] = pdr
+                let h = (pdr["heading_error_deg"] as? [String: Any]).map { h in
+                    String(format: "; heading error (truth − PDR, segments ≥ 5 m, n=%d) mean %.1f°, RMS %.1f°", h["segments"] as? Int ?? 0,
+                           h["mean"] as? Double ?? 0, h["rms"] as? Double ?? 0)
+                } ?? ""
+                lines.append(String(format: "  PDR on the test walks: truth %.0f m between checkpoints, PDR %.0f m with the fold's fitted K (truth/PDR %.2f), %.0f m with weinberg_k %.2f (%.2f)",
+                                    pdr["truth_m"] as? Double ?? 0, pdr["pdr_m"] as? Double ?? 0, pdr["truth_over_pdr"] as? Double ?? 0,
+                                    pdr["pdr_default_k_m"] as? Double ?? 0, FusionStage.Options.weinbergK.number, pdr["truth_over_pdr_default_k"] as? Double ?? 0) + h)
+            }
             let per = sources.compactMap { src -> String? in
                 guard let a = s.estimates[src], !a.errors.isEmpty else { return nil }
                 let e = ErrorSummary(a.errors)

@@ -16,7 +16,7 @@ struct RadioMapBuild: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
         abstract: "Estimate AP positions (+P0, n where the data allows) from walks with ground truth into SQLite.",
-        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files (folders are searched recursively). The database holds the APs, the fingerprint survey (the walks' scans binned into --fingerprint-cell cells) and the uncertainty model (how much the WiFi fixes' covariances grow where the map is blind, fitted on the walks with a blocked protocol: docs/radio.md); give it to posfuse replay --radio-map. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md).\n\nExample:\n  posfuse radiomap build ../shared/data/ms-indoor/site2/F3 --db site.sqlite\n  posfuse import ms-indoor walk.txt -o walk/trace.jsonl\n  posfuse replay walk/ --radio-map site.sqlite"
+        discussion: "Inputs: posfuse traces (.jsonl) or ms-indoor path files (folders are searched recursively). The database holds the APs, the fingerprint survey (the walks' scans binned into --fingerprint-cell cells), the PDR step length (the Weinberg K fitted on the walks' steps and truth: docs/fusion.md) and the uncertainty model (how much the WiFi fixes' covariances grow where the map is blind, fitted on the walks with a blocked protocol: docs/radio.md); give it to posfuse replay --radio-map. --reference-json writes an 'aps' section for reference.json (positions in the ENU frame of the first walk's origin); with --fingerprints also a 'fingerprints' section (docs/radio.md).\n\nExample:\n  posfuse radiomap build ../shared/data/ms-indoor/site2/F3 --db site.sqlite\n  posfuse import ms-indoor walk.txt -o walk/trace.jsonl\n  posfuse replay walk/ --radio-map site.sqlite"
     )
     @Argument(help: "Walks (files or folders).") var inputs: [String]
     @Option(name: .customLong("db"), help: "Radio map database (SQLite) to write.") var db: String
@@ -27,9 +27,31 @@ struct RadioMapBuild: ParsableCommand {
     @Option(help: "Pipeline configuration (YAML): the WiFi stages' options the uncertainty model is fitted for (the file you will replay with).") var pipeline: String?
     @Flag(name: .customLong("no-uncertainty"), help: "Do not fit the uncertainty model (the WiFi fixes keep their own covariances).") var noUncertainty = false
 
+    @Option(help: "Write the residuals the uncertainty model is fitted on (one CSV row per WiFi fix of the inner folds: source, inner fold, walk, time, residual east/north m, the fix's own covariance m², and the novelty features) to this file, to study which features predict large errors.") var residuals: String?
+    @Option(name: .customLong("inner-folds"), help: "Inner folds of the uncertainty fit (walk i in fold i mod K).") var innerFolds: Int = RadioMapLearner().innerFolds
+    @Option(name: .customLong("block-radius"), help: "Block radius of the uncertainty fit's inner folds, m (0: walk-blocked only).") var blockRadius: Double = RadioMapLearner.defaultBlockRadius
+
     func validate() throws {
+        if innerFolds < 2 { throw ValidationError("--inner-folds must be ≥ 2") }
+        if !(blockRadius >= 0) { throw ValidationError("--block-radius must be ≥ 0 m") }
         if fingerprints && referenceJSON == nil { throw ValidationError("--fingerprints writes into --reference-json; give that file") }
         if !(fingerprintCell > 0) { throw ValidationError("--fingerprint-cell must be > 0 m") }
+    }
+
+    /// The `--residuals` CSV, written atomically.
+    static func writeResiduals(_ r: [Source: [RadioUncertaintyModel.Sample]], walks: [String], to path: String) throws {
+        var out = "source,fold,walk,time,res_e_m,res_n_m,cov_ee_m2,cov_en_m2,cov_nn_m2,survey_distance_m,known_share,signal_distance_db\n"
+        for src in r.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            for v in r[src]! {
+                let w = v.walk < walks.count ? walks[v.walk] : String(v.walk)
+                out += "\(src.rawValue),\(v.group),\(w),\(v.time),\(v.residual.x),\(v.residual.y),\(v.covariance.ee),\(v.covariance.en),\(v.covariance.nn),"
+                    + "\(v.features.surveyDistance),\(v.features.knownShare),\(v.features.signalDistance)\n"
+            }
+        }
+        do { try Data(out.utf8).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
+            printError("\(path): cannot write: \(error.localizedDescription)")
+            throw ExitCode(ExitStatus.ioError)
+        }
     }
 
     func run() throws {
@@ -42,9 +64,12 @@ struct RadioMapBuild: ParsableCommand {
             let walks = try RadioWalkLoader.load(urls, dataset: ds)
             var b = RadioMapLearner(maxAge: maxAge, fingerprintCell: fingerprintCell)
             b.fitUncertainty = !noUncertainty
+            b.innerFolds = innerFolds
+            b.blockRadius = blockRadius
             if let pipeline { b.stages = try loadPipelineStages(pipeline) }
             guard let map = b.build(walks) else { throw ValidationError("no walks") }
             try b.write(map, to: db)
+            if let residuals { try Self.writeResiduals(map.residuals, walks: walks.map(\.name), to: residuals) }
             let est = map.accessPoints
             let points = map.fingerprints.points.count
             if let r = referenceJSON {
@@ -61,8 +86,12 @@ struct RadioMapBuild: ParsableCommand {
                     return "\(k) (\(t.samples) residuals\(c))"
                 }.joined(separator: ", ")
             } ?? "; no uncertainty model (needs two or more walks with truth)"
+            let steps = map.stepLength.map {
+                String(format: "; PDR step length: Weinberg K %.3f (scale σ %.3f; %d walks, %d segments, %.0f m)",
+                       $0.weinbergK, $0.scaleSigma, $0.walks, $0.segments, $0.distance)
+            } ?? "; no PDR step length (needs two or more walks with steps and truth)"
             print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) and \(points) fingerprint point(s) written to \(db)"
-                  + (referenceJSON.map { " and \($0)" } ?? "") + model)
+                  + (referenceJSON.map { " and \($0)" } ?? "") + model + steps)
         } catch let e as ImportDataError {
             printError(e.description)
             throw ExitCode(ExitStatus.dataError)

@@ -46,6 +46,14 @@ import TestSupport
         let db = dir.appendingPathComponent("map.sqlite").path
         let b = try CLI.run(["radiomap", "build"] + walks.prefix(3) + ["--db", db])
         #expect(b.status == 0, "\(b.stderr)")
+        // --residuals: the inner folds' residuals the model was fitted on, one CSV row per WiFi fix.
+        let res = dir.appendingPathComponent("res.csv").path
+        let rb = try CLI.run(["radiomap", "build"] + walks.prefix(3) + ["--db", dir.appendingPathComponent("map2.sqlite").path, "--residuals", res])
+        #expect(rb.status == 0, "\(rb.stderr)")
+        let rows = try String(contentsOfFile: res, encoding: .utf8).split(separator: "\n")
+        #expect(rows.first == "source,fold,walk,time,res_e_m,res_n_m,cov_ee_m2,cov_en_m2,cov_nn_m2,survey_distance_m,known_share,signal_distance_db")
+        #expect(rows.contains { $0.hasPrefix("wcl,") } && rows.dropFirst().allSatisfy { $0.split(separator: ",").count == 12 })
+        #expect(try CLI.run(["radiomap", "build", walks[0], "--db", db, "--inner-folds", "1"]).status == 64)
         let i = try CLI.run(["import", "ms-indoor", walks[3], "-o", dir.appendingPathComponent("test/trace.jsonl").path])
         #expect(i.status == 0, "\(i.stderr)")
         let r = try CLI.run(["replay", dir.appendingPathComponent("test").path, "--radio-map", db, "--pipeline", pipeline.path, "--json"])

@@ -94,5 +94,15 @@ import TestSupport
         // Every checkpoint of the walk is counted for every source, scored or missed.
         #expect(wcl.checkpoints == ekf.checkpoints && wcl.scored + wcl.missed == wcl.checkpoints)
         print("ms-indoor 4 walks, same checkpoints (n=\(n)): ekf \(m) m, wcl \(w) m")
+        // The fold's map carries the PDR step length fitted on the three training walks; on the
+        // fourth it puts the PDR's distance within 15 % of the truth, where the default K walks
+        // about 1.5 times the truth (docs/fusion.md, "Step length on real phones").
+        let fold = try #require(s.folds.first)
+        #expect(fold.stepLength?.walks == 3)
+        let pdr = s.pdrDiagnostics(defaultK: FusionStage.Options.weinbergK.number)
+        let fitted = try #require(pdr["truth_over_pdr"] as? Double), plain = try #require(pdr["truth_over_pdr_default_k"] as? Double)
+        #expect(abs(fitted - 1) < 0.15 && plain < 0.8, "truth/PDR \(fitted) fitted K, \(plain) default K")
+        // The ekf's per-source counters came out of the replay.
+        #expect((s.fusionCounters[.ekf] ?? [:]).values.reduce(0) { $0 + $1.accepted } > 0)
     }
 }

@@ -208,12 +208,34 @@ import Foundation
         #expect(m1.floor == 0 && m1.position == SIMD2(0, 0))
     }
 
+    /// The shared-AP factor of the vote (h = `classSharedExponent`): the scan hears a, b, c
+    /// (positive levels 45, 15, 15); point A (floor 0) heard a alone (45): Euclidean distance
+    /// √(15² + 15²) = 21.2; point B (floor 1) heard all three at −70 dBm (35 each): √(10² + 20² + 20²)
+    /// = 30. With class_k = 2 and weights 1/d, h = 0 gives floor 0 (1/21.2 > 1/30); h = 1 weighs A
+    /// by 1 shared AP and B by 3: 3/30 > 1/21.2, floor 1, and the k = 1 position follows the floor.
+    @Test func sharedAPsWeighTheVote() throws {
+        let map = FingerprintMap(points: [P(position: .zero, floor: 0, rss: ["a": -60], building: 0),
+                                          P(position: SIMD2(10, 0), floor: 1, rss: ["a": -70, "b": -70, "c": -70], building: 0)],
+                                 threshold: -100)
+        let s = scan(["a": -60, "b": -90, "c": -90])
+        var e = KNNFingerprintEstimator(k: 1, classK: 2, representation: .positive, distance: .euclidean, weightExponent: 1)
+        #expect(e.sharedCounter(s, map: map)(0) == 1 && e.sharedCounter(s, map: map)(1) == 3)
+        let m0 = try e.match(s, map: map).get()
+        #expect(abs(m0.distances[0] - (450.0).squareRoot()) < 1e-9)
+        #expect(m0.floor == 0 && m0.position == SIMD2(0, 0))
+        e.classSharedExponent = 1
+        let m1 = try e.match(s, map: map).get()
+        #expect(m1.floor == 1 && m1.position == SIMD2(10, 0))
+        var bad = FingerprintStage.options(e); bad.values["class_shared_exponent"] = .number(-1)
+        #expect(throws: ConfigurationError.self) { try FingerprintStage.knnEstimator(bad) }
+    }
+
     /// The wknn options written by `FingerprintStage.options` read back to the same estimator,
     /// vote distances and calibration included; the calibrated covariance is
     /// k · (γ² S + (a + c·(1 − u) + e·δ/10)² I) with δ = 10 · d_nearest / distanceScale.
     @Test func optionsRoundTripAndCalibratedCovariance() throws {
         var e = KNNFingerprintEstimator(k: 5, classK: 7, representation: .exponential, distance: .manhattan, weightExponent: 2)
-        e.classRepresentation = .binary; e.classDistance = .sorensen; e.classNotHeard = -90
+        e.classRepresentation = .binary; e.classDistance = .sorensen; e.classNotHeard = -90; e.classSharedExponent = 2
         e.calibration = RadioUncertaintyModel.Term(gamma: 2, a: 1, b: 0, c: 3, e: 0.5, k: 1.5)
         e.distanceScale = 4
         #expect(try FingerprintStage.knnEstimator(FingerprintStage.options(e)) == e)

@@ -47,3 +47,74 @@ import Testing
         #expect(abs(c.latitude - 48.15) < 1e-12)
     }
 }
+
+/// Evidence validated once (the record scan delimits `evidence`, the trace decoder validates each
+/// event) gives the same bytes as validating it in the record scan too, on damaged records:
+/// seeded byte edits inside and around the evidence of the bundled sample reports (deleted,
+/// doubled or replaced bytes; brackets, quotes, commas, digits, letters), repeated `evidence`
+/// keys, a Feature with a top-level `evidence`, deep nesting and out-of-range numbers.
+@Suite struct DeferredEvidenceTests {
+    static func bytes(_ refiner: ReportRefiner, _ record: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        _ = refiner.refine(json: record, file: "r.jsonl", line: 7, into: &out)
+        return out
+    }
+
+    @Test func damagedRecordsGiveTheSameBytes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let reference = root.appendingPathComponent("Traces/reports/reference.json")
+        let lines = try String(contentsOf: root.appendingPathComponent("Traces/reports/sample-reports.jsonl"), encoding: .utf8)
+            .split(separator: "\n").map { Array($0.utf8) }
+        let once = try ReportRefiner(referenceURL: reference), twice = try ReportRefiner(referenceURL: reference)
+        twice.deferEvidence = false
+        var state: UInt64 = 22
+        func next(_ n: Int) -> Int {
+            state &+= 0x9E3779B97F4A7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+            return Int((z ^ (z >> 31)) % UInt64(n))
+        }
+        let edits: [UInt8] = Array("{}[]\",:0-.e9 aZ\\".utf8) + [0x00, 0xC3, 0xFF]
+        var records: [[UInt8]] = []
+        for _ in 0..<600 {
+            var r = lines[next(lines.count)]
+            // Short records keep the test fast: cut the evidence after a few events, closing it.
+            if let e = r.firstIndex(of: UInt8(ascii: "[")), r.count > 3_000 {
+                var cut = e + 1_500
+                while cut < r.count && r[cut] != UInt8(ascii: "}") { cut += 1 }
+                if cut < r.count { r = Array(r[...cut]) + Array("]}".utf8) }
+            }
+            for _ in 0...next(3) {
+                let i = next(r.count)
+                switch next(3) {
+                case 0: r.remove(at: i)
+                case 1: r.insert(edits[next(edits.count)], at: i)
+                default: r[i] = edits[next(edits.count)]
+                }
+            }
+            records.append(r)
+        }
+        records += [
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8}],"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8}}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8]],"evidence":5}"#,
+            #"{"type":"Feature","geometry":{"type":"Point","coordinates":[11.5,48.1]},"properties":{"accuracy_m":10},"evidence":[{"t":1,}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":1e999,"y":0,"z":9.8}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8,"deep":"#
+                + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "}]}",
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8,"deep":"#
+                + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}]}",
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8},"x"]}"#,
+            #"{"lat":95,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8},{"t":2 "type":"acc"}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":"1","type":"acc","x":0,"y":0,"z":9.8},{"t":2,"type":"warp"}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8}  ,  ]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","s":"}]\"{[","x":0,"y":0,"z":9.8}]}"#,
+        ].map { Array($0.utf8) }
+        var malformed = 0
+        for r in records {
+            let a = Self.bytes(once, r), b = Self.bytes(twice, r)
+            #expect(a == b, "\(String(decoding: r, as: UTF8.self))\n\(String(decoding: a, as: UTF8.self))\n\(String(decoding: b, as: UTF8.self))")
+            if String(decoding: b, as: UTF8.self).contains("invalid JSON") { malformed += 1 }
+        }
+        #expect(malformed > 10)
+    }
+}

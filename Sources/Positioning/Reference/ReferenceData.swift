@@ -16,6 +16,10 @@ public struct ReferenceData: Sendable {
     /// How WiFi fixes' covariances grow where the radio map is blind (`RadioUncertaintyModel`),
     /// fitted by `posfuse radiomap build`; nil = the estimators' own covariances.
     public var radioUncertainty: RadioUncertaintyModel?
+    /// The PDR step length fitted on the map's training walks (`StepLengthCalibration`, stored
+    /// by `posfuse radiomap build`); the fusion filters' PDR uses its K unless the pipeline sets
+    /// `weinberg_k`. nil = the option's K.
+    public var stepLength: StepLengthCalibration?
 
     public init(accessPoints: [String: AccessPoint] = [:], cells: [CellID: CellSite] = [:],
                 beacons: [String: AcousticBeacon] = [:], landmarks: [String: Landmark] = [:], walls: [Wall] = [],

@@ -95,6 +95,15 @@ public struct RadioWalkEvaluation {
         public var removedScans: Int
         public var keptScans: Int
         public var result: ReplayResult
+        /// Per-source update counters (accepted, gated, Σ NIS) of each fusion stage, by the
+        /// stage's source (`ekf`, `ukf`, `pf`, `smoother`: its forward filter). Heading updates
+        /// count under the stage's own source.
+        public var fusionCounters: [Source: [Source: SourceCounters]] = [:]
+        /// The fold map's PDR step length (nil: none fitted) and the test walk's step segments
+        /// against its truth: a diagnostic of the PDR on a walk the calibration never saw (never
+        /// fed back into the replay).
+        public var stepLength: StepLengthCalibration? = nil
+        public var testSegments: [StepLengthCalibration.Segment] = []
     }
 
     /// The pooled figures of one split.
@@ -146,12 +155,21 @@ public struct RadioWalkEvaluation {
         defer { try? FileManager.default.removeItem(at: db) }
         var l = learner
         l.stages = stages
-        if let map = l.build(walks) { try l.write(map, to: db.path) }
+        let map = l.build(walks)
+        if let map { try l.write(map, to: db.path) }
         let replayer = Replayer(options: ReplayOptions(stages: stages, scoring: ScoringOptions(maxTruthGap: scoring.maxTruthGap,
                                                        fixValidity: scoring.fixValidity, keepEpochs: true),
                                                        radioMap: FileManager.default.fileExists(atPath: db.path) ? db.path : nil))
+        final class Box: @unchecked Sendable { var counters: [Source: [Source: SourceCounters]] = [:] }
+        let box = Box()
+        replayer.onFinish = { p in
+            for st in p.stages {
+                if let f = st as? FusionStage { box.counters[f.source] = f.counters } else if let s = st as? SmootherStage { box.counters[.smoother] = s.counters }
+            }
+        }
         let r = try replayer.run(test.location)
-        return Fold(test: test.walk.name, train: train.map(\.walk.name), removedScans: removed, keptScans: kept, result: r)
+        return Fold(test: test.walk.name, train: train.map(\.walk.name), removedScans: removed, keptScans: kept, result: r,
+                    fusionCounters: box.counters, stepLength: map?.stepLength, testSegments: RadioMapLearner.stepSegments(test.walk))
     }
 
     func summary(_ folds: [Fold], split: RadioSplit) -> Summary {
@@ -179,6 +197,38 @@ extension RadioWalkEvaluation.Summary {
             o?["anees"] = RadioStats.mean(a.nees)
         }
         return o ?? [:]
+    }
+
+    /// The PDR on the test walks against their truth, pooled over the folds: truth distance
+    /// between checkpoints, the PDR's distance with each fold's fitted K (and with `defaultK`),
+    /// and the heading error (truth bearing − PDR heading) over segments of at least
+    /// `minimumSegment` m: mean and RMS, degrees.
+    public func pdrDiagnostics(defaultK: Double, minimumSegment: Double = 5) -> [String: Any] {
+        var d = 0.0, fitted = 0.0, plain = 0.0, errors: [Double] = [], calibrated = 0
+        for f in folds {
+            for g in f.testSegments {
+                d += g.distance; plain += defaultK * g.rootSum
+                fitted += (f.stepLength?.weinbergK ?? defaultK) * g.rootSum
+                if let e = g.headingError, g.distance >= minimumSegment { errors.append(Angle.degrees(e)) }
+            }
+            if f.stepLength != nil { calibrated += 1 }
+        }
+        guard d > 0 else { return [:] }
+        var o: [String: Any] = ["truth_m": d, "pdr_m": fitted, "pdr_default_k_m": plain, "truth_over_pdr": fitted > 0 ? d / fitted : 0,
+                                "truth_over_pdr_default_k": plain > 0 ? d / plain : 0, "folds_with_fitted_k": calibrated,
+                                "segments": folds.reduce(0) { $0 + $1.testSegments.count }]
+        if !errors.isEmpty {
+            o["heading_error_deg"] = ["segments": errors.count, "min_length_m": minimumSegment, "mean": RadioStats.mean(errors) ?? 0,
+                                      "rms": (errors.reduce(0) { $0 + $1 * $1 } / Double(errors.count)).squareRoot()]
+        }
+        return o
+    }
+
+    /// Per-source counters of each fusion stage, summed over the folds (`Fold.fusionCounters`).
+    public var fusionCounters: [Source: [Source: SourceCounters]] {
+        var out: [Source: [Source: SourceCounters]] = [:]
+        for f in folds { for (stage, m) in f.fusionCounters { for (s, c) in m { out[stage, default: [:]][s, default: SourceCounters()].add(c) } } }
+        return out
     }
 
     /// Errors at the checkpoints where `a` and `b` both have an estimate (walk, time), for the

@@ -64,7 +64,8 @@ public final class ReportRefiner {
     /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
     /// with the ukf, pf and smoother off unless configured, and GNSS inflation α = 1 — one report
     /// is one fix, not a 1 Hz stream with a slowly varying bias: its accuracy is taken at face
-    /// value unless the configuration says otherwise. For the same reason the `gnss` stage's
+    /// value unless the configuration says otherwise, and the ekf's online widening from the GNSS
+    /// bias estimate (`gnss_bias_adaptive_window`, a window of fixes) is off. For the same reason the `gnss` stage's
     /// error model (`GNSSErrorModel`, fitted on chipset fix streams) is off here unless configured
     /// (`gnss: {error_model: shipped}`): a report's position and `accuracy_m` may come from any
     /// location provider, and the model's effect on refined reports is not measured yet.
@@ -74,6 +75,14 @@ public final class ReportRefiner {
             var g = options["gnss"] ?? StageOptions(name: "gnss")
             g.values[GNSSErrorModel.option] = .string("none")
             options["gnss"] = g
+        }
+        // The online widening from the GNSS bias estimate follows a stream of fixes against the
+        // motion model (`gnss_bias_adaptive_window`); a report's position is one fix: off unless configured.
+        let window = FusionStage.Options.gnssBiasAdaptiveWindow.key
+        if options["ekf"]?.values[window] == nil {
+            var e = options["ekf"] ?? StageOptions(name: "ekf")
+            e.values[window] = .number(0)
+            options["ekf"] = e
         }
         if options["ekf"]?.values["inflation"] == nil {
             var e = options["ekf"] ?? StageOptions(name: "ekf")
@@ -136,13 +145,15 @@ public final class ReportRefiner {
             return Self.writeError(id: nil, reason: "\(file):\(line): \(LineIssue.json("unexpected end of line at column 1, expected '{'").message)", into: &out)
         }
         do {
-            return try parser.parse(base, count: record.count) { report, scanner in
+            return try parser.parse(base, count: record.count, deferEvidence: deferEvidence) { report, scanner in
                 try refine(report, scanner: scanner, into: &out)
             }
         } catch let f as ReportRecordParser.Failure {
             switch f {
             case .malformed(let reason): return Self.writeError(id: nil, reason: "\(file):\(line): \(reason)", into: &out)
             case .invalid(let id, let reason): return Self.writeError(id: id, reason: "\(file):\(line): \(reason)", into: &out)
+            case .uncheckedEvidence:                      // `parse` resolves it; never reaches here
+                return Self.writeError(id: parser.errorID, reason: "\(file):\(line): evidence could not be checked", into: &out)
             }
         } catch {
             return Self.writeError(id: parser.errorID, reason: "\(file):\(line): \(error)", into: &out)
@@ -201,6 +212,9 @@ public final class ReportRefiner {
     }
 
     private var parser = ReportRecordParser()
+    /// Evidence events validated once, by the trace decoder (`ReportRecordParser.parse`); false
+    /// validates them in the record scan as well (the same output: `ReportRefinerTests`).
+    package var deferEvidence = true
     private var decoder = TraceLineDecoder()
     private var events: [TraceEvent] = []
     private var rejected: [Rejection] = []
@@ -233,6 +247,9 @@ public final class ReportRefiner {
                 case .unknown(let type, _): rejected.append(Rejection(input: "evidence[\(i)]", reason: "unknown event type '\(type)'"))
                 }
             } catch {
+                // Evidence the record scan only delimited, and this event is not even valid JSON:
+                // `parse` validates the record (malformed as a whole, or this is a rejection).
+                if !r.evidenceChecked && !decoder.lastLineValid { throw ReportRecordParser.Failure.uncheckedEvidence }
                 rejected.append(Rejection(input: "evidence[\(i)]", reason: error.message))
             }
         }

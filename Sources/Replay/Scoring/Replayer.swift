@@ -67,6 +67,9 @@ public final class Replayer {
     /// Called with every event and the pipeline's results for it, and the trace's frame: for
     /// checks that need the measurements, e.g. the TA radial error of `RadioScenarioReplay`.
     public var onResults: ((TraceEvent, [StageResult], LocalFrame) -> Void)?
+    /// Called with the pipeline after `Pipeline.finish` (its stages' diagnostics, e.g. the fusion
+    /// filters' per-source NIS counters).
+    public var onFinish: ((Pipeline) -> Void)?
     /// Events between progress calls.
     public static let progressInterval = 4096
 
@@ -113,6 +116,7 @@ public final class Replayer {
             try scorer.add(results)
         }
         try scorer.add(pipeline.finish(context: context))
+        onFinish?(pipeline)
         return (try scorer.finish(), pipeline.sources, located)
     }
 }

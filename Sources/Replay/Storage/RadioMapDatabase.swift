@@ -73,15 +73,19 @@ public final class RadioMapDatabase {
     /// Replaces the whole map (APs and, when given, the fingerprint survey) in one transaction:
     /// what `posfuse radiomap build` writes.
     public func replace(with estimates: [APMapEstimator.Estimate], fingerprints: FingerprintMap?,
-                        uncertainty: RadioUncertaintyModel? = nil, frame: LocalFrame) throws {
+                        uncertainty: RadioUncertaintyModel? = nil, stepLength: StepLengthCalibration? = nil, frame: LocalFrame) throws {
         // One transaction: a reader never sees the APs of one build with the survey of another.
         try queue.write { db in
             try Self.writeAPs(db, estimates, frame: frame)
             try db.execute(sql: "DELETE FROM fingerprints")
-            try db.execute(sql: "DELETE FROM meta WHERE key IN ('fp_threshold_dbm', 'fp_spacing_m', 'uncertainty')")
+            try db.execute(sql: "DELETE FROM meta WHERE key IN ('fp_threshold_dbm', 'fp_spacing_m', 'uncertainty', 'pdr_step_length')")
             if let uncertainty {
                 let text = String(decoding: try JSONEncoder.sorted.encode(uncertainty), as: UTF8.self)
                 try db.execute(sql: "INSERT INTO meta(key, value) VALUES ('uncertainty', ?)", arguments: [text])
+            }
+            if let stepLength {
+                let text = String(decoding: try JSONEncoder.sorted.encode(stepLength), as: UTF8.self)
+                try db.execute(sql: "INSERT INTO meta(key, value) VALUES ('pdr_step_length', ?)", arguments: [text])
             }
             guard let fingerprints else { return }
             let st = try db.cachedStatement(sql: "INSERT INTO fingerprints(e, n, floor, scans, rss) VALUES (?, ?, ?, ?, ?)")
@@ -120,6 +124,12 @@ public final class RadioMapDatabase {
         return try JSONDecoder().decode(RadioUncertaintyModel.self, from: Data(text.utf8))
     }
 
+    /// The PDR step length fitted on the map's walks (`StepLengthCalibration`, JSON in `meta`); nil when the map has none.
+    public func stepLength() throws -> StepLengthCalibration? {
+        guard let text = try queue.read({ try String.fetchOne($0, sql: "SELECT value FROM meta WHERE key = 'pdr_step_length'") }) else { return nil }
+        return try JSONDecoder().decode(StepLengthCalibration.self, from: Data(text.utf8))
+    }
+
     /// Opens the radio map at `path` as reference data (`replay --radio-map`): a missing file or
     /// one that is not a radio map is a `TraceDataError` naming it.
     public static func forReading(path: String) throws -> RadioMapDatabase {
@@ -136,12 +146,12 @@ public final class RadioMapDatabase {
         }
     }
 
-    /// Adds the map's APs, fingerprint survey and uncertainty model to `reference`, converted from the map's frame
+    /// Adds the map's APs, fingerprint survey, uncertainty model and step length to `reference`, converted from the map's frame
     /// to `frame` (exactly, through WGS84, when the origins differ); entries the reference
     /// already has (its own side file) are kept, and its own survey wins over the map's.
     public func merge(into reference: inout ReferenceData, frame: LocalFrame) throws {
-        let aps: [String: AccessPoint], fps: FingerprintMap?, mapOrigin: Geodetic?, model: RadioUncertaintyModel?
-        do { aps = try accessPoints(); fps = try fingerprints(); mapOrigin = origin; model = try uncertainty() } catch {
+        let aps: [String: AccessPoint], fps: FingerprintMap?, mapOrigin: Geodetic?, model: RadioUncertaintyModel?, steps: StepLengthCalibration?
+        do { aps = try accessPoints(); fps = try fingerprints(); mapOrigin = origin; model = try uncertainty(); steps = try stepLength() } catch {
             throw TraceDataError(file: queue.path, line: 0, reason: "cannot read the radio map: \(error)", code: .invalidRadioMap)
         }
         let same = mapOrigin == nil || mapOrigin == frame.origin
@@ -153,6 +163,7 @@ public final class RadioMapDatabase {
             reference.accessPoints[b] = c
         }
         if reference.radioUncertainty == nil { reference.radioUncertainty = model }
+        if reference.stepLength == nil { reference.stepLength = steps }
         if reference.fingerprints == nil, let fps {
             let pts = fps.points.map { p -> FingerprintMap.Point in
                 var q = p

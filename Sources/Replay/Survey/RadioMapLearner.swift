@@ -17,6 +17,8 @@ public struct RadioMapLearner: Sendable {
     public var fingerprintCell: Double
     /// Fit the uncertainty model (needs at least two walks).
     public var fitUncertainty = true
+    /// Fit the PDR step length (`StepLengthCalibration`; needs two walks with steps and truth).
+    public var fitStepLength = true
     /// Inner folds of the uncertainty fit (walk i is in fold i mod K).
     public var innerFolds = 5
     /// Block radius of the uncertainty fit's inner folds, m (`RadioSplit.defaultRadius`).
@@ -37,6 +39,10 @@ public struct RadioMapLearner: Sendable {
         public var accessPoints: [APMapEstimator.Estimate]
         public var fingerprints: FingerprintMap
         public var uncertainty: RadioUncertaintyModel?
+        /// The residuals the uncertainty model was fitted on, per source (the inner folds').
+        public var residuals: [Source: [RadioUncertaintyModel.Sample]] = [:]
+        /// The PDR step length fitted on the walks (nil: too few walks with steps and truth).
+        public var stepLength: StepLengthCalibration? = nil
 
         /// The map as reference data in `frame` (converted exactly through WGS84 when it differs).
         public func reference(in target: LocalFrame) -> ReferenceData {
@@ -50,6 +56,7 @@ public struct RadioMapLearner: Sendable {
                 }, threshold: fingerprints.threshold, spacing: fingerprints.spacing)
             }
             r.radioUncertainty = uncertainty
+            r.stepLength = stepLength
             return r
         }
     }
@@ -59,10 +66,21 @@ public struct RadioMapLearner: Sendable {
         guard var out = buildMap(walks) else { return nil }
         if fitUncertainty && walks.count >= 2 {
             var terms: [String: RadioUncertaintyModel.Term] = [:]
-            for (s, samples) in uncertaintySamples(walks) { if let t = RadioUncertaintyModel.fit(samples) { terms[s.rawValue] = t } }
+            out.residuals = uncertaintySamples(walks)
+            for (s, samples) in out.residuals { if let t = RadioUncertaintyModel.fit(samples) { terms[s.rawValue] = t } }
             if !terms.isEmpty { out.uncertainty = RadioUncertaintyModel(terms: terms) }
         }
+        if fitStepLength { out.stepLength = StepLengthCalibration.fit(walks.map(Self.stepSegments)) }
         return out
+    }
+
+    /// The step-length segments of a walk (`StepLengthCalibration.segments`): its phone's IMU
+    /// samples and truth samples in the walk's own frame.
+    public static func stepSegments(_ w: RecordedWalk) -> [StepLengthCalibration.Segment] {
+        var imu: [(time: Double, sample: IMUSample)] = []
+        for e in w.events where e.device == Fix.defaultSubject { if case .imu(let s) = e.payload { imu.append((e.time, s)) } }
+        let truth = TruthTrack(walk: w, frame: LocalFrame(origin: w.header.origin))
+        return StepLengthCalibration.segments(imu: imu, truth: Array(zip(truth.times, truth.positions)).map { ($0.0, $0.1) })
     }
 
     /// APs and survey only.
@@ -71,7 +89,7 @@ public struct RadioMapLearner: Sendable {
         let frame = LocalFrame(origin: origin)
         let aps = RadioMapBuilder(maxAge: maxAge).build(walks, frame: frame)
         let fps = FingerprintMapBuilder(cellSize: fingerprintCell, maxAge: maxAge).build(walks, frame: frame)
-        return Output(frame: frame, accessPoints: aps, fingerprints: fps, uncertainty: nil)
+        return Output(frame: frame, accessPoints: aps, fingerprints: fps, uncertainty: nil, residuals: [:])
     }
 
     /// Residuals of the WiFi stages on walks the map never saw: the walks are dealt into K
@@ -120,7 +138,7 @@ public struct RadioMapLearner: Sendable {
     public func write(_ o: Output, to path: String) throws {
         let db = try RadioMapDatabase(path: path)
         try db.replace(with: o.accessPoints, fingerprints: o.fingerprints.isEmpty ? nil : o.fingerprints,
-                       uncertainty: o.uncertainty, frame: o.frame)
+                       uncertainty: o.uncertainty, stepLength: o.stepLength, frame: o.frame)
     }
 
     // MARK: Spatial blocking (shared with `RadioWalkEvaluation`)

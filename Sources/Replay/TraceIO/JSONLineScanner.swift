@@ -53,6 +53,14 @@ public struct JSONLineScanner {
     /// Scans the object starting at `i` (which must be `{` after optional whitespace)
     /// into `fields` (appended). Returns the offset just after the closing `}`.
     package func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
+        var unused = 0
+        return try members(at: start, into: &fields, deferring: nil, deferred: &unused)
+    }
+
+    /// `object(at:into:)`; with `deferring`, the array value of a member with that (unescaped) key
+    /// is only delimited (`containerEnd`), not validated, and counted in `deferred`.
+    @inline(__always)
+    private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, deferred: inout Int) throws(LineIssue) -> Int {
         var i = skipWS(start)
         guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
         i = skipWS(i + 1)
@@ -64,7 +72,14 @@ public struct JSONLineScanner {
             guard i < count, p[i] == UInt8(ascii: ":") else { throw unexpected(i, expecting: "':'") }
             i = skipWS(i + 1)
             var f = JField(keyStart: ks, keyLength: ke - ks, kind: .null, number: 0, start: 0, end: 0, escaped: kesc)
-            i = try value(at: i, into: &f, depth: 1)
+            if let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount, memcmp(p + ks, key.utf8Start, ke - ks) == 0,
+               let e = containerEnd(at: i, limit: count) {
+                f.kind = .array; f.start = i; f.end = e
+                i = e
+                deferred += 1
+            } else {
+                i = try value(at: i, into: &f, depth: 1)
+            }
             fields.append(f)
             i = skipWS(i)
             guard i < count else { throw unexpected(i, expecting: "',' or '}'") }
@@ -79,6 +94,18 @@ public struct JSONLineScanner {
         let e = try object(at: 0, into: &fields)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
+    }
+
+    /// `line`, except that the array value of every top-level member named `key` is only delimited
+    /// (bracket depth and quotes), not validated: a report's `evidence`, whose events the trace
+    /// decoder validates one by one. Returns how many members were deferred; the caller must
+    /// validate them (or the whole line with `line`) before it relies on them.
+    package func line(into fields: inout [JField], deferring key: StaticString) throws(LineIssue) -> Int {
+        var deferred = 0
+        let e = try members(at: 0, into: &fields, deferring: key, deferred: &deferred)
+        let j = skipWS(e)
+        if j < count { throw unexpected(j, expecting: "end of line") }
+        return deferred
     }
 
     /// Whether the whole text is one JSON value of any kind, with only whitespace around it.
@@ -102,6 +129,51 @@ public struct JSONLineScanner {
             if p[i] == UInt8(ascii: "]") { return }
             throw unexpected(i, expecting: "',' or ']'")
         }
+    }
+
+    /// `arrayElements` of an array whose bytes an earlier scan of this text has already
+    /// validated (a report's `evidence`, validated by `line`): the same fields, but an object or
+    /// array element is delimited by bracket depth and string quotes alone instead of being
+    /// validated (and its numbers converted) a second time. Other elements go through `value`.
+    package func validatedArrayElements(start: Int, end: Int, into out: inout [JField]) throws(LineIssue) {
+        var i = skipWS(start + 1)
+        if i < end, p[i] == UInt8(ascii: "]") { return }
+        while true {
+            var f = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
+            if i < end, p[i] == UInt8(ascii: "{") || p[i] == UInt8(ascii: "["), let e = containerEnd(at: i, limit: end) {
+                f.kind = p[i] == UInt8(ascii: "{") ? .object : .array; f.start = i; f.end = e
+                i = e
+            } else {
+                i = try value(at: i, into: &f, depth: 1)
+            }
+            out.append(f)
+            i = skipWS(i)
+            guard i < end else { throw unexpected(i, expecting: "',' or ']'") }
+            if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }
+            if p[i] == UInt8(ascii: "]") { return }
+            throw unexpected(i, expecting: "',' or ']'")
+        }
+    }
+
+    /// The offset after the container opening at `start` in text known to be valid JSON: brackets
+    /// counted outside strings, a string's escapes stepped over. nil when `limit` comes first
+    /// (never for validated text).
+    @inline(__always) private func containerEnd(at start: Int, limit: Int) -> Int? {
+        var depth = 0, i = start
+        while i < limit {
+            switch p[i] {
+            case UInt8(ascii: "\""):
+                i += 1
+                while i < limit && p[i] != UInt8(ascii: "\"") { i += p[i] == UInt8(ascii: "\\") ? 2 : 1 }
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                if depth == 0 { return i + 1 }
+            default: break
+            }
+            i += 1
+        }
+        return nil
     }
 
     // MARK: values

@@ -23,6 +23,9 @@ package struct ReportRecordParser {
         package var time: Double?
         /// Byte ranges (in the record) of the `evidence` events; all are objects.
         package var evidence: UnsafeBufferPointer<JField>
+        /// false: the record scan only delimited the events (`parse(…deferEvidence: true…)`); a
+        /// body whose decoder refuses one must throw `Failure.uncheckedEvidence`.
+        package var evidenceChecked = true
     }
 
     package enum Failure: Error {
@@ -30,6 +33,9 @@ package struct ReportRecordParser {
         case malformed(String)
         /// A JSON object that is not a valid report.
         case invalid(id: String?, reason: String)
+        /// Thrown by a body: an event of unchecked evidence did not decode (`parse` then decides
+        /// whether the record is malformed, or runs the body again with the evidence checked).
+        case uncheckedEvidence
     }
 
     private var top: [JField] = []
@@ -48,18 +54,68 @@ package struct ReportRecordParser {
 
     /// Parses the record `p[0..<count]` (`p[count]` readable) and calls `body` with it; the
     /// evidence ranges are valid during the call.
-    package mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
+    ///
+    /// `deferEvidence`: the record scan delimits a plain report's `evidence` array instead of
+    /// validating it, since the body's trace decoder validates each event anyway (the events were
+    /// scanned twice: a third of `refine`'s time on reports with evidence). The result is the same
+    /// as without: the body sees `evidenceChecked == false` and throws `Failure.uncheckedEvidence`
+    /// when an event does not decode; on that, or on any other error while the evidence is
+    /// unchecked, the whole record is validated as before. Invalid JSON gives the error it always
+    /// gave; valid JSON runs the body again with the evidence checked (an event the decoder refuses
+    /// is then a rejection, as before). A body may therefore run twice: it must not write before
+    /// its last throwing step.
+    package mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, deferEvidence: Bool = false,
+                                   _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
+        guard deferEvidence else { return try parse(p, count: count, deferring: false, body) }
+        do {
+            return try parse(p, count: count, deferring: true, body)
+        } catch {
+            guard evidenceUnchecked else { throw error }
+            if let f = check(p, count: count) { throw f }
+            if case Failure.uncheckedEvidence = error { return try parse(p, count: count, deferring: false, body) }
+            throw error
+        }
+    }
+
+    /// The record scan delimited `evidence` without validating it and nothing has validated it since.
+    private var evidenceUnchecked = false
+    private var scratch: [JField] = []
+
+    /// Validates the whole record as the record scan does without deferring: nil when valid, else
+    /// the failure that scan throws.
+    private mutating func check(_ p: UnsafePointer<UInt8>, count: Int) -> Failure? {
+        var s = JSONLineScanner(p: p, count: count)
+        s.maxDepth = 512
+        scratch.removeAll(keepingCapacity: true)
+        do throws(LineIssue) { try s.line(into: &scratch) } catch { return Self.scanFailure(s, p, count, error) }
+        evidenceUnchecked = false
+        return nil
+    }
+
+    /// What a record whose scan failed is: valid JSON that is not an object goes on as an invalid
+    /// report (the refiner says what a report must be); anything else is malformed.
+    private static func scanFailure(_ s: JSONLineScanner, _ p: UnsafePointer<UInt8>, _ count: Int, _ error: LineIssue) -> Failure {
+        if s.isSingleValue(), validUTF8(p, 0, count) { return .invalid(id: nil, reason: "a report must be a JSON object") }
+        return .malformed(error.message)
+    }
+
+    private mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, deferring: Bool,
+                                   _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
         var s = JSONLineScanner(p: p, count: count)
         s.maxDepth = 512                         // as deep as Foundation's parser went (the reader before 0.x)
         top.removeAll(keepingCapacity: true)
         errorID = nil
+        evidenceUnchecked = false
+        var deferred = 0
         do throws(LineIssue) {
-            try s.line(into: &top)
+            if deferring { deferred = try s.line(into: &top, deferring: "evidence") } else { try s.line(into: &top) }
         } catch {
-            // Valid JSON that is not an object goes on: the refiner says what a report must be.
-            if s.isSingleValue(), Self.validUTF8(p, 0, count) { throw Failure.invalid(id: nil, reason: "a report must be a JSON object") }
-            throw Failure.malformed(error.message)
+            // A scan that skipped validating an array may stop elsewhere than one that did: the
+            // error is the validating scan's (`parse(…deferEvidence:…)`).
+            if deferring { evidenceUnchecked = true; throw Failure.uncheckedEvidence }
+            throw Self.scanFailure(s, p, count, error)
         }
+        evidenceUnchecked = deferred > 0
         func key(_ f: JField, _ k: StaticString) -> Bool {
             f.keyLength == k.utf8CodeUnitCount && memcmp(s.p + f.keyStart, k.utf8Start, f.keyLength) == 0
         }
@@ -81,6 +137,8 @@ package struct ReportRecordParser {
             fields = properties
         }
         let evidenceField = last(fields, "evidence")
+        // Deferred only when the body decodes it: one top-level `evidence` array, the report's own.
+        if evidenceUnchecked && (deferred > 1 || feature || evidenceField?.kind != .array), let f = check(p, count: count) { throw f }
         let utf8OK: Bool
         if let e = evidenceField, e.kind == .array {
             utf8OK = Self.validUTF8(p, 0, e.start) && Self.validUTF8(p, e.end, count)
@@ -124,7 +182,9 @@ package struct ReportRecordParser {
         elements.removeAll(keepingCapacity: true)
         if let e = evidenceField {
             guard e.kind == .array else { throw Failure.invalid(id: errorID, reason: "'evidence' must be an array of trace events") }
-            do throws(LineIssue) { try s.arrayElements(start: e.start, end: e.end, into: &elements) } catch { throw Failure.malformed(error.message) }
+            // `line` validated every byte of the record (the Feature's properties included).
+            // (unchecked: `parse(…deferEvidence:…)` validates the record when this throws.)
+            do throws(LineIssue) { try s.validatedArrayElements(start: e.start, end: e.end, into: &elements) } catch { throw Failure.malformed(error.message) }
             if let i = elements.firstIndex(where: { $0.kind != .object }) { throw Failure.invalid(id: errorID, reason: "evidence[\(i)] is not an object") }
         }
         let id = (feature ? (last(properties, "id") ?? last(top, "id")) : last(top, "id")).map { Self.idText($0, s) }
@@ -134,9 +194,11 @@ package struct ReportRecordParser {
         if let t = time, let m = TraceDomain.violation("'t'", t, TraceDomain.time, "s") { throw Failure.invalid(id: errorID, reason: m) }
         let report = Report(id: id, latitude: lat, longitude: lon, accuracy: acc, time: time,
                             evidence: UnsafeBufferPointer(start: nil, count: 0))
+        let checked = !evidenceUnchecked
         return try elements.withUnsafeBufferPointer { ev in
             var r = report
             r.evidence = ev
+            r.evidenceChecked = checked
             return try body(r, s)
         }
     }

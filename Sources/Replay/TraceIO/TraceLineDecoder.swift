@@ -14,6 +14,8 @@ public struct TraceLineDecoder {
     private var fields: [JField] = []
     private var nested: [JField] = []
     private var elements: [JField] = []
+    /// Whether the last `event` call's line was valid JSON (its error, if any, was about the event).
+    package private(set) var lastLineValid = false
 
     public init() {
         fields.reserveCapacity(32); nested.reserveCapacity(16); elements.reserveCapacity(64)
@@ -24,7 +26,9 @@ public struct TraceLineDecoder {
     public mutating func event(_ p: UnsafePointer<UInt8>, count: Int) throws(LineIssue) -> DecodedLine {
         let s = JSONLineScanner(p: p, count: count)
         fields.removeAll(keepingCapacity: true)
+        lastLineValid = false
         try s.line(into: &fields)
+        lastLineValid = true
         let f = fields
         return try f.withUnsafeBufferPointer { (buf) throws(LineIssue) -> DecodedLine in
             let o = Obj(s: s, f: buf)

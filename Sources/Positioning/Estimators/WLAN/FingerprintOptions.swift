@@ -35,6 +35,8 @@ extension FingerprintStage {
             example: knn.distance.rawValue, "the vote's distance (default: the position's)")
         public static let classNotHeard = OptionSpec.number("class_not_heard_dbm", nil, unit: "dBm", example: knn.notHeard,
             "the vote's not-heard RSS (default: the position's)")
+        public static let classSharedExponent = OptionSpec.number("class_shared_exponent", knn.classSharedExponent,
+            "each voter's weight times (scan APs it heard too)^exponent; 0 = off")
         public static let covK = OptionSpec.number("cov_k", nil, example: 1,
             "the fitted covariance (KNNFingerprintFit), used when cov_k is set;\nthe other cov_ keys then default to gamma 1, a/c/e 0, scale 1")
         public static let covGamma = OptionSpec.number("cov_gamma", nil, example: 1)
@@ -46,7 +48,7 @@ extension FingerprintStage {
         /// The options of `method: wknn` (`min_aps` and `max_age_s` with the kNN defaults).
         public static let wknn = OptionTable(stage: "with method: wknn", doc: "weighted kNN (Torres-Sospedra et al. 2015; docs/radio.md)", options: [
             k, classK, representation, distance, weightExponent, classify, notHeard, sigma0, knnMinAPs, knnMaxAge,
-            classRepresentation, classDistance, classNotHeard, covK, covGamma, covA, covC, covE, covDistanceScale,
+            classRepresentation, classDistance, classNotHeard, classSharedExponent, covK, covGamma, covA, covC, covE, covDistanceScale,
         ])
         public static let table = OptionTable(stage: "fingerprint",
                                               doc: "WiFi fingerprinting against the reference's survey (silent without one)",

@@ -12,7 +12,7 @@
 /// `distance` (sorensen; euclidean, manhattan, neyman), `weight_exponent` (1), `classify` (true),
 /// `not_heard_dbm` (−105), `sigma0_m` (2), `min_aps` (1), `max_age_s` (none); the building/floor
 /// vote's `class_representation` (+ `binary`), `class_distance`, `class_not_heard_dbm` (default: the
-/// position's); the fitted covariance `cov_k`, `cov_gamma`, `cov_a_m`, `cov_c_m`, `cov_e_m`,
+/// position's) and `class_shared_exponent` h (0: each voter weighs n^h by the scan APs it shares); the fitted covariance `cov_k`, `cov_gamma`, `cov_a_m`, `cov_c_m`, `cov_e_m`,
 /// `cov_distance_scale` (absent = spread + `sigma0_m`²).
 public final class FingerprintStage: PipelineStage {
     public enum Method: String, Sendable, CaseIterable { case bayes, wknn }
@@ -96,6 +96,8 @@ public final class FingerprintStage: PipelineStage {
             guard m < 0 else { throw ConfigurationError(path: "\(o.name).class_not_heard_dbm", reason: "must be negative (dBm)") }
             e.classNotHeard = m
         }
+        e.classSharedExponent = try o.double("class_shared_exponent", default: e.classSharedExponent)
+        guard e.classSharedExponent >= 0 else { throw ConfigurationError(path: "\(o.name).class_shared_exponent", reason: "must be ≥ 0") }
         // The covariance calibration (KNNFingerprintFit.calibrate): present when cov_k is given.
         if o.values["cov_k"] != nil {
             var t = RadioUncertaintyModel.Term()
@@ -127,6 +129,7 @@ public final class FingerprintStage: PipelineStage {
         if let r = e.classRepresentation { v["class_representation"] = .string(r.rawValue) }
         if let d = e.classDistance { v["class_distance"] = .string(d.rawValue) }
         if let m = e.classNotHeard { v["class_not_heard_dbm"] = .number(m) }
+        if e.classSharedExponent != 0 { v["class_shared_exponent"] = .number(e.classSharedExponent) }
         if let t = e.calibration {
             v["cov_k"] = .number(t.k); v["cov_gamma"] = .number(t.gamma); v["cov_a_m"] = .number(t.a)
             v["cov_c_m"] = .number(t.c); v["cov_e_m"] = .number(t.e); v["cov_distance_scale"] = .number(e.distanceScale)

@@ -83,7 +83,9 @@ public enum FingerprintDistance: String, Sendable, CaseIterable, Codable {
 /// and then the floor classified before the position (docs/radio.md, "Fingerprint kNN"):
 ///
 /// 1. d_i = distance(point i, scan) under `representation` and `distance` for every point;
-/// 2. building: the `classK` nearest points vote with weight w_i = 1/(d_i + ε)^g;
+/// 2. building: the `classK` nearest points vote with weight w_i = n_i^h/(d_i + ε)^g, n_i the
+///    number of the scan's APs that point i heard too and h = `classSharedExponent` (0: the
+///    distance weight alone);
 /// 3. floor: the `classK` nearest points of that building vote likewise;
 /// 4. position: the `k` nearest points of that building and floor, p̂ = Σ w_i p_i / Σ w_i.
 /// g = `weightExponent` (0 = plain average, the kNN of RADAR), ε = 10⁻⁹ of the distance scale.
@@ -124,6 +126,8 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     public var classRepresentation: RSSRepresentation?
     public var classDistance: FingerprintDistance?
     public var classNotHeard: Double?
+    /// Exponent h of the shared-AP factor n_i^h in the building and floor votes (0 = off).
+    public var classSharedExponent: Double
     /// Covariance calibration fitted on a blocked inner split (`KNNFingerprintFit.calibrate`);
     /// nil = the neighbour spread + `sigma0`² per axis.
     public var calibration: RadioUncertaintyModel.Term?
@@ -134,12 +138,13 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     public init(k: Int = 11, classK: Int = 11, representation: RSSRepresentation = .powed, distance: FingerprintDistance = .sorensen,
                 weightExponent: Double = 1, classify: Bool = true, notHeard: Double = -105, sigma0: Double = 2,
                 minAPs: Int = 1, maxAge: Double? = nil, classRepresentation: RSSRepresentation? = nil,
-                classDistance: FingerprintDistance? = nil, classNotHeard: Double? = nil,
+                classDistance: FingerprintDistance? = nil, classNotHeard: Double? = nil, classSharedExponent: Double = 0,
                 calibration: RadioUncertaintyModel.Term? = nil, distanceScale: Double = 1) {
         self.k = k; self.classK = classK; self.representation = representation; self.distance = distance
         self.weightExponent = weightExponent; self.classify = classify; self.notHeard = notHeard
         self.sigma0 = sigma0; self.minAPs = minAPs; self.maxAge = maxAge
         self.classRepresentation = classRepresentation; self.classDistance = classDistance; self.classNotHeard = classNotHeard
+        self.classSharedExponent = classSharedExponent
         self.calibration = calibration; self.distanceScale = distanceScale
     }
 
@@ -261,18 +266,39 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
             // Vote distances of their own; a scan with no AP above the votes' level votes on the position's.
             var dc: [Double]? = nil
             if separateClassDistances, case .success(let c) = classMatcher.distances(scan, time: time, map: map) { dc = c.d }
-            return locate(r.d, known: r.known, heard: r.heard, map: map, classDistances: dc)
+            var shared: ((Int) -> Int)? = nil
+            if classSharedExponent > 0 { shared = sharedCounter(scan, time: time, map: map) }
+            return locate(r.d, known: r.known, heard: r.heard, map: map, classDistances: dc, shared: shared)
         }
+    }
+
+    /// n_i of the votes' shared-AP factor: how many of the scan's APs (fresh entries, as
+    /// `distances` takes them) point i heard too.
+    public func sharedCounter(_ scan: WiFiScan, time: Double? = nil, map: FingerprintMap) -> (Int) -> Int {
+        var names = Set<String>()
+        for o in scan.accessPoints {
+            if let a = maxAge, let t = time, t - (o.lastSeen ?? t) > a { continue }
+            names.insert(o.bssid.lowercased())
+        }
+        let keys = Array(names), points = map.points
+        return { i in keys.reduce(0) { $0 + (points[i].rss[$1] != nil ? 1 : 0) } }
     }
 
     /// Steps 2–3: the building voted by the `classK` nearest points (by `d`, nearest first in
     /// `order`), then the floor voted by the `classK` nearest points of that building.
-    public func classifyBuildingFloor(_ d: [Double], order: [Int], map: FingerprintMap) -> (building: Int?, floor: Int?) {
+    /// `shared`: n_i of the shared-AP factor (`sharedCounter`), used when `classSharedExponent` > 0.
+    public func classifyBuildingFloor(_ d: [Double], order: [Int], map: FingerprintMap,
+                                      shared: ((Int) -> Int)? = nil) -> (building: Int?, floor: Int?) {
         let buildings = map.buildings, floors = map.floors
+        let h = classSharedExponent
+        func w(_ i: Int) -> Double {
+            guard h > 0, let shared else { return weight(d[i]) }
+            return weight(d[i]) * pow(Double(Swift.max(shared(i), 1)), h)
+        }
         let near = Array(order.prefix(Swift.max(classK, 1)))
-        let building = vote(near.map { buildings[$0] }, near.map { weight(d[$0]) })
+        let building = vote(near.map { buildings[$0] }, near.map(w))
         let inBuilding = Self.first(Swift.max(classK, 1), d: d, order: order) { buildings[$0] == building }
-        let floor = vote(inBuilding.map { floors[$0] }, inBuilding.map { weight(d[$0]) })
+        let floor = vote(inBuilding.map { floors[$0] }, inBuilding.map(w))
         return (building, floor)
     }
 
@@ -293,7 +319,7 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     /// already voted (the fit votes once per scan and class configuration).
     public func locate(_ d: [Double], known: Int, heard: Int, map: FingerprintMap, order given: [Int]? = nil,
                        classDistances dc: [Double]? = nil, classOrder: [Int]? = nil,
-                       classified: (building: Int?, floor: Int?)? = nil) -> Match {
+                       classified: (building: Int?, floor: Int?)? = nil, shared: ((Int) -> Int)? = nil) -> Match {
         let buildings = map.buildings, floors = map.floors
         var building: Int? = nil, floor: Int? = nil
         let prefix = Self.prefixLength(k: k, classK: classK)
@@ -303,9 +329,9 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
             if let c = classified {
                 building = c.building; floor = c.floor
             } else if let dc {
-                (building, floor) = classifyBuildingFloor(dc, order: classOrder ?? Self.nearest(dc, count: prefix), map: map)
+                (building, floor) = classifyBuildingFloor(dc, order: classOrder ?? Self.nearest(dc, count: prefix), map: map, shared: shared)
             } else {
-                (building, floor) = classifyBuildingFloor(d, order: order, map: map)
+                (building, floor) = classifyBuildingFloor(d, order: order, map: map, shared: shared)
             }
             let b = building, f = floor
             sel = Self.first(Swift.max(k, 1), d: d, order: order) { buildings[$0] == b && floors[$0] == f }

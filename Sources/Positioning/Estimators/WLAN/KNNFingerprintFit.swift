@@ -2,8 +2,9 @@
 /// blocked inner split: each training sample is matched against the map with every point of its
 /// own group (in UJIIndoorLoc: its phone-and-user group) left out, so a configuration is judged
 /// as it would do for a phone and a person the map has never seen. Three steps:
-/// 1. the building and floor vote: every `Grid.classMatchers` × class k × weight exponent; the
-///    highest share of samples with building and floor right wins (ties: the earlier in grid order);
+/// 1. the building and floor vote: every `Grid.classMatchers` × class k × weight exponent ×
+///    shared-AP exponent; the highest share of samples with building and floor right wins (ties:
+///    the earlier in grid order);
 /// 2. the position: every representation × distance × k × weight exponent, with step 1's vote;
 ///    the lowest mean horizontal error wins (ties: the earlier);
 /// 3. the covariance (`calibrate`): `RadioUncertaintyModel.fit` on the winner's inner residuals.
@@ -36,9 +37,15 @@ public enum KNNFingerprintFit {
         public var ks: [Int] = [1, 3, 5, 7, 11, 15]
         public var classKs: [Int] = [5, 11, 21]
         public var weightExponents: [Double] = [0, 1, 2]
-        /// Vote distances tried in step 1: (representation, distance, not-heard dBm).
+        /// Shared-AP exponents h of the vote tried in step 1 (`classSharedExponent`).
+        public var classSharedExponents: [Double] = [0, 1, 2]
+        /// Vote distances tried in step 1: (representation, distance, not-heard dBm): the
+        /// representations and distances Torres-Sospedra et al. (2015) compared, and the AP-set view.
         public var classMatchers: [(representation: RSSRepresentation, distance: FingerprintDistance, notHeard: Double)] = [
             (.powed, .sorensen, -105), (.exponential, .sorensen, -105), (.positive, .sorensen, -105), (.binary, .sorensen, -105),
+            (.powed, .euclidean, -105), (.exponential, .euclidean, -105), (.positive, .euclidean, -105),
+            (.powed, .manhattan, -105), (.exponential, .manhattan, -105), (.positive, .manhattan, -105),
+            (.powed, .neyman, -105), (.exponential, .neyman, -105), (.positive, .neyman, -105),
         ]
         /// Fit the covariance calibration (step 3).
         public var calibrate = true
@@ -62,23 +69,25 @@ public enum KNNFingerprintFit {
                 return (r.d, KNNFingerprintEstimator.nearest(r.d, count: prefix), r.known, r.heard)
             }
         }
-        // Step 1: the vote.
+        // Step 1: the vote. n_i of the shared-AP factor per sample.
+        let shared = samples.map { base.sharedCounter($0.scan, map: map) }
         var bestVote: (hits: Int, estimator: KNNFingerprintEstimator, votes: [(building: Int?, floor: Int?)?])? = nil
         for c in grid.classMatchers {
             var e = base
             e.representation = c.representation; e.distance = c.distance; e.notHeard = c.notHeard; e.classify = true
             let ds = leaveGroupOut(e)
-            for ck in grid.classKs { for g in grid.weightExponents {
-                var v = e; v.classK = ck; v.weightExponent = g
+            for ck in grid.classKs { for g in grid.weightExponents { for h in grid.classSharedExponents {
+                var v = e; v.classK = ck; v.weightExponent = g; v.classSharedExponent = h
                 var hits = 0
-                let votes = zip(samples, ds).map { s, r -> (building: Int?, floor: Int?)? in
-                    guard let r else { return nil }
-                    let bf = v.classifyBuildingFloor(r.d, order: r.order, map: map)
+                let votes = samples.indices.map { i -> (building: Int?, floor: Int?)? in
+                    guard let r = ds[i] else { return nil }
+                    let s = samples[i]
+                    let bf = v.classifyBuildingFloor(r.d, order: r.order, map: map, shared: shared[i])
                     if bf.building == s.building && bf.floor == s.floor { hits += 1 }
                     return bf
                 }
                 if bestVote == nil || hits > bestVote!.hits { bestVote = (hits, v, votes) }
-            } }
+            } } }
         }
         guard let vote = bestVote else { return [] }
         // Step 2: the position, with that vote.
@@ -88,6 +97,7 @@ public enum KNNFingerprintFit {
                 var e = base
                 e.representation = rep; e.distance = dist; e.classify = true
                 e.classK = vote.estimator.classK
+                e.classSharedExponent = vote.estimator.classSharedExponent
                 e.classRepresentation = vote.estimator.representation; e.classDistance = vote.estimator.distance
                 e.classNotHeard = vote.estimator.notHeard
                 var configs: [KNNFingerprintEstimator] = []
@@ -143,7 +153,10 @@ public enum KNNFingerprintFit {
                 dc = c.d
             }
             let order = KNNFingerprintEstimator.nearest(r.d, count: prefix)
-            matches.append((plain.locate(r.d, known: r.known, heard: r.heard, map: map, order: order, classDistances: dc), s.truth, s.group))
+            var shared: ((Int) -> Int)? = nil
+            if plain.classSharedExponent > 0 { shared = plain.sharedCounter(s.scan, map: map) }
+            matches.append((plain.locate(r.d, known: r.known, heard: r.heard, map: map, order: order, classDistances: dc, shared: shared),
+                            s.truth, s.group))
         }
         let nearest = matches.map(\.m.features.nearestDistance).filter(\.isFinite).sorted()
         guard !nearest.isEmpty else { return e }

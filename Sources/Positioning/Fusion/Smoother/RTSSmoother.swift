@@ -127,6 +127,8 @@ public final class SmootherStage: PipelineStage {
     public var sources: [Source] { [.smoother] }
     public func fresh() -> any PipelineStage { SmootherStage(settings: filter.settings) }
     let filter: FusionStage
+    /// The smoothed filter's per-source update counters (its forward pass: NIS of the filtered prior).
+    public var counters: [Source: SourceCounters] { filter.counters }
 
     public init(settings: FusionStage.Settings) {
         filter = FusionStage(settings: settings, emitting: .smoother, recordEpochs: true)

@@ -55,7 +55,8 @@ extension FusionStage {
         public static let initialScaleSigma = OptionSpec.number("initial_scale_sigma", 0.15, "σ of the step-length scale s at start")
         public static let initialSpeedSigma = OptionSpec.number("initial_speed_sigma_mps", 1.5, unit: "m/s", "constant-velocity layout")
         // Motion models.
-        public static let weinbergK = OptionSpec.number("weinberg_k", 0.52, "Weinberg K: L = K (a_max − a_min)^¼, m per (m/s²)^¼")
+        public static let weinbergK = OptionSpec.number("weinberg_k", 0.52,
+            "Weinberg K: L = K (a_max − a_min)^¼, m per (m/s²)^¼; unset: a radio map's\nK fitted on its walks wins, with its scale spread as initial_scale_sigma")
         public static let stepLengthSigmaFraction = OptionSpec.number("step_length_sigma_fraction", StepMotionModel().lengthSigmaFraction,
             advanced: true, "σ_L / L per step")
         public static let stepHeadingSigma = OptionSpec.number("step_heading_sigma_deg", Angle.degrees(StepMotionModel().headingSigmaPerStep),

@@ -103,6 +103,10 @@ public final class FusionStage: PipelineStage {
         /// σ_a of the S2 manoeuvre hypothesis, m/s² (0 = none).
         public var cvManoeuvreAcceleration = Options.cvManoeuvreAcceleration.number
         public var weinbergK = Options.weinbergK.number
+        /// Use the reference data's fitted step length (`ReferenceData.stepLength`, from the radio
+        /// map's training walks) instead of `weinbergK` when there is one: K̂ for the PDR and its
+        /// spread as the prior σ of the step scale s. False when the pipeline sets `weinberg_k`.
+        public var calibratedStepLength = true
         public var outputInterval = Options.outputInterval.number
         /// S1: walk the state between heel strikes at the last stride's speed (`StrideInterpolation`).
         public var strideInterpolation = Options.strideInterpolation.flag
@@ -325,10 +329,12 @@ public final class FusionStage: PipelineStage {
         if let (d, t) = lastTrack, d == device { return t }        // 100 Hz IMU: skip the hash lookup
         if let t = tracks[device] { lastTrack = (device, t); return t }
         var pdr = PedestrianDeadReckoning(declinationDegrees: context.header.declination)
-        pdr.weinbergK = settings.weinbergK
+        let calibration = stepLength(context)
+        pdr.weinbergK = calibration?.weinbergK ?? settings.weinbergK
         let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
         t.interpolatesStrides = settings.strideInterpolation
+        t.stepScaleSigma = calibration?.scaleSigma
         if settings.platform == .vehicle { t.filter.motion.constantVelocity.q = settings.vehicleQ }
         t.platform = settings.platform == .auto ? PlatformEvidence(threshold: settings.vehicleSpeed) : nil
         if let pf = t.filter as? ParticleFilter { pf.gnssBias = settings.gnssBias } else { t.gnssBias = settings.gnssBias }
@@ -336,6 +342,11 @@ public final class FusionStage: PipelineStage {
         tracks[device] = t
         deviceOrder.append(device)
         return t
+    }
+
+    /// The fitted step length that applies (`Settings.calibratedStepLength`), if any.
+    private func stepLength(_ context: PipelineContext) -> StepLengthCalibration? {
+        settings.calibratedStepLength ? context.reference.stepLength : nil
     }
 
     private func makeFilter(layout: StateLayout, device: String, walls: [Wall]) -> any FusionFilter {
@@ -484,7 +495,7 @@ public final class FusionStage: PipelineStage {
                 return false
             }
             x[3] = t.filter.isInitialized && keepingHeading ? t.filter.mean[3] : 1
-            p[3, 3] = pow(settings.initialScaleSigma, 2)
+            p[3, 3] = pow(t.stepScaleSigma ?? settings.initialScaleSigma, 2)
         case .constantVelocity:
             if let g = previous, case let dt = f.time - g.time, dt > 0, g.covariance.determinant > 0 {
                 let cg = g.covariance.scaled(alpha2)
@@ -556,6 +567,7 @@ extension FusionStage {
         s.initialScaleSigma = try o.double(O.initialScaleSigma)
         s.initialSpeedSigma = try o.double(O.initialSpeedSigma)
         s.weinbergK = try o.double(O.weinbergK)
+        s.calibratedStepLength = o.values[O.weinbergK.key] == nil
         s.outputInterval = try o.double(O.outputInterval)
         s.divergenceRejections = try o.int(O.divergenceRejections)
         s.historySeconds = try o.double(O.history)

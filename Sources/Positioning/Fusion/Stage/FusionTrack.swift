@@ -20,7 +20,7 @@ public struct SourceCounters: Sendable, Equatable {
     public var averageNIS: Double? { dofSum > 0 ? nisSum / Double(dofSum) : nil }
 
     /// Adds another phone's counters (the stage's totals).
-    mutating func add(_ c: SourceCounters) {
+    public mutating func add(_ c: SourceCounters) {
         accepted += c.accepted; gated += c.gated; singular += c.singular; initializations += c.initializations
         superseded += c.superseded; combined += c.combined; nisSum += c.nisSum; dofSum += c.dofSum
     }
@@ -98,6 +98,8 @@ final class FusionTrack {
     var allowStill = true
     /// Walks the state between heel strikes (`StrideInterpolation`); off = the position moves at steps only.
     var interpolatesStrides = true
+    /// Prior σ of the step scale s from the fitted step length (`StepLengthCalibration.scaleSigma`); nil = the option's.
+    var stepScaleSigma: Double?
     private(set) var stride = StrideInterpolation()
     /// The bias states beside the filter's (`GNSSBias`); nil = off (GNSS fixes are white).
     /// The block serves one family of fixes at a time (`biasFamily`): GNSS fixes, or radio-map
