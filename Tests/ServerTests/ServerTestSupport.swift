@@ -64,6 +64,31 @@ enum Fixture {
         for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) }
     }
 
+    /// The 12 APs of `learnedGrid`: 25 m apart east, 30 m north (a 4 × 3 grid from `center`).
+    static let gridAPs = (0..<12).map { String(format: "00:1b:cc:00:01:%02x", $0) }
+
+    /// Teaches `store` a small world in one submission: 120 positions on an 8 m grid (12 × 10)
+    /// from `center`, each hearing the 12 `gridAPs` with a log-distance RSS (−40 dBm at 1 m,
+    /// exponent 2.5) and serving LTE cell 228/1/1000/7000 + k mod 2 with TA 1 + k mod 3.
+    static func learnedGrid(_ store: any LocationStore) async throws {
+        let f = LocalFrame(origin: center)
+        func apXY(_ i: Int) -> SIMD2<Double> { SIMD2(Double(i % 4) * 25, Double(i / 4) * 30) }
+        var items: [[String: Any]] = []
+        for k in 0..<120 {
+            let e = Double(k % 12) * 8, n = Double(k / 12) * 8
+            let p = f.groundGeodetic(east: e, north: n)
+            let wifi = gridAPs.enumerated().map { i, a -> [String: Any] in
+                ["macAddress": a, "signalStrength": -40 - 25 * log10(max(1, ((apXY(i) - SIMD2(e, n)) * (apXY(i) - SIMD2(e, n))).sum().squareRoot()))]
+            }
+            items.append(["position": ["latitude": p.latitude, "longitude": p.longitude, "accuracy": 5.0],
+                          "cellTowers": [["radioType": "lte", "mobileCountryCode": 228, "mobileNetworkCode": 1, "locationAreaCode": 1000,
+                                          "cellId": 7000 + k % 2, "timingAdvance": 1 + k % 3, "serving": 1]],
+                          "wifiAccessPoints": wifi])
+        }
+        let body = Array(try JSONSerialization.data(withJSONObject: ["items": items]))
+        try await store.submit(try GeoAPI.submission(body).items, digest: Learner.digest(body))
+    }
+
     /// The PostgreSQL server of the tests: POSFUSE_TEST_POSTGRES, else the one
     /// `scripts/postgres-test-server.sh` starts. Nil (tests skip, saying so) when none answers.
     static let postgresURL: String? = {

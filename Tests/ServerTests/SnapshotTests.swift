@@ -34,23 +34,8 @@ final class CountingStore: LocationStore, @unchecked Sendable {
     /// A world of 12 APs and two LTE cells with TA, learned from 120 items, and 40 seeded
     /// requests (1–10 APs, with or without a cell).
     static func world(_ store: any LocationStore) async throws -> [GeoAPI.Query] {
-        let f = LocalFrame(origin: Fixture.center)
-        let aps = (0..<12).map { String(format: "00:1b:cc:00:01:%02x", $0) }
-        func apXY(_ i: Int) -> SIMD2<Double> { SIMD2(Double(i % 4) * 25, Double(i / 4) * 30) }
-        var items: [[String: Any]] = []
-        for k in 0..<120 {
-            let e = Double(k % 12) * 8, n = Double(k / 12) * 8
-            let p = f.groundGeodetic(east: e, north: n)
-            let wifi = aps.enumerated().map { i, a -> [String: Any] in
-                ["macAddress": a, "signalStrength": -40 - 25 * log10(max(1, ((apXY(i) - SIMD2(e, n)) * (apXY(i) - SIMD2(e, n))).sum().squareRoot()))]
-            }
-            items.append(["position": ["latitude": p.latitude, "longitude": p.longitude, "accuracy": 5.0],
-                          "cellTowers": [["radioType": "lte", "mobileCountryCode": 228, "mobileNetworkCode": 1, "locationAreaCode": 1000,
-                                          "cellId": 7000 + k % 2, "timingAdvance": 1 + k % 3, "serving": 1]],
-                          "wifiAccessPoints": wifi])
-        }
-        let body = Array(try JSONSerialization.data(withJSONObject: ["items": items]))
-        try await store.submit(try GeoAPI.submission(body).items, digest: Learner.digest(body))
+        try await Fixture.learnedGrid(store)
+        let aps = Fixture.gridAPs
         var rng = Xoshiro256(seed: 2325)
         var out: [GeoAPI.Query] = []
         for r in 0..<40 {

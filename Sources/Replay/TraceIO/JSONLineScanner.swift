@@ -117,18 +117,7 @@ public struct JSONLineScanner {
 
     /// Element ranges of the array `[…]` spanning `start..<end` (as recorded in a field).
     package func arrayElements(start: Int, end: Int, into out: inout [JField]) throws(LineIssue) {
-        var i = skipWS(start + 1)
-        if i < end, p[i] == UInt8(ascii: "]") { return }
-        while true {
-            var f = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
-            i = try value(at: i, into: &f, depth: 1)
-            out.append(f)
-            i = skipWS(i)
-            guard i < end else { throw unexpected(i, expecting: "',' or ']'") }
-            if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }
-            if p[i] == UInt8(ascii: "]") { return }
-            throw unexpected(i, expecting: "',' or ']'")
-        }
+        try elements(start: start, end: end, into: &out, validated: false)
     }
 
     /// `arrayElements` of an array whose bytes an earlier scan of this text has already
@@ -136,11 +125,17 @@ public struct JSONLineScanner {
     /// array element is delimited by bracket depth and string quotes alone instead of being
     /// validated (and its numbers converted) a second time. Other elements go through `value`.
     package func validatedArrayElements(start: Int, end: Int, into out: inout [JField]) throws(LineIssue) {
+        try elements(start: start, end: end, into: &out, validated: true)
+    }
+
+    /// The one element loop of both: `validated` (a constant at each call, so the branch folds
+    /// away when inlined) delimits container elements without validating them.
+    @inline(__always) private func elements(start: Int, end: Int, into out: inout [JField], validated: Bool) throws(LineIssue) {
         var i = skipWS(start + 1)
         if i < end, p[i] == UInt8(ascii: "]") { return }
         while true {
             var f = JField(keyStart: 0, keyLength: 0, kind: .null, number: 0, start: 0, end: 0, escaped: false)
-            if i < end, p[i] == UInt8(ascii: "{") || p[i] == UInt8(ascii: "["), let e = containerEnd(at: i, limit: end) {
+            if validated, i < end, p[i] == UInt8(ascii: "{") || p[i] == UInt8(ascii: "["), let e = containerEnd(at: i, limit: end) {
                 f.kind = p[i] == UInt8(ascii: "{") ? .object : .array; f.start = i; f.end = e
                 i = e
             } else {
