@@ -71,26 +71,20 @@ public final class ReportRefiner {
     /// location provider, and the model's effect on refined reports is not measured yet.
     public static func reportOptions(_ stages: [String: StageOptions]) -> [String: StageOptions] {
         var options = stages
-        if options["gnss"]?.values[GNSSErrorModel.option] == nil {
-            var g = options["gnss"] ?? StageOptions(name: "gnss")
-            g.values[GNSSErrorModel.option] = .string("none")
-            options["gnss"] = g
+        /// Sets `key` of `stage` to `value` unless the configuration sets it.
+        func unlessConfigured(_ stage: String, _ key: String, _ value: ConfigValue) {
+            guard options[stage]?.values[key] == nil else { return }
+            var o = options[stage] ?? StageOptions(name: stage)
+            o.values[key] = value
+            options[stage] = o
         }
+        unlessConfigured("gnss", GNSSErrorModel.option, .string("none"))
         // The online widening from the GNSS bias estimate follows a stream of fixes against the
         // motion model (`gnss_bias_adaptive_window`); a report's position is one fix: off unless configured.
-        let window = FusionStage.Options.gnssBiasAdaptiveWindow.key
-        if options["ekf"]?.values[window] == nil {
-            var e = options["ekf"] ?? StageOptions(name: "ekf")
-            e.values[window] = .number(0)
-            options["ekf"] = e
-        }
-        if options["ekf"]?.values["inflation"] == nil {
-            var e = options["ekf"] ?? StageOptions(name: "ekf")
-            var m: [String: ConfigValue] = [:]
-            for (s, a) in FusionStage.Settings.defaultInflation { m[s.rawValue] = .number(s == .gnss ? 1 : a) }
-            e.values["inflation"] = .map(m)
-            options["ekf"] = e
-        }
+        unlessConfigured("ekf", FusionStage.Options.gnssBiasAdaptiveWindow.key, .number(0))
+        var inflation: [String: ConfigValue] = [:]
+        for (s, a) in FusionStage.Settings.defaultInflation { inflation[s.rawValue] = .number(s == .gnss ? 1 : a) }
+        unlessConfigured("ekf", "inflation", .map(inflation))
         for name in ["ukf", "pf", "smoother"] where options[name] == nil { options[name] = StageOptions(name: name, values: ["enabled": .bool(false)]) }
         return options
     }

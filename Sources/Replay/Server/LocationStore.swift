@@ -74,24 +74,35 @@ public struct RadioChanges: Sendable, Equatable {
         self.last = last; self.cells = cells; self.bssids = bssids; self.overflow = overflow
     }
 
-    /// One log row's text of its cells ("rat,mcc,mnc,area,cid" per line).
-    static func text(_ cells: [CellID]) -> String {
-        cells.map { "\($0.rat.rawValue),\($0.mcc),\($0.mnc),\($0.area),\($0.cid)" }.joined(separator: "\n")
+    /// One log row's text: its cells ("rat,mcc,mnc,area,cid" per line) and its BSSIDs (one per
+    /// line). The one place of the row format: both stores write `rowText` and read with `add`.
+    static func rowText(cells: [CellID], bssids: [String]) -> (cells: String, bssids: String) {
+        (cells.map { "\($0.rat.rawValue),\($0.mcc),\($0.mnc),\($0.area),\($0.cid)" }.joined(separator: "\n"),
+         bssids.joined(separator: "\n"))
     }
-    static func cells(_ text: String) -> [CellID] {
-        text.split(separator: "\n").compactMap { line in
+    /// Adds one log row (position `seq`, its `rowText`) to these changes.
+    mutating func add(seq: Int64, cells: String, bssids: String) {
+        last = seq
+        self.cells += cells.split(separator: "\n").compactMap { line in
             let f = line.split(separator: ",")
             guard f.count == 5, let rat = RAT(rawValue: String(f[0])), let mcc = Int(f[1]), let mnc = Int(f[2]),
                   let area = Int(f[3]), let cid = Int(f[4]) else { return nil }
             return CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid)
         }
+        self.bssids += bssids.split(separator: "\n").map(String.init)
+    }
+    /// The serving cells of a submission's items: the cells whose coverage areas it changes.
+    static func servingCells(_ items: [Submission]) -> Set<CellID> {
+        Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
     }
     /// The radios of one submission a snapshot must forget once it commits: its serving cells
     /// (their coverage areas change) and the BSSIDs of its WiFi samples (their APs are re-fitted).
     static func of(_ items: [Submission]) -> (cells: [CellID], bssids: [String]) {
-        let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
-        let bssids = Set(Learner.samples(items).map(\.bssid))
-        return (cells.sorted { $0.description < $1.description }, bssids.sorted())
+        of(cells: servingCells(items), samples: Learner.samples(items))
+    }
+    /// `of` from the serving cells and samples a store has already derived for the submission.
+    static func of(cells: Set<CellID>, samples: [APSample]) -> (cells: [CellID], bssids: [String]) {
+        (cells.sorted { $0.description < $1.description }, Set(samples.map(\.bssid)).sorted())
     }
     /// Most log rows one `changes` call reads; beyond, `overflow`.
     public static let limit = 10_000

@@ -179,7 +179,7 @@ public final class PostgresStore: LocationStore {
     public func submit(_ items: [Submission], digest: String) async throws {
         let logger = self.logger
         let samples = Learner.samples(items)
-        let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
+        let cells = RadioChanges.servingCells(items)
         try await client.withTransaction(logger: logger) { c in
             _ = try await c.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
             var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = [], points: [Learner.CoveragePoint] = []
@@ -245,10 +245,10 @@ public final class PostgresStore: LocationStore {
                                   logger: logger)
             // The change log row (`LocationStore.changes`): its sequence value is taken under the
             // advisory lock, so the log's order is the commit order.
-            let changed = RadioChanges.of(items)
+            let changed = RadioChanges.of(cells: cells, samples: samples)
             if !changed.cells.isEmpty || !changed.bssids.isEmpty {
-                _ = try await c.query("INSERT INTO radio_changes (cells, bssids) VALUES (\(RadioChanges.text(changed.cells)), \(changed.bssids.joined(separator: "\n")))",
-                                      logger: logger)
+                let row = RadioChanges.rowText(cells: changed.cells, bssids: changed.bssids)
+                _ = try await c.query("INSERT INTO radio_changes (cells, bssids) VALUES (\(row.cells), \(row.bssids))", logger: logger)
             }
         }
     }
@@ -268,9 +268,7 @@ public final class PostgresStore: LocationStore {
                                          logger: logger)
             for try await r in rows.decode((Int64, String, String).self) {
                 n += 1
-                out.last = r.0
-                out.cells += RadioChanges.cells(r.1)
-                out.bssids += r.2.split(separator: "\n").map(String.init)
+                out.add(seq: r.0, cells: r.1, bssids: r.2)
             }
             if n > RadioChanges.limit { return RadioChanges(last: try await maxSeq(), overflow: true) }
             return out

@@ -122,7 +122,7 @@ public final class SQLiteStore: LocationStore {
 
     public func submit(_ items: [Submission], digest: String) async throws {
         let samples = Learner.samples(items)
-        let cells = Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
+        let cells = RadioChanges.servingCells(items)
         try await pool.write { db in
             var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = [], points: [Learner.CoveragePoint] = []
             let cs = try db.cachedStatement(sql: "SELECT * FROM cell_coverage WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?")
@@ -170,10 +170,10 @@ public final class SQLiteStore: LocationStore {
             for b in Set(samples.map(\.bssid)).sorted() { try mark.execute(arguments: [b]) }
             try db.execute(sql: "INSERT INTO submissions (received, items, digest) VALUES (?, ?, ?)",
                            arguments: [Date().timeIntervalSince1970, items.count, digest])
-            let changed = RadioChanges.of(items)
+            let changed = RadioChanges.of(cells: cells, samples: samples)
             if !changed.cells.isEmpty || !changed.bssids.isEmpty {
-                try db.execute(sql: "INSERT INTO radio_changes (cells, bssids) VALUES (?, ?)",
-                               arguments: [RadioChanges.text(changed.cells), changed.bssids.joined(separator: "\n")])
+                let row = RadioChanges.rowText(cells: changed.cells, bssids: changed.bssids)
+                try db.execute(sql: "INSERT INTO radio_changes (cells, bssids) VALUES (?, ?)", arguments: [row.cells, row.bssids])
             }
         }
     }
@@ -191,11 +191,7 @@ public final class SQLiteStore: LocationStore {
                 out.last = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM radio_changes") ?? after
                 return out
             }
-            for r in rows {
-                out.last = r[0]
-                out.cells += RadioChanges.cells(r[1])
-                out.bssids += (r[2] as String).split(separator: "\n").map(String.init)
-            }
+            for r in rows { out.add(seq: r[0], cells: r[1], bssids: r[2]) }
             return out
         }
     }

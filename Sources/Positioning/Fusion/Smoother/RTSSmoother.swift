@@ -160,7 +160,7 @@ public final class SmootherStage: PipelineStage {
                 // smoothed region as it widens the filter's (`GNSSBias.excessCovariance`).
                 let w = e.posteriorBias?.excessCovariance ?? .zero
                 out.append(.fix(Fix(time: e.time, position: SIMD2(s.mean[0], s.mean[1]),
-                                    covariance: Covariance2(ee: p[0, 0] + w.ee, en: 0.5 * (p[0, 1] + p[1, 0]) + w.en, nn: p[1, 1] + w.nn),
+                                    covariance: Covariance2(ee: p[0, 0], en: 0.5 * (p[0, 1] + p[1, 0]), nn: p[1, 1]) + w,
                                     source: .smoother, subject: device)))
             }
         }

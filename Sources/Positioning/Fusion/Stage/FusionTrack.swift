@@ -350,7 +350,7 @@ final class FusionTrack {
     func reportedFix(source: Source, subject: String) -> Fix {
         var f = filter.fix(source: source, subject: subject)
         if biasFamily == .gnss, let w = gnssBias?.excessCovariance {
-            f.covariance = Covariance2(ee: f.covariance.ee + w.ee, en: f.covariance.en + w.en, nn: f.covariance.nn + w.nn)
+            f.covariance = f.covariance + w
         }
         return f
     }
