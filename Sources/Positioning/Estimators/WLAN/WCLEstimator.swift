@@ -120,7 +120,11 @@ public struct WCLEstimator: Sendable {
 
     /// Step 3: the K strongest anchors above r_min.
     public func selectAnchors(_ scan: WiFiScan, time: Double, map: [String: AccessPoint]) -> [WCLAnchor] {
-        Array(mergedAnchors(scan, time: time, map: map).filter { $0.rss >= rssMin }.prefix(max(1, maxAnchors)))
+        selectAnchors(merged: mergedAnchors(scan, time: time, map: map))
+    }
+    /// Step 3 on anchors `mergedAnchors` already gave.
+    public func selectAnchors(merged: [WCLAnchor]) -> [WCLAnchor] {
+        Array(merged.filter { $0.rss >= rssMin }.prefix(max(1, maxAnchors)))
     }
 
     /// Normalised weights w̄ of anchors (log domain, max subtracted). Falls back to equal
