@@ -94,6 +94,34 @@ import Positioning
         }
     }
 
+    /// A stage seen through a wrapper that declares it reads everything: the pipeline calls it
+    /// for every event.
+    final class EveryEvent: PipelineStage {
+        let inner: any PipelineStage
+        init(_ inner: any PipelineStage) { self.inner = inner }
+        var sources: [Source] { inner.sources }
+        func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
+            inner.process(event, upstream: upstream, context: context)
+        }
+        func finish(context: PipelineContext) -> [StageResult] { inner.finish(context: context) }
+        func fresh() -> any PipelineStage { EveryEvent(inner.fresh()) }
+        func reset() { inner.reset() }
+    }
+
+    /// The stages the pipeline skips for events they do not read (`StageInputs`) would have
+    /// returned nothing and kept their state: every stage called for every event gives the
+    /// same results on the bundled traces. (And some stage does declare less than everything.)
+    @Test(arguments: bundled)
+    func skippedStagesWouldHaveDoneNothing(trace: String) throws {
+        guard let t = try Self.load(trace) else { return }
+        let stages = try StageRegistry.pipeline(options: Self.allStages).stages
+        #expect(stages.contains { $0.inputs.events != .all })
+        let skipping = Self.run(try StageRegistry.pipeline(options: Self.allStages), header: t.header, reference: t.reference, events: t.events)
+        let every = Self.run(Pipeline(stages: stages.map { EveryEvent($0) }), header: t.header, reference: t.reference, events: t.events)
+        #expect(!skipping.isEmpty)
+        #expect(skipping == every, "\(trace): a skipped stage would have emitted something or changed its state")
+    }
+
     /// `fresh()` gives a new object of the same type for every stage (no instance is shared
     /// between two reports or two concurrent requests), in the same order.
     @Test func freshStagesAreNewObjects() throws {

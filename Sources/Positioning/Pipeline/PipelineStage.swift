@@ -18,6 +18,43 @@ public enum StageResult: Sendable {
     case measurement(any MeasurementModel, subject: String)
 }
 
+/// The kinds of event a stage reads (`PipelineStage.inputs`), one bit per `TraceEvent.Payload` case.
+public struct EventKinds: OptionSet, Sendable {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public static let gnss = EventKinds(rawValue: 1 << 0), wifi = EventKinds(rawValue: 1 << 1), cell = EventKinds(rawValue: 1 << 2)
+    public static let imu = EventKinds(rawValue: 1 << 3), step = EventKinds(rawValue: 1 << 4), acoustic = EventKinds(rawValue: 1 << 5)
+    public static let peerRange = EventKinds(rawValue: 1 << 6), photo = EventKinds(rawValue: 1 << 7), groundTruth = EventKinds(rawValue: 1 << 8)
+    public static let all = EventKinds(rawValue: 0x1FF)
+    /// The kind of `payload`.
+    @inline(__always) public init(_ payload: TraceEvent.Payload) {
+        switch payload {
+        case .gnss: self = .gnss
+        case .wifi: self = .wifi
+        case .cell: self = .cell
+        case .imu: self = .imu
+        case .step: self = .step
+        case .acoustic: self = .acoustic
+        case .peerRange: self = .peerRange
+        case .photo: self = .photo
+        case .groundTruth: self = .groundTruth
+        }
+    }
+}
+
+/// What a stage reads: the event kinds whose raw events it uses, and whether it reads the
+/// results of the stages before it. A stage called with an event of another kind and no
+/// upstream result (or with upstream results it does not read) must return nothing and change
+/// no state: `Pipeline.process` then skips the call (most events are IMU samples, which 8 of
+/// the default pipeline's 11 stages ignore).
+public struct StageInputs: Sendable {
+    public var events: EventKinds
+    public var upstream: Bool
+    public init(events: EventKinds, upstream: Bool) { self.events = events; self.upstream = upstream }
+    /// Every event and every upstream result (the default).
+    public static let everything = StageInputs(events: .all, upstream: true)
+}
+
 /// A stage of a replay pipeline: stand-alone estimators and fusion filters alike.
 ///
 /// Replay flows one way: reader → pipeline → scorer. For each event in time order the
@@ -44,16 +81,28 @@ public protocol PipelineStage: AnyObject {
     /// depends on its capacity, and a fresh stage's is the empty one's. `RefineResetTests`
     /// checks the bytes of refine's output against a fresh pipeline per report.
     func reset()
+    /// What the stage reads (default: everything); `Pipeline.process` skips the stage for an
+    /// event it provably ignores. Declare less only when `process` starts by returning `[]` for
+    /// the other kinds (and does not look at `upstream` unless `upstream` is true).
+    var inputs: StageInputs { get }
 }
 
 extension PipelineStage {
     public func finish(context: PipelineContext) -> [StageResult] { [] }
+    public var inputs: StageInputs { .everything }
 }
 
 /// An ordered list of stages.
 public final class Pipeline {
-    public private(set) var stages: [any PipelineStage]
-    public init(stages: [any PipelineStage]) { self.stages = stages }
+    public let stages: [any PipelineStage]
+    /// Each stage's `inputs`, read once (`EventKinds` bits; upstream flags).
+    private let eventMasks: [UInt16]
+    private let readsUpstream: [Bool]
+    public init(stages: [any PipelineStage]) {
+        self.stages = stages
+        eventMasks = stages.map(\.inputs.events.rawValue)
+        readsUpstream = stages.map(\.inputs.upstream)
+    }
 
     public var sources: [Source] { stages.flatMap(\.sources) }
 
@@ -62,8 +111,12 @@ public final class Pipeline {
         // Most stages return nothing for most events (an IMU sample): `results += []` still
         // reallocated the shared buffer (measured: 11 reallocations per event, 13 % of a replay).
         var results: [StageResult] = []
-        for s in stages {
-            let r = s.process(event, upstream: results, context: context)
+        let kind = EventKinds(event.payload).rawValue
+        for i in stages.indices {
+            // A stage that reads neither this kind of event nor (with something upstream) the
+            // results before it would return nothing: not called (`StageInputs`).
+            if eventMasks[i] & kind == 0 && (results.isEmpty || !readsUpstream[i]) { continue }
+            let r = stages[i].process(event, upstream: results, context: context)
             if r.isEmpty { continue }
             if results.isEmpty { results = r } else { results.append(contentsOf: r) }
         }

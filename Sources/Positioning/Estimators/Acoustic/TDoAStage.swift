@@ -79,6 +79,8 @@ public final class TDoAStage: PipelineStage {
     /// The arrival buffers, last fixes and solutions. The GSL workspace is kept: it is scratch
     /// memory that `gsl_multifit_nlinear_init` sets up again for every solve.
     public func reset() { buffers = [:]; lastFix = [:]; solutions = [] }
+    /// Acoustic arrivals only.
+    public var inputs: StageInputs { StageInputs(events: .acoustic, upstream: false) }
     public func fresh() -> any PipelineStage {
         TDoAStage(estimator: estimator, phoneHeight: phoneHeight, floor: floor, temperature: temperature, emitMeasurements: emitMeasurements)
     }

@@ -135,6 +135,8 @@ public final class CellIDStage: PipelineStage {
     public var sources: [Source] { [.cell] }
     /// The cell lookup of the last reference data.
     public func reset() { cache.clear() }
+    /// Cell records only.
+    public var inputs: StageInputs { StageInputs(events: .cell, upstream: false) }
     public func fresh() -> any PipelineStage { CellIDStage(estimator: estimator, coverage: coverage) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
@@ -192,6 +194,8 @@ public final class CellTAStage: PipelineStage {
     public var sources: [Source] { [.cellTA] }
     /// The cell lookup of the last reference data and the latest rings.
     public func reset() { cache.clear(); rings = [:] }
+    /// Cell records only.
+    public var inputs: StageInputs { StageInputs(events: .cell, upstream: false) }
     public func fresh() -> any PipelineStage {
         CellTAStage(estimator: estimator, multiRing: multiRing, ringWindow: ringWindow, coverage: coverage)
     }

@@ -67,6 +67,8 @@ public final class GNSSStage: PipelineStage {
     public var sources: [Source] { [.gnss] }
     /// No per-trace state.
     public func reset() {}
+    /// GNSS fixes only.
+    public var inputs: StageInputs { StageInputs(events: .gnss, upstream: false) }
     public func fresh() -> any PipelineStage {
         GNSSStage(estimator: estimator, errorModel: errorModel, handsetFamily: handsetFamily, families: families)
     }

@@ -96,6 +96,8 @@ public final class PeerStage: PipelineStage {
     public func reset() {
         anchors = [:]; lastPeerFix = [:]; ranges = [:]
     }
+    /// Peer ranges, and the upstream fixes of its anchor sources (nothing else changes its state).
+    public var inputs: StageInputs { StageInputs(events: .peerRange, upstream: true) }
     public func fresh() -> any PipelineStage {
         PeerStage(solver: solver, anchorSources: anchorSources, anchorMaxAge: anchorMaxAge, rangeMaxAge: rangeMaxAge,
                   motionSpeed: motionSpeed, onsetSigmaSamples: onsetSigmaSamples, defaultRangeSigma: defaultRangeSigma,

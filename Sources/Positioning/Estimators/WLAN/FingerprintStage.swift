@@ -30,6 +30,8 @@ public final class FingerprintStage: PipelineStage {
     public var sources: [Source] { [.fingerprint] }
     /// No per-trace state (every stored property is configuration).
     public func reset() {}
+    /// Scans only.
+    public var inputs: StageInputs { StageInputs(events: .wifi, upstream: false) }
     public func fresh() -> any PipelineStage {
         method == .wknn ? FingerprintStage(knn: knn) : FingerprintStage(estimator: estimator, phoneThreshold: phoneThreshold)
     }

@@ -167,6 +167,8 @@ public final class RSSStage: PipelineStage {
     public func fresh() -> any PipelineStage { RSSStage(estimator: estimator) }
     /// No per-trace state.
     public func reset() {}
+    /// Scans only.
+    public var inputs: StageInputs { StageInputs(events: .wifi, upstream: false) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }

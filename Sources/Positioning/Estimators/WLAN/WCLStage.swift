@@ -7,6 +7,8 @@ public final class WCLStage: PipelineStage {
     public func fresh() -> any PipelineStage { WCLStage(estimator: estimator) }
     /// No per-trace state.
     public func reset() {}
+    /// Scans only (`process` returns [] for every other event).
+    public var inputs: StageInputs { StageInputs(events: .wifi, upstream: false) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }
