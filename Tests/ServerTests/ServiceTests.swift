@@ -273,11 +273,14 @@ import PostgresNIO
         #expect(abs(got.covariance.ee - want.covariance.ee) < 1e-6 * want.covariance.ee && abs(got.covariance.nn - want.covariance.nn) < 1e-6 * want.covariance.nn
                 && abs(got.covariance.en - want.covariance.en) < 1e-6 * want.covariance.ee, "\(got.covariance) vs \(want.covariance)")
         // A stored row as seed, with an empty batch of another cell: nothing changes.
-        let row = CellCoverageRecord(cell: cell, ta: nil, position: Fixture.center, covariance: Covariance2(ee: 400, en: 10, nn: 300), count: 12, walks: 3)
-        let item = Submission(position: Fixture.square[0], cells: [CellObservation(cell: cell, serving: true)])
+        let row = CellCoverageRecord(cell: cell, ta: nil, position: Fixture.center, covariance: Covariance2(ee: 400, en: 10, nn: 300), count: 12, walks: 3,
+                                     scale: 0.6)
+        let item = Submission(position: Fixture.square[0], cells: [CellObservation(cell: cell, serving: true, timingAdvance: 4)])
         let learned = Learner.coverage([item], state: [], seed: [row])
         let merged = try #require(learned.records.first { $0.ta == nil })
         #expect(merged.count == 13 && merged.walks == 4)
+        // The stored row's coverage scale (celldb build's CoverageScale) stays with it; a new area has none.
+        #expect(merged.scale == 0.6 && learned.records.first { $0.ta == 4 }?.scale == 1)
     }
 
     /// The documented geosubmit fixture: accepted ({}), the serving cell learned (the

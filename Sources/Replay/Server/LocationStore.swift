@@ -251,6 +251,8 @@ public enum Learner {
                 }
                 let total = prior + CellCoverageMap.WalkSums(walk: a)
                 guard var area = total.area else { continue }
+                // The stored row's coverage scale (`CoverageScale`, fitted by `celldb build`) stays with the area.
+                area.scale = rows[k]?.scale ?? 1
                 if k.timingAdvance != nil {
                     // This submission's positions of the area: walk number = the walks before it.
                     let mine = obs.filter { $0.0.timingAdvance == k.timingAdvance }.map {

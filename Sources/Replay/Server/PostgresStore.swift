@@ -67,8 +67,10 @@ public final class PostgresStore: LocationStore {
             rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL, ta BIGINT NOT NULL,
             lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, h DOUBLE PRECISION NOT NULL DEFAULT 0,
             cov_ee DOUBLE PRECISION NOT NULL, cov_en DOUBLE PRECISION NOT NULL, cov_nn DOUBLE PRECISION NOT NULL, n BIGINT NOT NULL,
-            walks BIGINT NOT NULL DEFAULT 1, PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
+            walks BIGINT NOT NULL DEFAULT 1, scale DOUBLE PRECISION NOT NULL DEFAULT 1, PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
         """,
+        // A table created before the coverage scale (25 Nov 2026): 1, the model alone.
+        "ALTER TABLE cell_coverage ADD COLUMN IF NOT EXISTS scale DOUBLE PRECISION NOT NULL DEFAULT 1",
         """
         CREATE TABLE IF NOT EXISTS coverage_sums (
             rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL, ta BIGINT NOT NULL,
@@ -106,19 +108,20 @@ public final class PostgresStore: LocationStore {
         "CREATE TABLE IF NOT EXISTS radio_changes_pruned (id INT PRIMARY KEY CHECK (id = 1), through BIGINT NOT NULL)",
     ]
 
-    typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int)
-    static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks"
+    typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int, Double)
+    static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks, scale"
 
     static func coverage(_ r: CoverageRow) -> CellCoverageRecord? {
         guard let rat = RAT(rawValue: r.0) else { return nil }
         return CellCoverageRecord(cell: CellID(rat: rat, mcc: r.1, mnc: r.2, area: r.3, cid: r.4), ta: r.5 < 0 ? nil : r.5,
                                   position: Geodetic(latitude: r.6, longitude: r.7, height: r.8),
-                                  covariance: Covariance2(ee: r.9, en: r.10, nn: r.11), count: r.12, walks: r.13)
+                                  covariance: Covariance2(ee: r.9, en: r.10, nn: r.11), count: r.12, walks: r.13,
+                                  scale: r.14 > 0 && r.14.isFinite ? r.14 : 1)
     }
 
     static func coverageRows(_ c: PostgresConnection, cell: CellID, logger: Logger) async throws -> [CellCoverageRecord] {
         let rows = try await c.query("""
-            SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks FROM cell_coverage
+            SELECT \(unescaped: Self.coverageColumns) FROM cell_coverage
             WHERE rat = \(cell.rat.rawValue) AND mcc = \(cell.mcc) AND mnc = \(cell.mnc) AND area = \(cell.area) AND cid = \(cell.cid)
             ORDER BY ta
             """, logger: logger)
@@ -174,7 +177,7 @@ public final class PostgresStore: LocationStore {
             var out: [CellCoverageRecord] = []
             for a in areas.sorted(by: { $0.description < $1.description }) {
                 let rows = try await c.query("""
-                    SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks FROM cell_coverage
+                    SELECT \(unescaped: Self.coverageColumns) FROM cell_coverage
                     WHERE rat = \(a.rat.rawValue) AND mcc = \(a.mcc) AND mnc = \(a.mnc) AND area = \(a.area) AND ta = -1
                     """, logger: logger)
                 for try await r in rows.decode(CoverageRow.self) { if let x = Self.coverage(r) { out.append(x) } }
@@ -232,9 +235,10 @@ public final class PostgresStore: LocationStore {
                 _ = try await c.query("""
                     INSERT INTO cell_coverage (\(unescaped: Self.coverageColumns)) VALUES (\(r.cell.rat.rawValue), \(r.cell.mcc), \(r.cell.mnc),
                         \(r.cell.area), \(r.cell.cid), \(r.ta ?? -1), \(r.position.latitude), \(r.position.longitude), \(r.position.height),
-                        \(r.covariance.ee), \(r.covariance.en), \(r.covariance.nn), \(r.count), \(r.walks))
+                        \(r.covariance.ee), \(r.covariance.en), \(r.covariance.nn), \(r.count), \(r.walks), \(r.scale))
                     ON CONFLICT (rat, mcc, mnc, area, cid, ta) DO UPDATE SET lat = EXCLUDED.lat, lon = EXCLUDED.lon, h = EXCLUDED.h,
-                        cov_ee = EXCLUDED.cov_ee, cov_en = EXCLUDED.cov_en, cov_nn = EXCLUDED.cov_nn, n = EXCLUDED.n, walks = EXCLUDED.walks
+                        cov_ee = EXCLUDED.cov_ee, cov_en = EXCLUDED.cov_en, cov_nn = EXCLUDED.cov_nn, n = EXCLUDED.n, walks = EXCLUDED.walks,
+                        scale = EXCLUDED.scale
                     """, logger: logger)
             }
             for x in learned.state {

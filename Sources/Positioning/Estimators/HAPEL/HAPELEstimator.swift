@@ -143,6 +143,8 @@ public final class HAPELStage: PipelineStage {
         self.estimator = estimator; self.thresholdOverride = thresholdOverride
     }
     public var sources: [Source] { [.hapel] }
+    /// The per-phone trackers and the map radios of the last reference data (keyed by count only).
+    public func reset() { states = [:]; lastState = nil; radiosCache = nil }
     public func fresh() -> any PipelineStage { HAPELStage(estimator: estimator, thresholdOverride: thresholdOverride) }
 
     /// The device's state, created (fresh tracker, no fix) on its first event.

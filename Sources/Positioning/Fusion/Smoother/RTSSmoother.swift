@@ -128,6 +128,7 @@ extension UnscentedKalmanFilter {
 public final class SmootherStage: PipelineStage {
     public var sources: [Source] { [.smoother] }
     public func fresh() -> any PipelineStage { SmootherStage(settings: filter.settings) }
+    public func reset() { filter.reset() }
     let filter: FusionStage
     /// The smoothed filter's per-source update counters (its forward pass: NIS of the filtered prior).
     public var counters: [Source: SourceCounters] { filter.counters }

@@ -139,6 +139,10 @@ public final class FusionStage: PipelineStage {
         s.logNIS = logNIS
         return s
     }
+    /// The per-phone filters; `settings`, `source`, `recordEpochs` and `logNIS` are configuration.
+    public func reset() {
+        tracks = [:]; deviceOrder = []; lastTrack = nil
+    }
     /// Keep per-epoch filter history for the RTS smoother (`SmootherStage`).
     let recordEpochs: Bool
     /// Keep every update's NIS (consistency evaluation).
