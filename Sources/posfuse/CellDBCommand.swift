@@ -21,7 +21,7 @@ struct CellDBBuild: ParsableCommand {
 
         The coverage map (where phones were when they reported each serving cell and TA index: mean and covariance per area, docs/radio.md) goes into the table cell_coverage of the same database, in the same transaction. The cell and cell-ta stages locate a report from it before the tower ring: give the database to posfuse replay/refine with --cell-db, or write both as WGS84 members of a reference.json with --reference-json.
 
-        With 3 or more walks the coverage map is calibrated on its own walks: each walk is located from the map of the others, and the covariance scale that puts 95 % of those reports inside their 95 % ellipse (one for whole-cell areas, one for (cell, TA) areas) is stored with every area (column scale; reference.json "scale"). replay, refine and serve use it without an option.
+        With walks on 3 or more days the coverage map is calibrated on its own walks: each day's walks are located from the map of the other days; the tail weight of the predictive (prior degrees ν₀) is fitted so that 95 % of those reports fall inside their 95 % ellipse, then a scale s that holds on the worst of the days; one (ν₀, s) for whole-cell areas, one for (cell, TA) areas (docs/radio.md, "Coverage calibration"). Every area stores the resulting factor on its covariance (column scale; reference.json "scale"); replay, refine and serve use it without an option.
 
         Examples:
           posfuse celldb build ../shared/data/lte-ta-walks/lacolyoc \\

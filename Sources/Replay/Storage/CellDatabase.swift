@@ -47,7 +47,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
     public var count: Int
     /// Recordings that contributed (`CellCoverageMap.Area.walks`).
     public var walks: Int
-    /// The map's coverage scale for this kind of area (`CellCoverageMap.Area.scale`, `CoverageScale`; 1 = none).
+    /// The area's calibration factor on its predictive covariance (`CellCoverageMap.Area.scale`, `CoverageScale`; 1 = none).
     public var scale: Double
     public init(cell: CellID, ta: Int?, position: Geodetic, covariance: Covariance2, count: Int, walks: Int = 1, scale: Double = 1) {
         self.cell = cell; self.ta = ta; self.position = position; self.covariance = covariance; self.count = count

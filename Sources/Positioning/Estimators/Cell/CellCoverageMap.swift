@@ -50,8 +50,8 @@ public struct CellCoverageMap: Sendable, Equatable {
         /// Recordings (walks) that contributed positions: the independent draws m of the
         /// predictive (1 when unknown, e.g. a map written before walks were counted).
         public var walks: Int
-        /// The map's coverage scale for this kind of area (`CoverageScale`: fitted on the map's
-        /// own walks by inner leave-one-walk-out; 1 = none), a factor on the predictive covariance.
+        /// The area's calibration factor on the predictive covariance (`CoverageScale`: fitted
+        /// on the map's own walks by inner leave-one-day-out; 1 = none).
         public var scale: Double
         public init(mean: SIMD2<Double>, covariance: Covariance2, count: Int, walks: Int = 1, scale: Double = 1) {
             self.mean = mean; self.covariance = covariance; self.count = count; self.walks = max(1, min(walks, count))
