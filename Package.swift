@@ -19,6 +19,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Hummingbird's own NIO layer (already resolved through it): the body-timeout channel handler.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // GNU GSL (libgsl-dev): least squares, linear algebra, RNG, statistics.
@@ -77,6 +80,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ], path: "Sources/Replay/Server"),
         .executableTarget(name: "posfuse", dependencies: [
             "Positioning", "Replay", "PosfuseServer",
@@ -117,6 +122,7 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Yams", package: "Yams"),
+            .product(name: "GRDB", package: "GRDB.swift"),
         ], exclude: ["Fixtures"]),
     ]
 )

@@ -21,6 +21,8 @@ struct CellDBBuild: ParsableCommand {
 
         The coverage map (where phones were when they reported each serving cell and TA index: mean and covariance per area, docs/radio.md) goes into the table cell_coverage of the same database, in the same transaction. The cell and cell-ta stages locate a report from it before the tower ring: give the database to posfuse replay/refine with --cell-db, or write both as WGS84 members of a reference.json with --reference-json.
 
+        With walks on 3 or more days the coverage map is calibrated on its own walks: each day's walks are located from the map of the other days; the tail weight of the predictive (prior degrees ν₀) is fitted so that 95 % of those reports fall inside their 95 % ellipse, then a scale s that holds on the worst of the days; one (ν₀, s) for whole-cell areas, one for (cell, TA) areas (docs/radio.md, "Coverage calibration"). Every area stores the resulting factor on its covariance (column scale; reference.json "scale"); replay, refine and serve use it without an option.
+
         Examples:
           posfuse celldb build ../shared/data/lte-ta-walks/lacolyoc \\
             --db cells.sqlite --reference-json cells.json
@@ -48,7 +50,8 @@ struct CellDBBuild: ParsableCommand {
             let frame = LocalFrame(origin: origin)
             let b = CellSiteBuilder(offset: offset, groupBySite: poolSite, estimateSectors: estimateSectors)
             let built = b.build(walks, frame: frame)
-            let coverage = CellCoverageRecord.records(CellCoverageMap(walks: walks, frame: frame), frame: frame)
+            let (map, fit) = CellCoverageMap.calibrated(walks: walks, frame: frame)
+            let coverage = CellCoverageRecord.records(map, frame: frame)
             let database = try CellDatabase(path: db)
             try database.insert(built.records, coverage: coverage)
             if let r = referenceJSON { try ReferenceJSONWriter.update(url: URL(fileURLWithPath: r), towers: built.records, coverage: coverage) }
@@ -65,12 +68,17 @@ struct CellDBBuild: ParsableCommand {
             }
             if json {
                 let o: [String: Any] = ["walks": walks.count, "records": built.records.count, "sites": sites,
-                                        "coverage_areas": coverage.count, "coverage_cells": coverage.filter { $0.ta == nil }.count]
+                                        "coverage_areas": coverage.count, "coverage_cells": coverage.filter { $0.ta == nil }.count,
+                                        "coverage_scale": ["cell": fit.cell, "cell_ta": fit.timingAdvance, "cell_prior_degrees": fit.cellPriorDegrees,
+                                                           "cell_ta_prior_degrees": fit.taPriorDegrees,
+                                                           "cell_residuals": fit.cellResiduals, "cell_ta_residuals": fit.taResiduals]]
                 print(String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
             } else {
                 print("\(walks.count) walk(s): \(built.sites.count) site(s), \(built.records.count) cell record(s), "
                       + "\(coverage.count) coverage area(s) of \(coverage.filter { $0.ta == nil }.count) cell(s) written to \(db)"
                       + (referenceJSON.map { " and \($0)" } ?? ""))
+                print("  coverage scale (inner leave-one-day-out, docs/radio.md): cell ν₀ \(String(format: "%.3g", fit.cellPriorDegrees)) s \(String(format: "%.3f", fit.cell)) "
+                      + "(\(fit.cellResiduals) d²), cell-ta ν₀ \(String(format: "%.3g", fit.taPriorDegrees)) s \(String(format: "%.3f", fit.timingAdvance)) (\(fit.taResiduals) d²)")
                 for s in sites { print("  \(s)") }
             }
         } catch let e as ImportDataError {

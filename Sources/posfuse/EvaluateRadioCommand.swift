@@ -277,7 +277,7 @@ extension EvaluateRadio {
                 throw ExitCode(ExitStatus.dataError)
             }
         }
-        let sources: [Source] = [.wcl, .hapel, .rss, .fingerprint, .ekf, .smoother]
+        let sources: [Source] = [.wcl, .hapel, .rss, .fingerprint, .ekf, .ukf, .pf, .smoother]
         var out: [String: Any] = ["dataset": ds.rawValue, "protocol": all.isEmpty ? "train/test" : "leave-one-walk-out",
                                   "pipeline": pipeline ?? "default + smoother (smoother: {enabled: true})"]
         var lines: [String] = []
@@ -299,7 +299,7 @@ extension EvaluateRadio {
             var same: [String: Any] = [:]
             lines.append("split \(s.split.description) (\(s.folds.count) test walk(s), \(cps) checkpoints)")
             lines.append(ScoreReport.checkpointTable(s.checkpoints).trimmingCharacters(in: .newlines))
-            for f in [Source.ekf, .smoother] {
+            for f in [Source.ekf, .ukf, .pf, .smoother] {
                 guard let (m, w, n) = s.sameCheckpoints(f, .wcl) else { continue }
                 same[f.rawValue] = ["mean_m": m, "wcl_mean_m": w, "ratio": m / w, "count": n]
                 lines.append(String(format: "  same checkpoints (n=%d): %@ mean %.2f m vs wcl %.2f m, ratio %.3f", n, f.rawValue, m, w, m / w))

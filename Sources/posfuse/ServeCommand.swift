@@ -42,6 +42,7 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("body-timeout"), help: "Seconds a client has to send its request body (408 after).") var bodyTimeout: Double?
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle keep-alive connection is closed.") var idleTimeout: Double?
     @Option(name: .customLong("snapshot-refresh"), help: "Seconds between reads of the store's change log: a submission committed through another replica (or process) is used within this (0: read it before every request).") var snapshotRefresh: Double?
+    @Option(name: .customLong("change-retention"), help: "Seconds the store's change log keeps a submission's row (≥ 10 × --snapshot-refresh); a replica further behind starts its snapshot over.") var changeRetention: Double?
     @Option(help: "Reference data for /v1/refine (reference.json), besides the store.") var reference: String?
     @Option(help: "Pipeline configuration (YAML, docs/pipeline.yaml) for geolocate and refine.") var pipeline: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
@@ -68,6 +69,10 @@ struct ServeCommand: ParsableCommand {
         o.idleTimeout = try number(idleTimeout, "IDLE_TIMEOUT") ?? o.idleTimeout
         o.snapshotRefresh = try number(snapshotRefresh, "SNAPSHOT_REFRESH") ?? o.snapshotRefresh
         guard o.snapshotRefresh >= 0, o.snapshotRefresh.isFinite else { throw ValidationError("--snapshot-refresh must be a number of seconds ≥ 0") }
+        o.changeRetention = try number(changeRetention, "CHANGE_RETENTION") ?? o.changeRetention
+        guard o.changeRetention.isFinite, o.changeRetention > 0, o.changeRetention >= 10 * o.snapshotRefresh else {
+            throw ValidationError("--change-retention must be > 0 s and ≥ 10 × --snapshot-refresh")
+        }
         o.emptyHandler = emptyHandler || ProcessInfo.processInfo.environment["POSFUSE_SERVE_EMPTY_HANDLER"] == "1"
         guard (0...65535).contains(o.port) else { throw ValidationError("--port must be 0…65535") }
         guard o.rateLimit >= 0, o.maxBodyBytes > 0, o.bodyTimeout > 0, o.idleTimeout > 0 else {

@@ -159,6 +159,11 @@ import TestSupport
         #expect(summary["coverage_cells"] as? Int == 10, "\(summary)")
         let stored = try CellDatabase(path: db.path).coverage()
         #expect(stored.count == summary["coverage_areas"] as? Int && stored.allSatisfy { $0.count >= 1 })
+        // Three drives = three inner folds: the map is calibrated (docs/radio.md, "Coverage
+        // calibration") and every area stores its factor.
+        let fit = try #require(summary["coverage_scale"] as? [String: Any])
+        #expect((fit["cell_residuals"] as? Int ?? 0) > 100 && (fit["cell_ta_residuals"] as? Int ?? 0) > 100, "\(fit)")
+        #expect(stored.allSatisfy { $0.scale > 0 && $0.scale != 1 }, "\(stored.map(\.scale))")
 
         // The test folder: the bundled trace and its reference.json plus the learned coverage.
         let test = dir.appendingPathComponent("test")

@@ -17,8 +17,9 @@ import Testing
             let table = e.options
             for spec in table.all {
                 var values: [String: ConfigValue] = ["enabled": .bool(true), spec.key: Self.wrongType(spec)]
-                // The smoother reads the ukf options only when it smooths a ukf.
+                // The smoother reads the ukf (pf) options only when it smooths a ukf (pf).
                 if e.name == "smoother", FusionStage.Options.ukf.options.contains(spec) { values["filter"] = .string("ukf") }
+                if e.name == "smoother", FusionStage.Options.pf.options.contains(spec) { values["filter"] = .string("pf") }
                 // The wknn options are read with `method: wknn`, the other cov_ keys with cov_k.
                 if e.name == "fingerprint", FingerprintStage.Options.wknn.options.contains(where: { $0.key == spec.key }),
                    !FingerprintStage.Options.table.options.contains(where: { $0.key == spec.key }) {

@@ -75,6 +75,37 @@ import Foundation
         #expect(abs(one.covariance.ee - (e.kappa * 50 + e.sigma0 * e.sigma0)) < 1e-9)
     }
 
+    /// Merging past the short-list limit (`GroupIndex`: linear search up to 16 groups, a
+    /// dictionary beyond): 60 BSSIDs in 30 radio groups of two, the scan listing each group's
+    /// second member 30 entries after its first, with a repeated entry. Every anchor is its
+    /// group's mean position with the strongest member's RSS and model, and the list is
+    /// strongest first, ties by id, for small (6 groups) and large scans alike.
+    @Test func mergingManyGroups() {
+        for groups in [6, 30] {
+            var map: [String: AccessPoint] = [:]
+            var first: [WiFiObservation] = [], second: [WiFiObservation] = []
+            for g in 0..<groups {
+                let a = String(format: "00:1b:cc:00:%02x:00", g), b = String(format: "00:1b:cc:00:%02x:01", g)
+                map[a] = AccessPoint(bssid: a, position: SIMD3(Double(g), 0, 0), p0: -40, radio: "r\(g)")
+                map[b] = AccessPoint(bssid: b, position: SIMD3(Double(g), 10, 2), p0: -45, radio: "r\(g)")
+                first.append(WiFiObservation(bssid: a, rss: -50 - Double(g % 7)))
+                second.append(WiFiObservation(bssid: b, rss: -50 - Double(g % 5)))
+            }
+            let scan = WiFiScan(accessPoints: first + second + [first[1]])
+            let anchors = WCLEstimator().mergedAnchors(scan, time: 0, map: map)
+            #expect(anchors.count == groups)
+            for g in 0..<groups {
+                let x = anchors.first { $0.id == "radio:r\(g)" }
+                let secondWins = -50 - Double(g % 5) > -50 - Double(g % 7)
+                // Group 1 has its first member twice: weight 2 of 3 at y = 0.
+                let y = g == 1 ? 10.0 / 3 : 5, up = g == 1 ? 2.0 / 3 : 1
+                #expect(x?.position == SIMD2(Double(g), y) && x?.up == up, "group \(g): \(String(describing: x))")
+                #expect(x?.rss == max(-50 - Double(g % 7), -50 - Double(g % 5)) && x?.p0 == (secondWins ? -45 : -40), "group \(g)")
+            }
+            #expect(zip(anchors, anchors.dropFirst()).allSatisfy { $0.rss > $1.rss || ($0.rss == $1.rss && $0.id < $1.id) })
+        }
+    }
+
     /// Calibration recovers a consistent scale: errors drawn from κ·S + σ0²I give back κ, σ0
     /// approximately, and the fitted NIS median is ≈ 1.386.
     @Test func covarianceCalibration() {

@@ -4,8 +4,9 @@ import Foundation
 import Positioning
 
 /// `PipelinePrototype` (the configuration parsed once; `make()` per trace, report or request)
-/// gives the same results as a pipeline built from the options, and a pipeline made after
-/// another one ran carries none of its state.
+/// gives the same results as a pipeline built from the options, a pipeline made after
+/// another one ran carries none of its state, and `reset()` clears a used pipeline's state
+/// exactly (what `refine` does between reports).
 @Suite struct PipelinePrototypeTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -55,6 +56,42 @@ import Positioning
         #expect(!want.isEmpty)
         #expect(first == want, "\(trace): the first fresh pipeline differs")
         #expect(second == want, "\(trace): a pipeline made after another ran differs (state leaked)")
+    }
+
+    static let bundled = ["mall-sparse-ap", "office-acoustic", "photo-landmark", "crowd-peers", "rural-cell"]
+
+    static func load(_ trace: String) throws -> (header: TraceHeader, reference: ReferenceData, events: [TraceEvent])? {
+        let folder = Self.root.appendingPathComponent("Traces/\(trace)")
+        guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("trace.jsonl").path) else { return nil }
+        let reader = try TraceReader(url: folder.appendingPathComponent("trace.jsonl"))
+        var events: [TraceEvent] = []
+        while let e = try reader.next() { events.append(e) }
+        return (reader.header, try ReferenceLoader.load(folder: folder, frame: reader.header.frame), Array(events.prefix(20_000)))
+    }
+
+    /// One pipeline (every stage, the opt-in ones too) runs the bundled trace before `trace`
+    /// (in `bundled`, cyclically) to its end, is reset, runs `trace`, then the trace after it
+    /// cut off at a third (a trace stopped midway), is reset and runs `trace` again: both runs
+    /// give exactly what a pipeline built from the options gives. The other traces leave state
+    /// in every stage (filters per phone, PDR trackers, sample/range/ring/arrival buffers, the
+    /// cell lookups and HAPEL's map radios of another reference).
+    @Test(arguments: bundled)
+    func resetPipelinesEqualBuiltOnes(trace: String) throws {
+        guard let t = try Self.load(trace) else { return }
+        let want = Self.run(try StageRegistry.pipeline(options: Self.allStages), header: t.header, reference: t.reference, events: t.events)
+        #expect(!want.isEmpty)
+        let pipeline = try StageRegistry.prototype(options: Self.allStages).make()
+        let i = Self.bundled.firstIndex(of: trace)!, n = Self.bundled.count
+        for (other, third) in [(Self.bundled[(i + n - 1) % n], false), (Self.bundled[(i + 1) % n], true)] {
+            guard let o = try Self.load(other) else { continue }
+            let cut = third ? o.events.count / 3 : o.events.count
+            let context = PipelineContext(header: o.header, reference: o.reference)
+            for e in o.events.prefix(cut) { _ = pipeline.process(e, context: context) }
+            if !third { _ = pipeline.finish(context: context) }
+            pipeline.reset()
+            #expect(Self.run(pipeline, header: t.header, reference: t.reference, events: t.events) == want,
+                    "\(trace) after \(other) (\(cut) events) and reset() differs (state left behind)")
+        }
     }
 
     /// `fresh()` gives a new object of the same type for every stage (no instance is shared

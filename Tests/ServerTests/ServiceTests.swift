@@ -10,27 +10,33 @@ import Testing
 /// The stores every service test runs against: SQLite always, PostgreSQL when a server answers
 /// (each run in its own schema).
 enum Stores {
-    static func sqlite() throws -> (any LocationStore, () async throws -> Void) {
+    static func sqlite(maxPointsPerArea: Int = Learner.maxPointsPerArea) throws -> (any LocationStore, () async throws -> Void) {
         let path = Fixture.temporarySQLite()
-        let s = try SQLiteStore(path: path)
+        let s = try SQLiteStore(path: path, maxPointsPerArea: maxPointsPerArea)
         return (s, { try await s.close(); Fixture.remove(path) })
     }
 
     /// Runs `body` with each store; PostgreSQL's client runs beside it.
-    static func each(_ body: @escaping @Sendable (any LocationStore, String) async throws -> Void) async throws {
-        let (s, cleanup) = try sqlite()
+    static func each(maxPointsPerArea: Int = Learner.maxPointsPerArea,
+                     _ body: @escaping @Sendable (any LocationStore, String) async throws -> Void) async throws {
+        let (s, cleanup) = try sqlite(maxPointsPerArea: maxPointsPerArea)
         try await body(s, "sqlite")
         try await cleanup()
         if let url = Fixture.postgresURL {
-            let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
-            try await withPostgres(url: url + "?schema=\(schema)", replicas: 1) { stores in try await body(stores[0], "postgresql") }
+            try await withPostgres(url: url + "?schema=\(schemaName())", replicas: 1, maxPointsPerArea: maxPointsPerArea) { stores in
+                try await body(stores[0], "postgresql")
+            }
         }
     }
 
+    /// A fresh schema name for one test's PostgreSQL tables.
+    static func schemaName() -> String { "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20) }
+
     /// `replicas` stores on one PostgreSQL database (one schema), their clients running.
-    static func withPostgres(url: String, replicas: Int, _ body: @escaping @Sendable ([PostgresStore]) async throws -> Void) async throws {
+    static func withPostgres(url: String, replicas: Int, maxPointsPerArea: Int = Learner.maxPointsPerArea,
+                             _ body: @escaping @Sendable ([PostgresStore]) async throws -> Void) async throws {
         let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
-        let stores = try (0..<replicas).map { _ in try PostgresStore(url: url, logger: logger) }
+        let stores = try (0..<replicas).map { _ in try PostgresStore(url: url, logger: logger, maxPointsPerArea: maxPointsPerArea) }
         try await withThrowingTaskGroup(of: Void.self) { g in
             for s in stores { g.addTask { await s.client.run() } }
             defer { g.cancelAll() }
@@ -267,11 +273,14 @@ import PostgresNIO
         #expect(abs(got.covariance.ee - want.covariance.ee) < 1e-6 * want.covariance.ee && abs(got.covariance.nn - want.covariance.nn) < 1e-6 * want.covariance.nn
                 && abs(got.covariance.en - want.covariance.en) < 1e-6 * want.covariance.ee, "\(got.covariance) vs \(want.covariance)")
         // A stored row as seed, with an empty batch of another cell: nothing changes.
-        let row = CellCoverageRecord(cell: cell, ta: nil, position: Fixture.center, covariance: Covariance2(ee: 400, en: 10, nn: 300), count: 12, walks: 3)
-        let item = Submission(position: Fixture.square[0], cells: [CellObservation(cell: cell, serving: true)])
+        let row = CellCoverageRecord(cell: cell, ta: nil, position: Fixture.center, covariance: Covariance2(ee: 400, en: 10, nn: 300), count: 12, walks: 3,
+                                     scale: 0.6)
+        let item = Submission(position: Fixture.square[0], cells: [CellObservation(cell: cell, serving: true, timingAdvance: 4)])
         let learned = Learner.coverage([item], state: [], seed: [row])
         let merged = try #require(learned.records.first { $0.ta == nil })
         #expect(merged.count == 13 && merged.walks == 4)
+        // The stored row's coverage scale (celldb build's CoverageScale) stays with it; a new area has none.
+        #expect(merged.scale == 0.6 && learned.records.first { $0.ta == 4 }?.scale == 1)
     }
 
     /// The documented geosubmit fixture: accepted ({}), the serving cell learned (the
@@ -388,6 +397,29 @@ import PostgresNIO
         #expect(!l.allow("k", rate: 2, now: 0.4) && l.allow("k", rate: 2, now: 0.9))
     }
 
+    /// A client that sends a request head and then too little of its body gets 408
+    /// `requestTimeout` about --body-timeout after the head, and the connection is closed; a
+    /// client on another connection is served meanwhile. Over a real socket (the router test
+    /// client has no channel, so no timer).
+    @Test func slowBodyTimesOut() async throws {
+        let (store, cleanup) = try Stores.sqlite()
+        let t = try TestServer(store: store) { $0.bodyTimeout = 0.5 }
+        try await t.server.application().test(.live) { client in
+            let port = try #require(client.port)
+            let start = ContinuousClock.now
+            let reply = await rawExchange(port: port, "POST /v1/geolocate HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"cellTow")
+            let waited = ContinuousClock.now - start
+            #expect(reply.hasPrefix("HTTP/1.1 408"), "\(reply)")
+            #expect(reply.lowercased().contains("connection: close"), "\(reply)")
+            #expect(reply.contains(#""reason":"requestTimeout""#), "\(reply)")
+            #expect(waited >= .milliseconds(450), "answered after \(waited)")
+            // The whole reply was read up to the server's close (rawExchange reads to EOF).
+            let ok = try await client.execute(uri: "/v1/geolocate", method: .post, body: ByteBuffer(string: "{}"))
+            #expect(ok.status == .notFound)
+        }
+        try await cleanup()
+    }
+
     /// A body over --max-body → 413 in the Google error shape; nothing is stored.
     @Test func sizeLimit() async throws {
         let (store, cleanup) = try Stores.sqlite()
@@ -473,6 +505,37 @@ import PostgresNIO
             #expect(known.coverage.first { $0.ta == nil }?.count == 24)
             #expect(try await stores[0].statistics().submissions == 21)
             #expect(try await stores[0].integrityCheck() == "ok")
+        }
+    }
+}
+
+/// Sends `text` on a new TCP connection to 127.0.0.1:`port` and returns everything the server
+/// writes until it closes the connection (or 10 s pass). Runs on a Dispatch thread: the blocking
+/// socket calls never hold one of the cooperative pool's threads.
+func rawExchange(port: Int, _ text: String) async -> String {
+    await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
+        DispatchQueue.global().async {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var tv = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = in_port_t(UInt16(port).bigEndian)
+            a.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else { c.resume(returning: "connect failed"); return }
+            let bytes = Array(text.utf8)
+            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            var out: [UInt8] = [], buf = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                out += buf[0..<n]
+            }
+            c.resume(returning: String(decoding: out, as: UTF8.self))
         }
     }
 }

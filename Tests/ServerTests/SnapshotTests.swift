@@ -26,6 +26,7 @@ final class CountingStore: LocationStore, @unchecked Sendable {
         lock.withLock { _changes += 1 }
         return try await inner.changes(after: after)
     }
+    func pruneChanges(before cutoff: Double) async throws -> Int { try await inner.pruneChanges(before: cutoff) }
     func integrityCheck() async throws -> String { try await inner.integrityCheck() }
     func close() async throws { try await inner.close() }
 }

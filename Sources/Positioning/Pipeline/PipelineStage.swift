@@ -36,6 +36,14 @@ public protocol PipelineStage: AnyObject {
     /// options again. It only reads immutable configuration, so prototypes may be shared
     /// across threads (`serve`).
     func fresh() -> any PipelineStage
+    /// Clears every piece of per-trace state, so that the stage goes on exactly as `fresh()`
+    /// would (same configuration, nothing from any earlier trace): what `refine` does between
+    /// reports instead of building its pipeline again. Each stage lists its own state (no
+    /// default implementation: a new stage has to say what it keeps). Collections are replaced
+    /// by new empty ones, not emptied with their capacity kept: a dictionary's iteration order
+    /// depends on its capacity, and a fresh stage's is the empty one's. `RefineResetTests`
+    /// checks the bytes of refine's output against a fresh pipeline per report.
+    func reset()
 }
 
 extension PipelineStage {
@@ -66,6 +74,11 @@ public final class Pipeline {
         var results: [StageResult] = []
         for s in stages { results += s.finish(context: context) }
         return results
+    }
+
+    /// Every stage's `reset()`: the pipeline then behaves as `PipelinePrototype.make()`'s.
+    public func reset() {
+        for s in stages { s.reset() }
     }
 }
 

@@ -31,8 +31,14 @@ public final class ReportRefiner {
     public let stages: [String: StageOptions]
     /// `stages` with refine's own defaults (GNSS inflation 1, no ukf/pf/smoother).
     private let refineStages: [String: StageOptions]
-    /// `refineStages` parsed once; each report gets a fresh pipeline from it.
+    /// `refineStages` parsed once, built once: each report starts from `pipeline.reset()`
+    /// (every stage's per-report state cleared; the same bytes as a new pipeline from the
+    /// prototype per report: `RefineResetTests`).
+    private var pipeline: Pipeline
     private let prototype: PipelinePrototype
+    /// A new pipeline from the prototype per report instead of `reset()` (the reference of
+    /// `RefineResetTests`; the same bytes).
+    package var freshPipelinePerReport = false
     private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
@@ -59,6 +65,7 @@ public final class ReportRefiner {
         refineStages = Self.reportOptions(stages)
         _ = try StageRegistry.pipeline(options: stages)           // bad options fail here, before any report
         prototype = try StageRegistry.prototype(options: refineStages)
+        pipeline = prototype.make()
     }
 
     /// The stage options of a one-report fusion (refine, and `serve`'s geolocate): `stages`
@@ -227,7 +234,8 @@ public final class ReportRefiner {
         }
         let context = PipelineContext(header: header, reference: reference)
         let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
-        let pipeline = prototype.make()
+        // Reset before use, not after: a report that failed midway leaves nothing behind.
+        if freshPipelinePerReport { pipeline = prototype.make() } else { pipeline.reset() }
 
         // Evidence → trace events through the trace-format decoder (one schema, one set of
         // rules; an event's `device` defaults to the reporting phone there). An event that
@@ -404,7 +412,14 @@ extension Array where Element == UInt8 {
     @inline(__always) public mutating func append(number v: Double) {
         if !v.isFinite { append(literal: "null"); return }
         if v == v.rounded(), abs(v) < 1e15 { appendInteger(Int64(v)); return }
-        append(contentsOf: v.description.utf8)
+        // `v.description`'s digits without its String: `Double.write(to:)` formats into a stack
+        // buffer (the same shortest round-trip routine `description` calls) and hands the ASCII
+        // bytes to the stream's `_writeASCII`, no String allocated (`NumberFormattingTests`
+        // compares both on 200,000 values).
+        Swift.withUnsafeMutablePointer(to: &self) { p in
+            var stream = ByteAppender(target: p)
+            v.write(to: &stream)
+        }
     }
     public mutating func appendInteger(_ v: Int64) {
         if v == 0 { append(UInt8(ascii: "0")); return }
@@ -424,4 +439,11 @@ extension Array where Element == UInt8 {
             append(contentsOf: jsonEscaped(s).utf8)
         }
     }
+}
+
+/// A `TextOutputStream` appending to a byte array in place (`append(number:)`'s `Double.write(to:)`).
+private struct ByteAppender: TextOutputStream {
+    let target: UnsafeMutablePointer<[UInt8]>
+    mutating func write(_ string: String) { target.pointee.append(contentsOf: string.utf8) }
+    mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) { target.pointee.append(contentsOf: buffer) }
 }

@@ -106,6 +106,12 @@ public struct RadioChanges: Sendable, Equatable {
     }
     /// Most log rows one `changes` call reads; beyond, `overflow`.
     public static let limit = 10_000
+    /// How long change-log rows are kept, s (`--change-retention`, docs/serve.md "Snapshot"):
+    /// a replica reads the log every `--snapshot-refresh` (0.25 s), so ten minutes is thousands
+    /// of reads of slack. A replica that falls further behind (stopped, or a read failing for
+    /// that long) loses nothing: the store answers `overflow` for a position below what was
+    /// pruned, and the replica starts its snapshot over.
+    public static let defaultRetention = 600.0
 }
 
 /// Counts for /metrics and /health.
@@ -142,7 +148,14 @@ public protocol LocationStore: RadioLookup {
     /// only the current position). Submissions commit one at a time (SQLite's one writer,
     /// PostgreSQL's advisory lock), so positions grow in commit order and a reader that has
     /// seen position p has seen every change committed before it.
+    /// A position below the log's pruned-through mark (`pruneChanges`) answers `overflow`:
+    /// rows the caller has not seen may be gone.
     func changes(after: Int64?) async throws -> RadioChanges
+    /// Deletes the change-log rows committed before `cutoff` (Unix time, s) and raises the
+    /// log's pruned-through mark to the last deleted position, in one transaction; returns
+    /// how many rows went. Rows are taken in log order up to the first one at or after the
+    /// cutoff, so the work is the number of rows deleted.
+    func pruneChanges(before cutoff: Double) async throws -> Int
     /// "ok" or the database's own complaint.
     func integrityCheck() async throws -> String
     func close() async throws
@@ -155,6 +168,14 @@ public protocol LocationStore: RadioLookup {
 public enum Learner {
     /// Samples of one AP the estimate uses (the newest): bounds the work of one submission.
     public static let maxSamplesPerAP = 500
+    /// Positions kept per (cell, TA) area in `coverage_points` (the newest, by walk then
+    /// arrival): bounds the work of a submission to a busy cell (it reads its cell's positions
+    /// and re-places each TA area it reports from them). Past it, an area's position is the
+    /// walk-weighted spatial median of its newest `maxPointsPerArea` positions, while its
+    /// count, walks and spread (`coverage_sums`) still cover every position; below it, the
+    /// placement is `celldb build`'s. (The spatial median of n Gaussian positions has a
+    /// standard error of about 1.13 σ/√n: 2.5 % of the area's σ at 2,000.)
+    public static let maxPointsPerArea = 2_000
 
     /// The learning state of one coverage area: `CellCoverageMap.WalkSums` in the ENU frame at
     /// `origin` (one origin per cell, shared by its TA areas).
@@ -183,8 +204,11 @@ public enum Learner {
     /// `points` and this submission's (`CellCoverageMap.Builder.placed`), the spread taken about
     /// it; the walks of a row without stored positions (a seed, or an area learned before
     /// positions were stored) enter the median as one position each at the row's position.
+    /// Only the newest `maxPoints` positions of an area (`maxPointsPerArea`) enter the median
+    /// and are returned to store; the store deletes the older ones.
     /// Returns the rows to write in `cell_coverage`, the new states, and the positions to store.
-    public static func coverage(_ items: [Submission], state: [CoverageState], seed: [CellCoverageRecord], points: [CoveragePoint] = [])
+    public static func coverage(_ items: [Submission], state: [CoverageState], seed: [CellCoverageRecord], points: [CoveragePoint] = [],
+                                maxPoints: Int = maxPointsPerArea)
         -> (records: [CellCoverageRecord], state: [CoverageState], points: [CoveragePoint]) {
         var byCell: [CellID: [(CellObservation, Geodetic)]] = [:]
         var order: [CellID] = []
@@ -227,23 +251,34 @@ public enum Learner {
                 }
                 let total = prior + CellCoverageMap.WalkSums(walk: a)
                 guard var area = total.area else { continue }
+                // The stored row's coverage scale (`CoverageScale`, fitted by `celldb build`) stays with the area.
+                area.scale = rows[k]?.scale ?? 1
                 if k.timingAdvance != nil {
                     // This submission's positions of the area: walk number = the walks before it.
                     let mine = obs.filter { $0.0.timingAdvance == k.timingAdvance }.map {
                         CoveragePoint(key: k, walk: prior.walks, position: Geodetic(latitude: $0.1.latitude, longitude: $0.1.longitude))
                     }
+                    // The newest `maxPoints` of them (stored ones come in walk, then arrival order).
+                    let fresh = seedPoints + mine
                     var perWalk: [Int: [SIMD2<Double>]] = [:]
-                    for p in (stored[k] ?? []) + seedPoints + mine {
+                    for p in ((stored[k] ?? []) + fresh).suffix(maxPoints) {
                         perWalk[p.walk, default: []].append(frame.en(latitude: p.position.latitude, longitude: p.position.longitude))
                     }
                     if let placed = CellCoverageMap.Builder.placed(area, perWalk: perWalk) { area = placed }
-                    added += seedPoints + mine
+                    added += fresh.suffix(maxPoints)
                 }
                 states.append(CoverageState(key: k, origin: origin, sums: total))
                 records += CellCoverageRecord.records(CellCoverageMap(areas: [k: area]), frame: frame)
             }
         }
         return (records, states, added)
+    }
+
+    /// The (cell, TA) areas `points` belong to, each once, in order of first appearance.
+    public static func areas(of points: [CoveragePoint]) -> [CellCoverageMap.Key] {
+        var seen = Set<CellCoverageMap.Key>(), out: [CellCoverageMap.Key] = []
+        for p in points where seen.insert(p.key).inserted { out.append(p.key) }
+        return out
     }
 
     /// The WiFi samples of `items` (BSSIDs normalised; the privacy filter ran at parsing).

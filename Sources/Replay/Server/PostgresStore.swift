@@ -22,7 +22,11 @@ public final class PostgresStore: LocationStore {
 
     /// `url`: postgres://user:password@host:port/database[?schema=NAME] (TLS off: a replica and
     /// its database share a private network; put TLS in front otherwise).
-    public init(url: String, logger: Logger) throws {
+    /// `Learner.maxPointsPerArea` unless a test sets a smaller cap.
+    let maxPointsPerArea: Int
+
+    public init(url: String, logger: Logger, maxPointsPerArea: Int = Learner.maxPointsPerArea) throws {
+        self.maxPointsPerArea = maxPointsPerArea
         guard let u = URLComponents(string: url), u.scheme == "postgres" || u.scheme == "postgresql", let host = u.host else {
             throw ServeError.configuration("--db: expected postgres://user:password@host:port/database, got a malformed URL")
         }
@@ -63,8 +67,10 @@ public final class PostgresStore: LocationStore {
             rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL, ta BIGINT NOT NULL,
             lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, h DOUBLE PRECISION NOT NULL DEFAULT 0,
             cov_ee DOUBLE PRECISION NOT NULL, cov_en DOUBLE PRECISION NOT NULL, cov_nn DOUBLE PRECISION NOT NULL, n BIGINT NOT NULL,
-            walks BIGINT NOT NULL DEFAULT 1, PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
+            walks BIGINT NOT NULL DEFAULT 1, scale DOUBLE PRECISION NOT NULL DEFAULT 1, PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
         """,
+        // A table created before the coverage scale (25 Nov 2026): 1, the model alone.
+        "ALTER TABLE cell_coverage ADD COLUMN IF NOT EXISTS scale DOUBLE PRECISION NOT NULL DEFAULT 1",
         """
         CREATE TABLE IF NOT EXISTS coverage_sums (
             rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL, ta BIGINT NOT NULL,
@@ -97,21 +103,25 @@ public final class PostgresStore: LocationStore {
         """,
         "CREATE INDEX IF NOT EXISTS coverage_points_cell ON coverage_points(rat, mcc, mnc, area, cid, walk, seq)",
         "CREATE TABLE IF NOT EXISTS radio_changes (seq BIGSERIAL PRIMARY KEY, cells TEXT NOT NULL, bssids TEXT NOT NULL)",
+        // A log written before rows had a time: its rows count as old (pruned first).
+        "ALTER TABLE radio_changes ADD COLUMN IF NOT EXISTS at DOUBLE PRECISION NOT NULL DEFAULT 0",
+        "CREATE TABLE IF NOT EXISTS radio_changes_pruned (id INT PRIMARY KEY CHECK (id = 1), through BIGINT NOT NULL)",
     ]
 
-    typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int)
-    static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks"
+    typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int, Double)
+    static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks, scale"
 
     static func coverage(_ r: CoverageRow) -> CellCoverageRecord? {
         guard let rat = RAT(rawValue: r.0) else { return nil }
         return CellCoverageRecord(cell: CellID(rat: rat, mcc: r.1, mnc: r.2, area: r.3, cid: r.4), ta: r.5 < 0 ? nil : r.5,
                                   position: Geodetic(latitude: r.6, longitude: r.7, height: r.8),
-                                  covariance: Covariance2(ee: r.9, en: r.10, nn: r.11), count: r.12, walks: r.13)
+                                  covariance: Covariance2(ee: r.9, en: r.10, nn: r.11), count: r.12, walks: r.13,
+                                  scale: r.14 > 0 && r.14.isFinite ? r.14 : 1)
     }
 
     static func coverageRows(_ c: PostgresConnection, cell: CellID, logger: Logger) async throws -> [CellCoverageRecord] {
         let rows = try await c.query("""
-            SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks FROM cell_coverage
+            SELECT \(unescaped: Self.coverageColumns) FROM cell_coverage
             WHERE rat = \(cell.rat.rawValue) AND mcc = \(cell.mcc) AND mnc = \(cell.mnc) AND area = \(cell.area) AND cid = \(cell.cid)
             ORDER BY ta
             """, logger: logger)
@@ -167,7 +177,7 @@ public final class PostgresStore: LocationStore {
             var out: [CellCoverageRecord] = []
             for a in areas.sorted(by: { $0.description < $1.description }) {
                 let rows = try await c.query("""
-                    SELECT rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks FROM cell_coverage
+                    SELECT \(unescaped: Self.coverageColumns) FROM cell_coverage
                     WHERE rat = \(a.rat.rawValue) AND mcc = \(a.mcc) AND mnc = \(a.mnc) AND area = \(a.area) AND ta = -1
                     """, logger: logger)
                 for try await r in rows.decode(CoverageRow.self) { if let x = Self.coverage(r) { out.append(x) } }
@@ -204,7 +214,7 @@ public final class PostgresStore: LocationStore {
                     state.append(.init(key: .init(cell: cell, timingAdvance: r.0 < 0 ? nil : r.0), origin: Geodetic(latitude: r.1, longitude: r.2), sums: w))
                 }
             }
-            let learned = Learner.coverage(items, state: state, seed: seed, points: points)
+            let learned = Learner.coverage(items, state: state, seed: seed, points: points, maxPoints: self.maxPointsPerArea)
             for p in learned.points {
                 let k = p.key.cell
                 _ = try await c.query("""
@@ -212,13 +222,23 @@ public final class PostgresStore: LocationStore {
                         \(k.area), \(k.cid), \(p.key.timingAdvance ?? -1), \(p.walk), \(p.position.latitude), \(p.position.longitude))
                     """, logger: logger)
             }
+            // The cap (`Learner.maxPointsPerArea`): an area keeps its newest positions.
+            for key in Learner.areas(of: learned.points) {
+                let k = key.cell
+                _ = try await c.query("""
+                    DELETE FROM coverage_points WHERE seq IN (SELECT seq FROM coverage_points
+                        WHERE rat = \(k.rat.rawValue) AND mcc = \(k.mcc) AND mnc = \(k.mnc) AND area = \(k.area) AND cid = \(k.cid)
+                        AND ta = \(key.timingAdvance ?? -1) ORDER BY walk DESC, seq DESC OFFSET \(self.maxPointsPerArea))
+                    """, logger: logger)
+            }
             for r in learned.records {
                 _ = try await c.query("""
                     INSERT INTO cell_coverage (\(unescaped: Self.coverageColumns)) VALUES (\(r.cell.rat.rawValue), \(r.cell.mcc), \(r.cell.mnc),
                         \(r.cell.area), \(r.cell.cid), \(r.ta ?? -1), \(r.position.latitude), \(r.position.longitude), \(r.position.height),
-                        \(r.covariance.ee), \(r.covariance.en), \(r.covariance.nn), \(r.count), \(r.walks))
+                        \(r.covariance.ee), \(r.covariance.en), \(r.covariance.nn), \(r.count), \(r.walks), \(r.scale))
                     ON CONFLICT (rat, mcc, mnc, area, cid, ta) DO UPDATE SET lat = EXCLUDED.lat, lon = EXCLUDED.lon, h = EXCLUDED.h,
-                        cov_ee = EXCLUDED.cov_ee, cov_en = EXCLUDED.cov_en, cov_nn = EXCLUDED.cov_nn, n = EXCLUDED.n, walks = EXCLUDED.walks
+                        cov_ee = EXCLUDED.cov_ee, cov_en = EXCLUDED.cov_en, cov_nn = EXCLUDED.cov_nn, n = EXCLUDED.n, walks = EXCLUDED.walks,
+                        scale = EXCLUDED.scale
                     """, logger: logger)
             }
             for x in learned.state {
@@ -241,14 +261,15 @@ public final class PostgresStore: LocationStore {
             for b in Set(samples.map(\.bssid)).sorted() {
                 _ = try await c.query("INSERT INTO ap_pending (bssid) VALUES (\(b)) ON CONFLICT DO NOTHING", logger: logger)
             }
-            _ = try await c.query("INSERT INTO submissions (received, items, digest) VALUES (\(Date().timeIntervalSince1970), \(items.count), \(digest))",
+            let now = Date().timeIntervalSince1970
+            _ = try await c.query("INSERT INTO submissions (received, items, digest) VALUES (\(now), \(items.count), \(digest))",
                                   logger: logger)
             // The change log row (`LocationStore.changes`): its sequence value is taken under the
             // advisory lock, so the log's order is the commit order.
             let changed = RadioChanges.of(cells: cells, samples: samples)
             if !changed.cells.isEmpty || !changed.bssids.isEmpty {
                 let row = RadioChanges.rowText(cells: changed.cells, bssids: changed.bssids)
-                _ = try await c.query("INSERT INTO radio_changes (cells, bssids) VALUES (\(row.cells), \(row.bssids))", logger: logger)
+                _ = try await c.query("INSERT INTO radio_changes (cells, bssids, at) VALUES (\(row.cells), \(row.bssids), \(now))", logger: logger)
             }
         }
     }
@@ -256,12 +277,21 @@ public final class PostgresStore: LocationStore {
     public func changes(after: Int64?) async throws -> RadioChanges {
         let logger = self.logger
         return try await client.withConnection { c in
-            func maxSeq() async throws -> Int64 {
+            func one(_ q: PostgresQuery) async throws -> Int64 {
                 var m: Int64 = 0
-                for try await v in try await c.query("SELECT COALESCE(MAX(seq), 0)::BIGINT FROM radio_changes", logger: logger).decode(Int64.self) { m = v }
+                for try await v in try await c.query(q, logger: logger).decode(Int64.self) { m = v }
                 return m
             }
-            guard let after else { return RadioChanges(last: try await maxSeq()) }
+            // The pruned-through mark is read after the rows: a prune that removed rows before
+            // they were read has raised it by then (it commits rows and mark together).
+            func through() async throws -> Int64 {
+                try await one("SELECT COALESCE(MAX(through), 0)::BIGINT FROM radio_changes_pruned")
+            }
+            // The log's end: its last row, or the pruned-through mark when every row is gone.
+            func end() async throws -> Int64 {
+                max(try await one("SELECT COALESCE(MAX(seq), 0)::BIGINT FROM radio_changes"), try await through())
+            }
+            guard let after else { return RadioChanges(last: try await end()) }
             var out = RadioChanges(last: after)
             var n = 0
             let rows = try await c.query("SELECT seq, cells, bssids FROM radio_changes WHERE seq > \(after) ORDER BY seq LIMIT \(RadioChanges.limit + 1)",
@@ -270,8 +300,30 @@ public final class PostgresStore: LocationStore {
                 n += 1
                 out.add(seq: r.0, cells: r.1, bssids: r.2)
             }
-            if n > RadioChanges.limit { return RadioChanges(last: try await maxSeq(), overflow: true) }
+            let pruned = try await through()
+            if n > RadioChanges.limit || after < pruned { return RadioChanges(last: try await end(), overflow: true) }
             return out
+        }
+    }
+
+    public func pruneChanges(before cutoff: Double) async throws -> Int {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { c in
+            _ = try await c.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
+            var keep = Int64.max
+            for try await v in try await c.query("SELECT seq FROM radio_changes WHERE at >= \(cutoff) ORDER BY seq LIMIT 1", logger: logger)
+                .decode(Int64.self) { keep = v }
+            var last: Int64?
+            for try await v in try await c.query("SELECT MAX(seq) FROM radio_changes WHERE seq < \(keep)", logger: logger)
+                .decode(Int64?.self) { last = v }
+            guard let last else { return 0 }
+            var n = 0
+            for try await _ in try await c.query("DELETE FROM radio_changes WHERE seq <= \(last) RETURNING 1", logger: logger).decode(Int.self) { n += 1 }
+            _ = try await c.query("""
+                INSERT INTO radio_changes_pruned (id, through) VALUES (1, \(last))
+                ON CONFLICT (id) DO UPDATE SET through = GREATEST(radio_changes_pruned.through, EXCLUDED.through)
+                """, logger: logger)
+            return n
         }
     }
 

@@ -12,8 +12,12 @@ public final class SQLiteStore: LocationStore {
     let pool: DatabasePool
     public let path: String
 
-    public init(path: String) throws {
+    /// `Learner.maxPointsPerArea` unless a test sets a smaller cap.
+    let maxPointsPerArea: Int
+
+    public init(path: String, maxPointsPerArea: Int = Learner.maxPointsPerArea) throws {
         self.path = path
+        self.maxPointsPerArea = maxPointsPerArea
         // The CLI's schemas first (created when missing, migrated when old), then ours.
         _ = try CellDatabase(path: path)
         _ = try RadioMapDatabase(path: path)
@@ -41,8 +45,13 @@ public final class SQLiteStore: LocationStore {
                     area INTEGER NOT NULL, cid INTEGER NOT NULL, ta INTEGER NOT NULL, walk INTEGER NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL);
                 CREATE INDEX IF NOT EXISTS coverage_points_cell ON coverage_points(rat, mcc, mnc, area, cid, walk, seq);
                 CREATE TABLE IF NOT EXISTS radio_changes (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, cells TEXT NOT NULL, bssids TEXT NOT NULL);
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, cells TEXT NOT NULL, bssids TEXT NOT NULL, at REAL NOT NULL DEFAULT 0);
+                CREATE TABLE IF NOT EXISTS radio_changes_pruned (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL);
                 """)
+            // A log written before rows had a time: its rows count as old (pruned first).
+            if try !Row.fetchAll(db, sql: "PRAGMA table_info(radio_changes)").contains(where: { ($0["name"] as String?) == "at" }) {
+                try db.execute(sql: "ALTER TABLE radio_changes ADD COLUMN at REAL NOT NULL DEFAULT 0")
+            }
         }
     }
 
@@ -145,12 +154,21 @@ public final class SQLiteStore: LocationStore {
                     points.append(.init(key: .init(cell: c, timingAdvance: r[0]), walk: r[1], position: Geodetic(latitude: r[2], longitude: r[3])))
                 }
             }
-            let learned = Learner.coverage(items, state: state, seed: seed, points: points)
+            let learned = Learner.coverage(items, state: state, seed: seed, points: points, maxPoints: self.maxPointsPerArea)
             let addPoint = try db.cachedStatement(sql: "INSERT INTO coverage_points (rat, mcc, mnc, area, cid, ta, walk, lat, lon) VALUES (?,?,?,?,?,?,?,?,?)")
             for p in learned.points {
                 let c = p.key.cell
                 try addPoint.execute(arguments: [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid, p.key.timingAdvance ?? -1, p.walk,
                                                  p.position.latitude, p.position.longitude])
+            }
+            // The cap (`Learner.maxPointsPerArea`): an area keeps its newest positions.
+            let cap = try db.cachedStatement(sql: """
+                DELETE FROM coverage_points WHERE seq IN (SELECT seq FROM coverage_points
+                    WHERE rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ? AND ta = ? ORDER BY walk DESC, seq DESC LIMIT -1 OFFSET ?)
+                """)
+            for k in Learner.areas(of: learned.points) {
+                let c = k.cell
+                try cap.execute(arguments: [c.rat.rawValue, c.mcc, c.mnc, c.area, c.cid, k.timingAdvance ?? -1, maxPointsPerArea])
             }
             try CellDatabase.insert([], coverage: learned.records, db: db)
             let up = try db.cachedStatement(sql: "INSERT OR REPLACE INTO coverage_sums VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -168,31 +186,44 @@ public final class SQLiteStore: LocationStore {
             _ = try Self.mapOrigin(db, default: samples.first?.position)
             let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO ap_pending (bssid) VALUES (?)")
             for b in Set(samples.map(\.bssid)).sorted() { try mark.execute(arguments: [b]) }
+            let now = Date().timeIntervalSince1970
             try db.execute(sql: "INSERT INTO submissions (received, items, digest) VALUES (?, ?, ?)",
-                           arguments: [Date().timeIntervalSince1970, items.count, digest])
+                           arguments: [now, items.count, digest])
             let changed = RadioChanges.of(cells: cells, samples: samples)
             if !changed.cells.isEmpty || !changed.bssids.isEmpty {
                 let row = RadioChanges.rowText(cells: changed.cells, bssids: changed.bssids)
-                try db.execute(sql: "INSERT INTO radio_changes (cells, bssids) VALUES (?, ?)", arguments: [row.cells, row.bssids])
+                try db.execute(sql: "INSERT INTO radio_changes (cells, bssids, at) VALUES (?, ?, ?)", arguments: [row.cells, row.bssids, now])
             }
         }
     }
 
     public func changes(after: Int64?) async throws -> RadioChanges {
         try await pool.read { db in
-            guard let after else {
-                return RadioChanges(last: try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM radio_changes") ?? 0)
-            }
+            // The log's end: its last row, or the pruned-through mark when every row is gone.
+            let through = try Int64.fetchOne(db, sql: "SELECT through FROM radio_changes_pruned WHERE id = 1") ?? 0
+            func end() throws -> Int64 { max(try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM radio_changes") ?? 0, through) }
+            guard let after else { return RadioChanges(last: try end()) }
             let rows = try Row.fetchAll(db, sql: "SELECT seq, cells, bssids FROM radio_changes WHERE seq > ? ORDER BY seq LIMIT ?",
                                         arguments: [after, RadioChanges.limit + 1])
             var out = RadioChanges(last: after)
-            if rows.count > RadioChanges.limit {
-                out.overflow = true
-                out.last = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM radio_changes") ?? after
-                return out
+            if rows.count > RadioChanges.limit || after < through {
+                return RadioChanges(last: try end(), overflow: true)
             }
             for r in rows { out.add(seq: r[0], cells: r[1], bssids: r[2]) }
             return out
+        }
+    }
+
+    public func pruneChanges(before cutoff: Double) async throws -> Int {
+        try await pool.write { db in
+            let keep = try Int64.fetchOne(db, sql: "SELECT seq FROM radio_changes WHERE at >= ? ORDER BY seq LIMIT 1", arguments: [cutoff])
+            let last = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM radio_changes WHERE seq < ?", arguments: [keep ?? Int64.max])
+            guard let last else { return 0 }
+            try db.execute(sql: "DELETE FROM radio_changes WHERE seq <= ?", arguments: [last])
+            let n = db.changesCount
+            let old = try Int64.fetchOne(db, sql: "SELECT through FROM radio_changes_pruned WHERE id = 1") ?? 0
+            try db.execute(sql: "INSERT OR REPLACE INTO radio_changes_pruned (id, through) VALUES (1, ?)", arguments: [max(old, last)])
+            return n
         }
     }
 

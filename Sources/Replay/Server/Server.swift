@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import Positioning
 import Prometheus
 import Replay
@@ -27,6 +28,9 @@ public struct ServerOptions: Sendable {
     /// Seconds between reads of the store's change log by the radio snapshot (`RadioSnapshot`):
     /// a submission committed through another replica is used within this plus one read.
     public var snapshotRefresh: Double = 0.25
+    /// Seconds the store's change log keeps a row (`RadioChanges.defaultRetention`); older
+    /// rows are deleted once a minute (`ChangeLogPruner`). Must be ≥ 10 × `snapshotRefresh`.
+    public var changeRetention: Double = RadioChanges.defaultRetention
     /// Adds `POST /v0/empty` (answers `{}` without reading anything): the benchmark's reference.
     public var emptyHandler = false
     public var stages: [String: StageOptions] = [:]
@@ -179,10 +183,13 @@ public final class LocationServer: Sendable {
     /// the AP re-fit service). `onListening` gets the bound port (useful with port 0).
     public func application(services: [any Service] = [], onListening: @escaping @Sendable (Int?) -> Void = { _ in })
         -> some ApplicationProtocol {
-        Application(router: router(),
-                    server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
+        let bodyTimeout = TimeAmount.nanoseconds(Int64(options.bodyTimeout * 1e9))
+        return Application(router: router(),
+                    server: .http1(configuration: .init(additionalChannelHandlers: [BodyTimeout(timeout: bodyTimeout)],
+                                                        idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
                     configuration: .init(address: .hostname(options.host, port: options.port), serverName: "posfuse"),
-                    services: services + [APRefitService(store: store, logger: logger)], onServerRunning: { ch in onListening(ch.localAddress?.port) }, logger: logger)
+                    services: services + [APRefitService(store: store, logger: logger),
+                                          ChangeLogPruner(store: store, retention: options.changeRetention, logger: logger)], onServerRunning: { ch in onListening(ch.localAddress?.port) }, logger: logger)
     }
 
     // MARK: handlers
@@ -195,25 +202,21 @@ public final class LocationServer: Sendable {
     }
 
     static func error(_ e: GeoAPI.APIError) -> Response {
-        json(e.body, status: HTTPResponse.Status(code: e.status))
+        var r = json(e.body, status: HTTPResponse.Status(code: e.status))
+        // A client too slow to send its body is not waited for again: the connection closes.
+        if e.reason == .requestTimeout { r.headers[.connection] = "close" }
+        return r
     }
 
-    /// The body, within the size limit and the body timeout.
+    /// The body, within the size limit and the body timeout (`BodyTimeout`, armed by the
+    /// channel when the request head arrived).
     func body(_ req: Request) async throws -> [UInt8] {
         let limit = options.maxBodyBytes
         if let l = req.headers[.contentLength].flatMap(Int.init), l > limit { throw GeoAPI.APIError.tooLarge(limit) }
-        let body = req.body
-        let timeout = options.bodyTimeout
         do {
-            return try await withThrowingTaskGroup(of: ByteBuffer?.self) { g in
-                g.addTask { try await body.collect(upTo: limit) }
-                g.addTask { try await Task.sleep(nanoseconds: UInt64(timeout * 1e9)); return nil }
-                defer { g.cancelAll() }
-                guard let first = try await g.next(), let b = first else { throw GeoAPI.APIError.timeout }
-                return Array(buffer: b)
-            }
-        } catch let e as GeoAPI.APIError {
-            throw e
+            return Array(buffer: try await req.body.collect(upTo: limit))
+        } catch is BodyTimeout.Expired {
+            throw GeoAPI.APIError.timeout
         } catch let e as any HTTPResponseError where e.status == .contentTooLarge {
             throw GeoAPI.APIError.tooLarge(limit)
         } catch where "\(type(of: error))".contains("TooManyBytes") {
@@ -344,6 +347,29 @@ struct APRefitService: Service {
                 logger.warning("AP re-fit failed (the APs stay pending): \(error)")
             }
             if n == 0 { try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(200)) } }
+        }
+    }
+}
+
+/// Deletes the change log's rows older than `retention` (`LocationStore.pruneChanges`) once a
+/// minute (or every retention/10 s when that is shorter), outside the submissions' path. Every
+/// replica runs one; PostgreSQL serialises them on the submissions' advisory lock. A replica
+/// whose position was pruned past starts its snapshot over (`RadioSnapshot`), so pruning never
+/// leaves a stale answer behind.
+struct ChangeLogPruner: Service {
+    let store: any LocationStore
+    let retention: Double
+    let logger: Logger
+    func run() async throws {
+        let every = min(60, retention / 10)
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                let n = try await store.pruneChanges(before: Date().timeIntervalSince1970 - retention)
+                if n > 0 { logger.debug("change log pruned", metadata: ["rows": "\(n)"]) }
+            } catch {
+                logger.warning("change log prune failed (retried later): \(error)")
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(Int64(every * 1000))) }
         }
     }
 }

@@ -47,9 +47,11 @@ public struct CellCoverageRecord: Sendable, Equatable {
     public var count: Int
     /// Recordings that contributed (`CellCoverageMap.Area.walks`).
     public var walks: Int
-    public init(cell: CellID, ta: Int?, position: Geodetic, covariance: Covariance2, count: Int, walks: Int = 1) {
+    /// The area's calibration factor on its predictive covariance (`CellCoverageMap.Area.scale`, `CoverageScale`; 1 = none).
+    public var scale: Double
+    public init(cell: CellID, ta: Int?, position: Geodetic, covariance: Covariance2, count: Int, walks: Int = 1, scale: Double = 1) {
         self.cell = cell; self.ta = ta; self.position = position; self.covariance = covariance; self.count = count
-        self.walks = walks
+        self.walks = walks; self.scale = scale
     }
 
     /// The areas of `map` (positions in `frame`), sorted by cell and TA; a mean is a point on
@@ -57,7 +59,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
     public static func records(_ map: CellCoverageMap, frame: LocalFrame) -> [CellCoverageRecord] {
         map.areas.map { k, a in
             CellCoverageRecord(cell: k.cell, ta: k.timingAdvance, position: frame.groundGeodetic(east: a.mean.x, north: a.mean.y),
-                               covariance: a.covariance, count: a.count, walks: a.walks)
+                               covariance: a.covariance, count: a.count, walks: a.walks, scale: a.scale)
         }.sorted { ($0.cell.description, $0.ta ?? -1) < ($1.cell.description, $1.ta ?? -1) }
     }
 
@@ -67,7 +69,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
         for r in records {
             let p = frame.enu(r.position)
             areas[.init(cell: r.cell, timingAdvance: r.ta)] = .init(mean: SIMD2(p.x, p.y), covariance: r.covariance, count: r.count,
-                                                                   walks: r.walks)
+                                                                   walks: r.walks, scale: r.scale)
         }
         return CellCoverageMap(areas: areas)
     }
@@ -78,6 +80,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
             var d = r.cell.referenceJSON
             d["lat"] = r.position.latitude; d["lon"] = r.position.longitude; d["h"] = r.position.height
             d["cov_m2"] = [r.covariance.ee, r.covariance.en, r.covariance.nn]; d["count"] = r.count; d["walks"] = r.walks
+            if r.scale != 1 { d["scale"] = r.scale }
             if let t = r.ta { d["ta"] = t }
             return d
         }
@@ -109,7 +112,8 @@ extension CellTower {
 /// Schema `cells(rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci, azimuth_deg,
 /// beamwidth_deg, provenance, updated)` with the primary key on the cell identity and an
 /// index on (lat, lon) for area queries; `cell_coverage(rat, mcc, mnc, area, cid, ta, lat, lon, h,
-/// cov_ee, cov_en, cov_nn, n)` keyed by cell and TA (−1 = the cell's whole area). Inserts
+/// cov_ee, cov_en, cov_nn, n, walks, scale)` keyed by cell and TA (−1 = the cell's whole area; `scale` the
+/// map's coverage scale, `CoverageScale`, 1 in a table written before it). Inserts
 /// replace rows with the same key.
 public final class CellDatabase {
     public let queue: DatabaseQueue
@@ -152,6 +156,10 @@ public final class CellDatabase {
             if try !db.columns(in: "cell_coverage").contains(where: { $0.name == "walks" }) {
                 try db.execute(sql: "ALTER TABLE cell_coverage ADD COLUMN walks INTEGER NOT NULL DEFAULT 1")
             }
+            // ... and before its coverage scale (25 Nov 2026): 1, the model alone.
+            if try !db.columns(in: "cell_coverage").contains(where: { $0.name == "scale" }) {
+                try db.execute(sql: "ALTER TABLE cell_coverage ADD COLUMN scale REAL NOT NULL DEFAULT 1")
+            }
         }
     }
 
@@ -165,13 +173,13 @@ public final class CellDatabase {
     @discardableResult
     public static func insert(_ towers: [CellTower], coverage: [CellCoverageRecord], db: Database) throws -> Int {
         let cs = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks)
-            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+            INSERT OR REPLACE INTO cell_coverage (rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks, scale)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
             """)
         for r in coverage {
             try cs.execute(arguments: [r.cell.rat.rawValue, r.cell.mcc, r.cell.mnc, r.cell.area, r.cell.cid, r.ta ?? -1,
                                        r.position.latitude, r.position.longitude, r.position.height, r.covariance.ee, r.covariance.en,
-                                       r.covariance.nn, r.count, r.walks])
+                                       r.covariance.nn, r.count, r.walks, r.scale])
         }
         let st = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO cells (rat, mcc, mnc, area, cid, lat, lon, h, range_m, samples, pci,
@@ -264,7 +272,7 @@ public final class CellDatabase {
         return CellCoverageRecord(cell: CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid),
                                   ta: ta < 0 ? nil : ta, position: Geodetic(latitude: lat, longitude: lon, height: h),
                                   covariance: Covariance2(ee: ee, en: en, nn: nn), count: n,
-                                  walks: max(1, min(r.int("walks") ?? 1, n)))
+                                  walks: max(1, min(r.int("walks") ?? 1, n)), scale: r.double("scale").flatMap { $0 > 0 ? $0 : nil } ?? 1)
     }
 
     /// The latitude/longitude box around `center` that holds every point within `radius` m.

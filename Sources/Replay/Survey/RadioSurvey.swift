@@ -296,16 +296,32 @@ public struct FingerprintMapBuilder: Sendable {
 extension CellCoverageMap {
     /// The coverage map of walks: every serving-cell report at the walk's ground truth (else
     /// its GNSS), with its TA index when reported, and per area the number of walks that saw
-    /// it — what `posfuse celldb build` stores.
-    public init(walks: [RecordedWalk], frame: LocalFrame) {
-        var b = Builder()
+    /// it, calibrated on those walks by inner leave-one-walk-out (`CoverageScale`; `calibrate:
+    /// false`, the model alone) — what `posfuse celldb build` stores.
+    public init(walks: [RecordedWalk], frame: LocalFrame, calibrate: Bool = true) {
+        self = Self.calibrated(walks: walks, frame: frame, calibrate: calibrate).map
+    }
+
+    /// The same map with the fitted scales (`CoverageScale.Fit`).
+    public static func calibrated(walks: [RecordedWalk], frame: LocalFrame, calibrate: Bool = true) -> (map: CellCoverageMap, fit: CoverageScale.Fit) {
+        CoverageScale.map(coverageReports(walks: walks, frame: frame), calibrate: calibrate)
+    }
+
+    /// Every serving-cell report of `walks` at its true position (walk = the index in `walks`;
+    /// inner fold = the walk's UTC day when its times are Unix times, `CoverageScale.day`, else the walk).
+    public static func coverageReports(walks: [RecordedWalk], frame: LocalFrame) -> [CoverageScale.Report] {
+        var out: [CoverageScale.Report] = []
+        var folds: [Int: Int] = [:]
         for (i, w) in walks.enumerated() {
+            let fold = w.events.first.flatMap { CoverageScale.day(walkStart: $0.time) }.map { day in
+                folds[day] ?? { folds[day] = -1 - folds.count; return folds[day]! }()
+            } ?? i
             let truth = TruthTrack(walk: w, frame: frame, gnssFallback: true)
             for e in w.events {
                 guard case .cell(let o) = e.payload, o.serving, let p = truth.position(at: e.time) else { continue }
-                b.add(cell: o.cell, timingAdvance: o.timingAdvance, at: p, walk: i)
+                out.append(.init(cell: o.cell, timingAdvance: o.timingAdvance, position: p, walk: i, fold: fold))
             }
         }
-        self = b.map
+        return out
     }
 }

@@ -228,7 +228,7 @@ private struct Parser {
         return CellID(rat: rat, mcc: try int(o, "mcc", at), mnc: try int(o, "mnc", at), area: try int(o, "area", at), cid: try int(o, "cid", at))
     }
 
-    /// `cell_coverage`: `[{cell identity, "ta"?, position, "cov_m2": [ee, en, nn], "count", "walks"?}, …]` — one
+    /// `cell_coverage`: `[{cell identity, "ta"?, position, "cov_m2": [ee, en, nn], "count", "walks"?, "scale"?}, …]` — one
     /// area per cell (no `ta`) and per (cell, TA index) (docs/trace-format.md).
     func cellCoverage(_ list: [[String: Any]]) throws -> (CellCoverageMap, [CellCoverageMap.Key: PreparedReference.Spec]) {
         var areas: [CellCoverageMap.Key: CellCoverageMap.Area] = [:]
@@ -250,9 +250,12 @@ private struct Parser {
             guard areas[key] == nil else { throw fail(at, "duplicate area for \(key.cell) ta \(key.timingAdvance.map(String.init) ?? "none")") }
             let walks = try optInt(o, "walks", at) ?? 1
             guard walks >= 1, walks <= n else { throw fail(at, "walks must be in 1…count (\(n)), got \(walks)") }
+            let scale = try optNumber(o, "scale", at) ?? 1
+            guard scale > 0, scale <= 1e6 else { throw fail(at, "scale must be in (0, 1e6], got \(scale)") }
             let spec = try self.spec(o, at)
             let pos = spec.enu(frame)
-            areas[key] = .init(mean: SIMD2(pos.x, pos.y), covariance: Covariance2(ee: v[0], en: v[1], nn: v[2]), count: n, walks: walks)
+            areas[key] = .init(mean: SIMD2(pos.x, pos.y), covariance: Covariance2(ee: v[0], en: v[1], nn: v[2]), count: n, walks: walks,
+                               scale: scale)
             specs[key] = spec
         }
         return (CellCoverageMap(areas: areas), specs)

@@ -17,9 +17,10 @@ import Testing
     /// (Σ_b = βσ², τ_b) and w white ((1 − β)σ²); `modelBias` says whether the filter carries the
     /// bias states. Without `bias` the error is white and the filter has no bias states.
     static func run(kind: FusionStage.Kind, seed: UInt64, epochs n: Int = 60, sigma: Double = 3,
-                    bias: GNSSBias? = nil, modelBias: Bool = true)
+                    bias: GNSSBias? = nil, modelBias: Bool = true, particles: Int = 2000)
         -> (truth: [SIMD2<Double>], filtered: [Fix], smoothed: [Fix]) {
         var s = FusionStage.Settings(kind: kind)
+        s.particles = particles
         s.inflation = [:]; s.gateProbability = nil; s.layout = .cv
         s.gnssBias = modelBias ? bias : nil
         s.adaptiveAccuracy = []                              // the model is known exactly here

@@ -76,6 +76,9 @@ public final class TDoAStage: PipelineStage {
     }
 
     public var sources: [Source] { [.tdoa] }
+    /// The arrival buffers, last fixes and solutions. The GSL workspace is kept: it is scratch
+    /// memory that `gsl_multifit_nlinear_init` sets up again for every solve.
+    public func reset() { buffers = [:]; lastFix = [:]; solutions = [] }
     public func fresh() -> any PipelineStage {
         TDoAStage(estimator: estimator, phoneHeight: phoneHeight, floor: floor, temperature: temperature, emitMeasurements: emitMeasurements)
     }

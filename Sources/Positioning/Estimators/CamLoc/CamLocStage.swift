@@ -93,6 +93,10 @@ public final class CamLocStage: PipelineStage {
     }
 
     public var sources: [Source] { [.camloc] }
+    /// The sample buffers, user fixes, pending photos and solutions (the public `var`s are configuration).
+    public func reset() {
+        devices = [:]; lastDevice = nil; userFixes = [:]; pending = [:]; solutions = []
+    }
     public func fresh() -> any PipelineStage {
         CamLocStage(estimator: estimator, userSources: userSources, userMaxAge: userMaxAge, stepLength: stepLength,
                     displacementSigmaRelative: displacementSigmaRelative, displacementSigmaAbsolute: displacementSigmaAbsolute,

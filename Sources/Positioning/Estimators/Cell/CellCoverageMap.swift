@@ -50,8 +50,12 @@ public struct CellCoverageMap: Sendable, Equatable {
         /// Recordings (walks) that contributed positions: the independent draws m of the
         /// predictive (1 when unknown, e.g. a map written before walks were counted).
         public var walks: Int
-        public init(mean: SIMD2<Double>, covariance: Covariance2, count: Int, walks: Int = 1) {
+        /// The area's calibration factor on the predictive covariance (`CoverageScale`: fitted
+        /// on the map's own walks by inner leave-one-day-out; 1 = none).
+        public var scale: Double
+        public init(mean: SIMD2<Double>, covariance: Covariance2, count: Int, walks: Int = 1, scale: Double = 1) {
             self.mean = mean; self.covariance = covariance; self.count = count; self.walks = max(1, min(walks, count))
+            self.scale = scale.isFinite && scale > 0 ? scale : 1
         }
     }
 
@@ -226,10 +230,11 @@ public struct CellCoverageMap: Sendable, Equatable {
     }
 
     /// The Gaussian covariance of a fix from area `a` (model above): Σ̂(1 + 1/m) scaled to the
-    /// Student-t predictive's 95 % region, Σ̂ = S + σ_f² I.
+    /// Student-t predictive's 95 % region, Σ̂ = S + σ_f² I, times the map's coverage scale
+    /// `a.scale` (`CoverageScale`).
     public static func predictiveCovariance(_ a: Area, rat: RAT) -> Covariance2 {
         let f = floorSigma(rat), m = Double(max(1, min(a.walks, a.count)))
-        let k = (1 + 1 / m) * studentT95Factor(degrees: priorDegrees + m - 1)
+        let k = (1 + 1 / m) * studentT95Factor(degrees: priorDegrees + m - 1) * a.scale
         return Covariance2(ee: (a.covariance.ee + f * f) * k, en: a.covariance.en * k, nn: (a.covariance.nn + f * f) * k)
     }
 }

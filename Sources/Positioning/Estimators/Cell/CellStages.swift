@@ -68,6 +68,9 @@ final class CellLookupCache {
         let l = CellLookup(r.cells); lookup = l; count = r.cells.count
         return l
     }
+    /// Forgets the lookup: it is keyed by the number of cells only, so a stage reused for
+    /// another report (another tile's reference data) must build it again.
+    func clear() { lookup = nil; count = -1 }
 }
 
 /// Whether and how the cell stages locate a report from the reference data's coverage map
@@ -130,6 +133,8 @@ public final class CellIDStage: PipelineStage {
         self.estimator = estimator; self.coverage = coverage
     }
     public var sources: [Source] { [.cell] }
+    /// The cell lookup of the last reference data.
+    public func reset() { cache.clear() }
     public func fresh() -> any PipelineStage { CellIDStage(estimator: estimator, coverage: coverage) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
@@ -185,6 +190,8 @@ public final class CellTAStage: PipelineStage {
         self.estimator = estimator; self.multiRing = multiRing; self.ringWindow = ringWindow; self.coverage = coverage
     }
     public var sources: [Source] { [.cellTA] }
+    /// The cell lookup of the last reference data and the latest rings.
+    public func reset() { cache.clear(); rings = [:] }
     public func fresh() -> any PipelineStage {
         CellTAStage(estimator: estimator, multiRing: multiRing, ringWindow: ringWindow, coverage: coverage)
     }

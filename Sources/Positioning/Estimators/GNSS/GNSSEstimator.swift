@@ -65,6 +65,8 @@ public final class GNSSStage: PipelineStage {
         self.estimator = estimator; self.errorModel = errorModel; self.handsetFamily = handsetFamily; self.families = families
     }
     public var sources: [Source] { [.gnss] }
+    /// No per-trace state.
+    public func reset() {}
     public func fresh() -> any PipelineStage {
         GNSSStage(estimator: estimator, errorModel: errorModel, handsetFamily: handsetFamily, families: families)
     }

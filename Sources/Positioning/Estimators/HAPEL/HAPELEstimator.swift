@@ -143,6 +143,8 @@ public final class HAPELStage: PipelineStage {
         self.estimator = estimator; self.thresholdOverride = thresholdOverride
     }
     public var sources: [Source] { [.hapel] }
+    /// The per-phone trackers and the map radios of the last reference data (keyed by count only).
+    public func reset() { states = [:]; lastState = nil; radiosCache = nil }
     public func fresh() -> any PipelineStage { HAPELStage(estimator: estimator, thresholdOverride: thresholdOverride) }
 
     /// The device's state, created (fresh tracker, no fix) on its first event.
@@ -194,19 +196,21 @@ public final class HAPELStage: PipelineStage {
         var est = estimator
         est.rssThreshold = thresholdOverride ?? context.header.rssThreshold ?? estimator.rssThreshold
         let map = context.reference.accessPoints
-        let visible = est.wcl.selectAnchors(scan, time: time, map: map)
-        let heard = Set(est.wcl.mergedAnchors(scan, time: time, map: map).map(\.id))
+        let merged = est.wcl.mergedAnchors(scan, time: time, map: map)
+        let visible = est.wcl.selectAnchors(merged: merged)
         let dp = st.tracker.takeDisplacement()
-        let (radios, radius) = self.radios(context)
         var out: [StageResult] = []
         guard let prev = st.last else {
-            // First epoch: plain WCL.
+            // First epoch: plain WCL (no map radios, no hidden APs: a one-scan report, e.g.
+            // every geolocate request, ends here).
             switch est.wcl.fix(anchors: visible, time: time, source: .hapel, subject: device) {
             case .success(let f): st.last = f; out.append(.fix(f))
             case .failure(let r): out.append(.failure(source: .hapel, time: time, subject: device, reason: r))
             }
             return out
         }
+        let heard = Set(merged.map(\.id))
+        let (radios, radius) = self.radios(context)
         var pred = prev.position + dp
         var contradicted = false
         if est.predictionContradicts(pred, visible: visible), case .success(let w) = est.wcl.fix(anchors: visible, time: time) {

@@ -92,6 +92,10 @@ public final class PeerStage: PipelineStage {
     }
 
     public var sources: [Source] { [.peer] }
+    /// The anchors, last peer fixes and stored ranges (the public `var`s are configuration).
+    public func reset() {
+        anchors = [:]; lastPeerFix = [:]; ranges = [:]
+    }
     public func fresh() -> any PipelineStage {
         PeerStage(solver: solver, anchorSources: anchorSources, anchorMaxAge: anchorMaxAge, rangeMaxAge: rangeMaxAge,
                   motionSpeed: motionSpeed, onsetSigmaSamples: onsetSigmaSamples, defaultRangeSigma: defaultRangeSigma,

@@ -28,6 +28,8 @@ public final class FingerprintStage: PipelineStage {
         self.method = .wknn; self.estimator = FingerprintEstimator(); self.knn = knn; self.phoneThreshold = nil
     }
     public var sources: [Source] { [.fingerprint] }
+    /// No per-trace state (every stored property is configuration).
+    public func reset() {}
     public func fresh() -> any PipelineStage {
         method == .wknn ? FingerprintStage(knn: knn) : FingerprintStage(estimator: estimator, phoneThreshold: phoneThreshold)
     }

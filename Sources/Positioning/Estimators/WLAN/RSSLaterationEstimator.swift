@@ -165,6 +165,8 @@ public final class RSSStage: PipelineStage {
     public init(estimator: RSSLaterationEstimator = RSSLaterationEstimator()) { self.estimator = estimator }
     public var sources: [Source] { [.rss] }
     public func fresh() -> any PipelineStage { RSSStage(estimator: estimator) }
+    /// No per-trace state.
+    public func reset() {}
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }

@@ -90,8 +90,13 @@ public struct WCLEstimator: Sendable {
     }
 
     /// Steps 1–2: usable, merged anchors of a scan, strongest first (no r_min / K cut).
+    /// Groups are kept in a list in order of first appearance (`GroupIndex` finds an id in it);
+    /// the result's order (RSS, then id; ids are unique) does not depend on that order.
     public func mergedAnchors(_ scan: WiFiScan, time: Double, map: [String: AccessPoint]) -> [WCLAnchor] {
-        var groups: [String: (sum: SIMD3<Double>, count: Int, best: Double, ap: AccessPoint)] = [:]
+        struct Group { var id: String; var sum: SIMD3<Double>; var count: Int; var best: Double; var ap: AccessPoint }
+        var groups: [Group] = []
+        groups.reserveCapacity(scan.accessPoints.count)
+        var index = GroupIndex()
         for o in scan.accessPoints {
             guard o.rss.isFinite else { continue }
             if let seen = o.lastSeen {
@@ -103,24 +108,54 @@ public struct WCLEstimator: Sendable {
             if excludeLocallyAdministered, MACAddress.isLocallyAdministered(mac), (ap.radio ?? "").isEmpty { continue }
             let g = groupID(mac, ap: ap)
             let p = ap.position
-            if var e = groups[g] {
-                e.sum += p; e.count += 1
-                if o.rss > e.best { e.best = o.rss; e.ap = ap }
-                groups[g] = e
+            if let i = index.find(g) {
+                groups[i].sum += p; groups[i].count += 1
+                if o.rss > groups[i].best { groups[i].best = o.rss; groups[i].ap = ap }
             } else {
-                groups[g] = (p, 1, o.rss, ap)
+                index.append(g)
+                groups.append(Group(id: g, sum: p, count: 1, best: o.rss, ap: ap))
             }
         }
-        return groups.map { k, v in
+        return groups.map { v in
             let mean = v.sum / Double(v.count)
-            return WCLAnchor(id: k, position: SIMD2(mean.x, mean.y), rss: v.best, p0: v.ap.p0,
+            return WCLAnchor(id: v.id, position: SIMD2(mean.x, mean.y), rss: v.best, p0: v.ap.p0,
                              pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor, up: mean.z)
         }.sorted { $0.rss != $1.rss ? $0.rss > $1.rss : $0.id < $1.id }
     }
 
+    /// Where an id sits in a list of distinct ids: a linear search while the list is short (a
+    /// scan's handful of APs: cheaper than hashing every id twice into a growing dictionary;
+    /// measured with callgrind, a third of `mergedAnchors`' instructions went to that), a
+    /// dictionary past `linearLimit` ids.
+    struct GroupIndex {
+        static let linearLimit = 16
+        private var ids: [String] = []
+        private var byID: [String: Int]?
+        func find(_ id: String) -> Int? {
+            if let byID { return byID[id] }
+            return ids.firstIndex(of: id)
+        }
+        mutating func append(_ id: String) {
+            if byID != nil {
+                byID![id] = byID!.count
+            } else if ids.count < Self.linearLimit {
+                ids.append(id)
+            } else {
+                var d = [String: Int](minimumCapacity: 2 * ids.count + 2)
+                for (i, x) in ids.enumerated() { d[x] = i }
+                d[id] = ids.count
+                byID = d; ids = []
+            }
+        }
+    }
+
     /// Step 3: the K strongest anchors above r_min.
     public func selectAnchors(_ scan: WiFiScan, time: Double, map: [String: AccessPoint]) -> [WCLAnchor] {
-        Array(mergedAnchors(scan, time: time, map: map).filter { $0.rss >= rssMin }.prefix(max(1, maxAnchors)))
+        selectAnchors(merged: mergedAnchors(scan, time: time, map: map))
+    }
+    /// Step 3 on anchors `mergedAnchors` already gave.
+    public func selectAnchors(merged: [WCLAnchor]) -> [WCLAnchor] {
+        Array(merged.filter { $0.rss >= rssMin }.prefix(max(1, maxAnchors)))
     }
 
     /// Normalised weights w̄ of anchors (log domain, max subtracted). Falls back to equal

@@ -5,6 +5,8 @@ public final class WCLStage: PipelineStage {
     public init(estimator: WCLEstimator = WCLEstimator()) { self.estimator = estimator }
     public var sources: [Source] { [.wcl] }
     public func fresh() -> any PipelineStage { WCLStage(estimator: estimator) }
+    /// No per-trace state.
+    public func reset() {}
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }

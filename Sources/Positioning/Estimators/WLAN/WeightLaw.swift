@@ -32,8 +32,14 @@ public enum WeightLaw: String, Sendable, CaseIterable {
 
 /// MAC address helpers for AP filtering.
 public enum MACAddress {
-    /// Normalised lower-case form.
-    public static func normalize(_ s: String) -> String { s.lowercased() }
+    /// Normalised lower-case form. A spelling that is already ASCII without capitals (what
+    /// the readers, the radio map and the server's parser hand over) is returned as it is: no
+    /// new string per look-up in the estimators' per-scan loops.
+    public static func normalize(_ s: String) -> String {
+        var s = s
+        let plain = s.withUTF8 { b in !b.contains { $0 >= 0x80 || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) } }
+        return plain ? s : s.lowercased()
+    }
 
     /// Locally administered (bit 0x02 of the first octet): mobile hotspots, randomised MACs,
     /// and secondary BSSIDs of multi-BSSID radios.

@@ -25,13 +25,21 @@ import Foundation
 /// 5. Output: weighted mean (circular for ψ) and covariance. If every weight underflows the
 ///    update is rejected (`.singular`) and the cloud is kept.
 /// 6. GNSS bias (`gnssBias`, the model of `GNSSBias`), Rao–Blackwellised (Doucet, de Freitas,
-///    Murphy & Russell 2000): given a particle's positions the bias b = [b_E, b_N] is linear-
-///    Gaussian, so each particle carries its conditional mean mᵢ and all share one covariance B
+///    Murphy & Russell 2000). It serves one family of fixes at a time, as the Kalman filters'
+///    block does (`FusionTrack.biasFamily`): GNSS fixes (the stage's β, τ), or radio-map fixes
+///    that carry a fitted error correlation (`Fix.errorCorrelation`: their β, τ; a WiFi fix's
+///    error is mostly one bias with a 20–30 s correlation time, docs/fusion.md). Given a
+///    particle's positions the bias b = [b_E, b_N] is linear-Gaussian, so each particle carries its conditional mean mᵢ and all share one covariance B
 ///    (the same fixes, the same R: B evolves alike for every particle). Predict mᵢ ← φmᵢ,
 ///    B ← φ²B + (1 − φ²)Σ_b; a GNSS fix weighs particle i by N(z; pᵢ + mᵢ, B + R_w) and then
 ///    updates mᵢ += K(z − pᵢ − mᵢ), B ← B − K(B + R_w)Kᵀ, K = B(B + R_w)⁻¹. At the first fix
 ///    mᵢ = 0, B = Σ_b; at a fix z that starts the filter (pᵢ ~ N(z, Σ)) the conditional of the
 ///    joint p = z − b − w: mᵢ = −Σ_bΣ⁻¹(pᵢ − z), B = Σ_b − Σ_bΣ⁻¹Σ_b. Resampling carries mᵢ.
+/// 7. Lineage (`tracksLineage`, for the particle smoother `ParticleSmoother`): each particle
+///    carries the index of its ancestor in the last sealed cloud (`seal`); resampling passes it
+///    on to the offspring, a (re)start sets it to −1. The sealed clouds with these parent
+///    indices are the SIR filter's genealogy: following them back from the last cloud gives
+///    the particle approximation of the joint smoothing distribution (Kitagawa 1996).
 /// Seeded xoshiro256** + ziggurat normals: one seed, identical output.
 ///
 /// Speed (benchmark `posfuse-bench filters`, ≈ 17–18 ns per particle-step at 100k particles in
@@ -50,8 +58,16 @@ public final class ParticleFilter: FusionFilter {
     /// Cholesky factor of the cloud covariance before the last update (the kernel shape).
     private var priorFactor: Mat4?
     public var walls: [Wall] = []
-    /// The GNSS bias model (τ_b, β); nil = GNSS fixes weigh the position alone.
+    /// The GNSS bias model (τ_b, β); nil = GNSS fixes weigh the position alone. A radio-map
+    /// fix that takes the bias adopts its own β, τ here (`GNSSBias.adopt`).
     public var gnssBias: GNSSBias?
+    /// The family of fixes the started bias serves (nil: not started).
+    private var biasFamily: FusionTrack.BiasFamily?
+    /// Keep each particle's ancestor index in the last sealed cloud (`seal`).
+    public var tracksLineage = false {
+        didSet { if tracksLineage && lineage == nil { lineage = .allocate(capacity: count); lineage!.initialize(repeating: -1, count: count) } }
+    }
+    private var lineage: UnsafeMutablePointer<Int32>?
     /// Σ_b of the last GNSS fix; nil until the first GNSS fix.
     private var biasStationary: Covariance2?
     /// B, the bias covariance shared by every particle's conditional.
@@ -95,7 +111,7 @@ public final class ParticleFilter: FusionFilter {
         effectiveSampleSize = Double(count)
         for i in 0..<count { w[i] = 1 / Double(count) }
     }
-    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w, c0, c1, d0, d1] { p.deallocate() }; ancestor.deallocate() }
+    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w, c0, c1, d0, d1] { p.deallocate() }; ancestor.deallocate(); lineage?.deallocate() }
 
     public func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
         ancestorsPending = false; biasAncestorsPending = false
@@ -107,21 +123,26 @@ public final class ParticleFilter: FusionFilter {
             a0[i] = x[0]; a1[i] = x[1]; a2[i] = x[2]; a3[i] = x[3]; lw[i] = 0; w[i] = 1 / Double(count)
         }
         self.time = time; isInitialized = true; cached = nil; effectiveSampleSize = Double(count)
-        biasStationary = nil; biasTime = time
+        biasStationary = nil; biasTime = time; biasFamily = nil
+        lineage?.update(repeating: -1, count: count)
     }
 
     // MARK: GNSS bias
 
     /// Starts the bias: mᵢ = 0, B = Σ_b.
-    private func startBias(_ sb: Covariance2) {
+    private func startBias(_ sb: Covariance2, family: FusionTrack.BiasFamily) {
         for i in 0..<count { c0[i] = 0; c1[i] = 0 }
-        biasStationary = sb; biasCovariance = sb; biasTime = time
+        biasStationary = sb; biasCovariance = sb; biasTime = time; biasFamily = family
     }
 
-    /// The filter was started at a GNSS fix z with covariance Σ (particles pᵢ ~ N(z, Σ)): the
-    /// start's error is −(b + w), so mᵢ = −Σ_bΣ⁻¹(pᵢ − z), B = Σ_b − Σ_bΣ⁻¹Σ_b. Nil: no bias yet.
-    public func primeBias(startingAt sigma: Covariance2?, fix z: SIMD2<Double>) {
-        guard let model = gnssBias, let sigma, let si = sigma.inverse else { biasStationary = nil; return }
+    /// The filter was started at a fix z of a bias family with covariance Σ (particles
+    /// pᵢ ~ N(z, Σ)): the start's error is −(b + w), so mᵢ = −Σ_bΣ⁻¹(pᵢ − z),
+    /// B = Σ_b − Σ_bΣ⁻¹Σ_b. A radio-map fix brings its own β, τ (`correlation`). Nil: no bias yet.
+    func primeBias(startingAt sigma: Covariance2?, family: FusionTrack.BiasFamily = .gnss, correlation: ErrorCorrelation? = nil,
+                          fix z: SIMD2<Double>) {
+        guard gnssBias != nil, let sigma, let si = sigma.inverse else { biasStationary = nil; biasFamily = nil; return }
+        if family == .radio { gnssBias!.adopt(correlation) }
+        let model = gnssBias!
         gatherAncestors()
         let sb = sigma.scaled(model.biasFraction)
         let (g, b) = Self.condition(sb, inverse: si)
@@ -129,7 +150,7 @@ public final class ParticleFilter: FusionFilter {
             let d = SIMD2(a0[i] - z.x, a1[i] - z.y)
             c0[i] = -(g.0 * d).sum(); c1[i] = -(g.1 * d).sum()
         }
-        biasStationary = sb; biasTime = time; biasCovariance = b
+        biasStationary = sb; biasTime = time; biasCovariance = b; biasFamily = family
     }
 
     /// For A and S⁻¹ (2×2 symmetric): the gain G = A S⁻¹ (rows) and A − G A — the Gaussian
@@ -355,6 +376,11 @@ public final class ParticleFilter: FusionFilter {
         for i in 0..<n { s &+= ancestor[i]; ancestor[i] = Swift.min(s, last) }
         ancestorsPending = true
         biasAncestorsPending = biasStationary != nil
+        if let lin = lineage {
+            // Offspring inherit the ancestor's lineage now (the positions are gathered lazily).
+            for i in 0..<n { b0[i] = Double(lin[Int(ancestor[i])]) }
+            for i in 0..<n { lin[i] = Int32(b0[i]) }
+        }
         let uniform = 1 / Double(n)
         for i in 0..<n { lw[i] = 0; w[i] = uniform }
         effectiveSampleSize = Double(n)
@@ -402,8 +428,12 @@ public final class ParticleFilter: FusionFilter {
         gatherAncestors()
         let (mu, p) = estimate()
         priorFactor = regularization > 0 ? p.cholesky : nil
-        if let model = gnssBias, m.source == .gnss, let pm = m as? PositionMeasurement {
-            return updateBiased(pm, model: model, gate: gate)
+        if var model = gnssBias, let pm = m as? PositionMeasurement,
+           let family = FusionTrack.biasFamily(source: pm.source, correlation: pm.errorCorrelation),
+           biasFamily == nil || biasFamily == family {
+            // GNSS fixes keep the stage's β, τ; a radio-map fix brings its own (as the ekf's block).
+            if family == .radio { model.adopt(pm.errorCorrelation) }
+            return updateBiased(pm, model: model, family: family, gate: gate)
         }
         let pos = SIMD2(mu[0], mu[1])
         // NIS from the cloud's moments (linearised): S = H P Hᵀ + R, for logging and gating.
@@ -440,7 +470,7 @@ public final class ParticleFilter: FusionFilter {
 
     /// A GNSS fix z = p + b + w (Rao–Blackwellised, see the type's step 6). NIS from the
     /// moments of the particles' pᵢ + mᵢ plus B + R_w (B = Σ_b, mᵢ = 0 before the first fix).
-    private func updateBiased(_ m: PositionMeasurement, model: GNSSBias, gate: Double?) -> UpdateRecord {
+    private func updateBiased(_ m: PositionMeasurement, model: GNSSBias, family: FusionTrack.BiasFamily, gate: Double?) -> UpdateRecord {
         let sigma = m.covariance
         let sb = sigma.scaled(model.biasFraction), rw = sigma.scaled(1 - model.biasFraction)
         func record(_ nis: Double?, _ o: UpdateRecord.Outcome) -> UpdateRecord {
@@ -459,7 +489,8 @@ public final class ParticleFilter: FusionFilter {
         let z = SIMD2(m.z[0], m.z[1])
         guard let nis = s.mahalanobis2(z - q), let si = sbr.inverse else { return record(nil, .singular) }
         if let g = gate, nis > g { return record(nis, .gated) }
-        if started { biasStationary = sb } else { startBias(sb) }
+        gnssBias = model
+        if started { biasStationary = sb } else { startBias(sb, family: family) }
         var mx = -Double.infinity
         for i in 0..<count {
             let dx = z.x - a0[i] - c0[i], dy = z.y - a1[i] - c1[i]
@@ -529,11 +560,31 @@ public final class ParticleFilter: FusionFilter {
         return (0..<count).map { (SIMD2(a0[$0], a1[$0]), w[$0]) }
     }
 
+    /// The cloud as it is now (positions, normalised weights) with each particle's parent in
+    /// the last sealed cloud, which this one replaces as the lineage's reference: from here on
+    /// each particle's lineage is its own index. `previous`: this same epoch's earlier seal
+    /// (several outputs at one epoch), whose parents the new seal composes with. Nil without
+    /// `tracksLineage`.
+    public func seal(replacing previous: SealedCloud? = nil) -> SealedCloud? {
+        guard let lin = lineage, isInitialized else { return nil }
+        gatherAncestors()
+        var parent = [Int32](repeating: -1, count: count)
+        for i in 0..<count {
+            let k = lin[i]
+            if let p = previous { parent[i] = k >= 0 ? p.parent[Int(k)] : -1 } else { parent[i] = k }
+            lin[i] = Int32(i)
+        }
+        return SealedCloud(east: Array(UnsafeBufferPointer(start: a0, count: count)), north: Array(UnsafeBufferPointer(start: a1, count: count)),
+                           weight: Array(UnsafeBufferPointer(start: w, count: count)), parent: parent)
+    }
+
     final class Cloud {
         let data: [Double]; let rng: Xoshiro256
-        let bias: (stationary: Covariance2?, covariance: Covariance2, time: Double)
-        init(data: [Double], rng: Xoshiro256, bias: (stationary: Covariance2?, covariance: Covariance2, time: Double)) {
-            self.data = data; self.rng = rng; self.bias = bias
+        let bias: (stationary: Covariance2?, covariance: Covariance2, time: Double, family: FusionTrack.BiasFamily?, model: GNSSBias?)
+        let lineage: [Int32]?
+        init(data: [Double], rng: Xoshiro256, bias: (stationary: Covariance2?, covariance: Covariance2, time: Double, family: FusionTrack.BiasFamily?, model: GNSSBias?),
+             lineage: [Int32]?) {
+            self.data = data; self.rng = rng; self.bias = bias; self.lineage = lineage
         }
     }
     private var snapshotBuffers: [UnsafeMutablePointer<Double>] { biasStationary == nil ? [a0, a1, a2, a3, lw, w] : [a0, a1, a2, a3, lw, w, c0, c1] }
@@ -544,16 +595,29 @@ public final class ParticleFilter: FusionFilter {
         for p in buffers { d.append(contentsOf: UnsafeBufferPointer(start: p, count: count)) }
         let (mu, p) = isInitialized ? estimate() : (SIMD4<Double>.zero, Mat4.identity)
         return FilterSnapshot(time: time, mean: mu, covariance: p, initialized: isInitialized,
-                              payload: Cloud(data: d, rng: rng, bias: (biasStationary, biasCovariance, biasTime)))
+                              payload: Cloud(data: d, rng: rng, bias: (biasStationary, biasCovariance, biasTime, biasFamily, gnssBias),
+                                             lineage: lineage.map { Array(UnsafeBufferPointer(start: $0, count: count)) }))
     }
     public func restore(_ s: FilterSnapshot) {
         time = s.time; isInitialized = s.initialized; cached = nil; ancestorsPending = false; biasAncestorsPending = false
         guard let c = s.payload as? Cloud else { return }
-        (biasStationary, biasCovariance, biasTime) = c.bias
+        (biasStationary, biasCovariance, biasTime, biasFamily, gnssBias) = c.bias
+        if let l = c.lineage, let lin = lineage { l.withUnsafeBufferPointer { lin.update(from: $0.baseAddress!, count: count) } }
         let buffers = snapshotBuffers
         c.data.withUnsafeBufferPointer { d in
             for (k, p) in buffers.enumerated() { p.update(from: d.baseAddress! + k * count, count: count) }
         }
         rng = c.rng
+    }
+}
+
+/// One sealed particle cloud (`ParticleFilter.seal`): positions (E, N, m), normalised weights
+/// and each particle's parent index in the previous sealed cloud (−1: the filter was (re)started
+/// in between). Immutable, so epochs can share it.
+public final class SealedCloud: Sendable {
+    public let east: [Double], north: [Double], weight: [Double]
+    public let parent: [Int32]
+    public init(east: [Double], north: [Double], weight: [Double], parent: [Int32]) {
+        self.east = east; self.north = north; self.weight = weight; self.parent = parent
     }
 }

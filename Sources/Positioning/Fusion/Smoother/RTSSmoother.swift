@@ -117,15 +117,18 @@ extension UnscentedKalmanFilter {
     }
 }
 
-/// Pipeline stage `smoother`: runs an EKF or UKF (`filter: ekf|ukf`) exactly as the `ekf`/`ukf`
-/// stage does (same options, one per phone), logs its epochs, and at the end of the trace emits the RTS-smoothed
-/// estimate at every epoch where the filter emitted a fix (offline replay only: nothing is
-/// emitted before `finish`). The smoothed covariance Pˢ is reported, so NEES and inside95
-/// measure the smoother's own consistency; plus, as the filter's, the GNSS bias block's
+/// Pipeline stage `smoother`: runs an EKF, UKF or particle filter (`filter: ekf|ukf|pf`) exactly
+/// as the `ekf`/`ukf`/`pf` stage does (same options, one per phone), logs its epochs, and at the
+/// end of the trace emits the smoothed estimate at every epoch where the filter emitted a fix
+/// (offline replay only: nothing is emitted before `finish`): RTS for the Kalman filters, the
+/// genealogy particle smoother (`ParticleSmoother`) for the pf, which keeps the pf's floor-plan
+/// walls. The smoothed covariance is reported, so NEES and inside95 measure the smoother's own
+/// consistency; plus, for the Kalman filters as for the filter's output, the GNSS bias block's
 /// unexplained disagreement W of that epoch (`GNSSBias.excessCovariance`).
 public final class SmootherStage: PipelineStage {
     public var sources: [Source] { [.smoother] }
     public func fresh() -> any PipelineStage { SmootherStage(settings: filter.settings) }
+    public func reset() { filter.reset() }
     let filter: FusionStage
     /// The smoothed filter's per-source update counters (its forward pass: NIS of the filtered prior).
     public var counters: [Source: SourceCounters] { filter.counters }
@@ -137,8 +140,8 @@ public final class SmootherStage: PipelineStage {
     /// Options: `FusionStage.Options.smoother` (those of the filter it smooths and `filter: ekf|ukf`).
     public convenience init(options o: StageOptions) throws {
         let name = try o.string(FusionStage.Options.filter.key, default: FusionStage.Options.filter.text)
-        guard let kind = FusionStage.Kind(rawValue: name), kind != .pf else {
-            throw ConfigurationError(path: "\(o.name).filter", reason: "the RTS smoother runs over ekf or ukf (got \(name))")
+        guard let kind = FusionStage.Kind(rawValue: name) else {
+            throw ConfigurationError(path: "\(o.name).filter", reason: "the smoother runs over ekf, ukf or pf (got \(name))")
         }
         let stage = try FusionStage(kind: kind, options: o)
         self.init(settings: stage.settings)
@@ -152,6 +155,14 @@ public final class SmootherStage: PipelineStage {
     public func finish(context: PipelineContext) -> [StageResult] {
         var out: [StageResult] = []
         for (device, epochs) in filter.epochLogs {
+            if filter.settings.kind == .pf {
+                let smoothed = ParticleSmoother.smooth(epochs.map { $0.emitted ? $0.cloud : nil })
+                for (e, s) in zip(epochs, smoothed) where e.emitted {
+                    guard let s else { continue }
+                    out.append(.fix(Fix(time: e.time, position: s.mean, covariance: s.covariance, source: .smoother, subject: device)))
+                }
+                continue
+            }
             let layout = filter.layouts[device] ?? .step
             let smoothed = RTSSmoother.smooth(epochs, angleIndex: layout.angleIndex)
             for (e, s) in zip(epochs, smoothed) where e.emitted {

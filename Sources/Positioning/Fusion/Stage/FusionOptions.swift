@@ -96,8 +96,8 @@ extension FusionStage {
         public static let walls = OptionSpec.bool("walls", true,
             "particles may not cross the walls of the trace's floor plan (reference.json\nfloorplan, GeoJSON; docs/trace-format.md); no floor plan: no effect")
         // Smoother.
-        public static let filter = OptionSpec.choice("filter", "ekf", [Kind.ekf.rawValue, Kind.ukf.rawValue],
-            "the filter it smooths: ekf | ukf (unscented RTS); takes all ekf options")
+        public static let filter = OptionSpec.choice("filter", "ekf", [Kind.ekf.rawValue, Kind.ukf.rawValue, Kind.pf.rawValue],
+            "the filter it smooths: ekf | ukf (unscented RTS) | pf (particle smoother\nover the pf's genealogy, keeps the floor-plan walls); takes that filter's options")
 
         /// The options every filter reads.
         public static let ekf = OptionTable(stage: "ekf", doc: "extended Kalman filter over PDR", options: [
@@ -114,9 +114,9 @@ extension FusionStage {
         public static let pf = OptionTable(stage: "pf", doc: "particle filter: the ekf options, plus",
                                            enabledDoc: "opt-in (costly: particles × steps)",
                                            options: [particles, seed, resampleThreshold, roughening, regularization, walls], includes: [ekf])
-        public static let smoother = OptionTable(stage: "smoother", doc: "RTS smoother over an EKF or UKF (offline: emits at the end of the trace)",
+        public static let smoother = OptionTable(stage: "smoother", doc: "RTS smoother over an EKF or UKF, or particle smoother over a pf (offline: emits at the end of the trace)",
                                                  enabledDoc: "opt-in (keeps the filter history: memory grows with the trace)",
-                                                 options: [filter], includes: [ukf])
+                                                 options: [filter], includes: [ukf, pf])
         /// The table of a filter kind.
         public static func table(_ kind: Kind) -> OptionTable {
             switch kind { case .ekf: return ekf; case .ukf: return ukf; case .pf: return pf }

@@ -139,6 +139,10 @@ public final class FusionStage: PipelineStage {
         s.logNIS = logNIS
         return s
     }
+    /// The per-phone filters; `settings`, `source`, `recordEpochs` and `logNIS` are configuration.
+    public func reset() {
+        tracks = [:]; deviceOrder = []; lastTrack = nil
+    }
     /// Keep per-epoch filter history for the RTS smoother (`SmootherStage`).
     let recordEpochs: Bool
     /// Keep every update's NIS (consistency evaluation).
@@ -245,7 +249,7 @@ public final class FusionStage: PipelineStage {
     /// other through it (the second gated, a run of them a divergence restart).
     private func scanGroups(_ upstream: [StageResult], superseded: Set<SourceAt>) -> [ScanKey: [Fix]] {
         guard upstream.count > 1 else { return [:] }
-        let byCorrelation = settings.gnssBias != nil && settings.kind != .pf
+        let byCorrelation = settings.gnssBias != nil
         guard !settings.scanCombined.isEmpty || byCorrelation else { return [:] }
         var groups: [ScanKey: [Fix]] = [:]
         for case .fix(let f) in upstream where isLooseInput(f)
@@ -365,6 +369,7 @@ public final class FusionStage: PipelineStage {
             pf.roughening = settings.roughening
             pf.regularization = settings.regularization
             if settings.useWalls { pf.walls = walls }
+            pf.tracksLineage = recordEpochs                     // the particle smoother's genealogy
             return pf
         }
     }
@@ -509,7 +514,7 @@ public final class FusionStage: PipelineStage {
             }
         }
         let family = FusionTrack.biasFamily(source: f.source, correlation: f.errorCorrelation)
-        t.initialize(mean: x, covariance: p, time: f.time, gnssFix: f.source == .gnss ? c : nil,
+        t.initialize(mean: x, covariance: p, time: f.time,
                      correlatedFix: family.map { ($0, c) }, errorCorrelation: family != nil ? f.errorCorrelation : nil)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
         t.counters[f.source, default: SourceCounters()].initializations += 1

@@ -62,6 +62,9 @@ public struct FilterEpoch: Sendable {
     public var posteriorBias: GNSSBias? = nil
     /// φ of the bias over this epoch's prediction.
     public var biasDecay = 1.0
+    /// The particle filter's cloud at this epoch's output, with its genealogy (`ParticleFilter.seal`;
+    /// nil for the Kalman filters and epochs without output).
+    public var cloud: SealedCloud? = nil
 }
 
 /// The filter of one phone inside `FusionStage`: the filter object, its PDR, the rewind
@@ -144,13 +147,13 @@ final class FusionTrack {
     }
 
     /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
-    /// `gnssFix`: the start is a GNSS fix with this covariance (the bias block is primed from it).
     /// `correlatedFix`: the start is a fix of a bias family (`biasFamily(source:correlation:)`) with
-    /// this covariance: the bias block is primed from it (the particle filter's bias: GNSS only).
-    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double, gnssFix: Covariance2? = nil,
+    /// this covariance: the bias block (the particle filter's conditional biases) is primed from it.
+    func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double,
                     correlatedFix: (family: BiasFamily, covariance: Covariance2)? = nil, errorCorrelation: ErrorCorrelation? = nil) {
         filter.initialize(mean: mean, covariance: covariance, time: time)
-        (filter as? ParticleFilter)?.primeBias(startingAt: gnssFix, fix: SIMD2(mean[0], mean[1]))
+        (filter as? ParticleFilter)?.primeBias(startingAt: correlatedFix?.covariance, family: correlatedFix?.family ?? .gnss,
+                                               correlation: errorCorrelation, fix: SIMD2(mean[0], mean[1]))
         if gnssBias != nil {
             gnssBias!.adopt(errorCorrelation)
             if let c = correlatedFix { gnssBias!.prime(startingAt: c.covariance, time: time); biasFamily = c.family } else { gnssBias!.reset(time: time); biasFamily = nil }
@@ -355,5 +358,12 @@ final class FusionTrack {
         return f
     }
 
-    func markEmitted() { if recordEpochs, !epochs.isEmpty { epochs[epochs.count - 1].emitted = true } }
+    /// Marks the last epoch as output; a particle filter's cloud is sealed there (its genealogy
+    /// for `ParticleSmoother`).
+    func markEmitted() {
+        guard recordEpochs, !epochs.isEmpty else { return }
+        let k = epochs.count - 1
+        epochs[k].emitted = true
+        if let pf = filter as? ParticleFilter { epochs[k].cloud = pf.seal(replacing: epochs[k].cloud) }
+    }
 }
