@@ -42,7 +42,27 @@ import TestSupport
         #expect(abs(l.y - 100.04) < 0.05 && abs(l.x) < 1e-6 && abs(l.z - 2) < 0.01)
         #expect(r.walls.count == 5)
         #expect(r.walls.filter { $0.floor == 1 }.count == 4)
-        #expect(r.walls.contains(Wall(a: SIMD2(10, 5), b: SIMD2(0, 5), floor: 1)))
+        #expect(r.walls.contains(Wall(a: SIMD2(10, 5), b: SIMD2(0, 5), floor: 1, bounds: true)))   // a polygon ring
+        #expect(r.walls.filter(\.bounds).count == 4)                                                 // the LineString bounds nothing
+    }
+
+    /// A polygon ring given twice is one ring (ms-indoor repeats shop outlines), so the even–odd
+    /// walkable area holds: inside the outline and outside the shop is walkable, inside the shop
+    /// and outside the outline are not; a LineString wall bounds nothing.
+    @Test func duplicateRingsCountOnceInTheWalkableArea() throws {
+        let shop = "[[[4, 4], [6, 4], [6, 6], [4, 6], [4, 4]]]"
+        let json = #"{"floorplan": {"type": "FeatureCollection", "frame": "enu", "features": ["#
+            + #"{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]]}},"#
+            + #"{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": \#(shop)}},"#
+            + #"{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": \#(shop)}},"#
+            + #"{"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[1, 1], [1, 9]]}}]}}"#
+        let r = try ReferenceLoader.load(json: try JSONSerialization.jsonObject(with: Data(json.utf8)), url: URL(fileURLWithPath: "/x/reference.json"),
+                                         frame: LocalFrame(origin: Geodetic(latitude: 48, longitude: 11)))
+        #expect(r.walls.count == 4 + 4 + 1)
+        let area = WalkableArea(walls: r.walls)
+        #expect(area.contains(SIMD2(2, 2)) && area.contains(SIMD2(0.5, 5)) && area.contains(SIMD2(8, 5)))
+        #expect(!area.contains(SIMD2(5, 5)) && !area.contains(SIMD2(-1, 5)) && !area.contains(SIMD2(11, 5)))
+        #expect(WalkableArea(walls: [Wall(a: SIMD2(0, 0), b: SIMD2(1, 0))]).contains(SIMD2(50, 50)))    // no rings: no test
     }
 
     @Test func fingerprintSurveyLoadsAndErrorsNameThePoint() throws {

@@ -102,9 +102,34 @@ public struct Landmark: Sendable, Equatable {
     }
 }
 
-/// A wall segment of a floor plan, ENU m.
+/// A wall segment of a floor plan, ENU m. `bounds`: the segment is an edge of a closed ring (a
+/// GeoJSON polygon's ring), so it also bounds the walkable area (`WalkableArea`).
 public struct Wall: Sendable, Equatable {
     public var a: SIMD2<Double>, b: SIMD2<Double>
     public var floor: Int?
-    public init(a: SIMD2<Double>, b: SIMD2<Double>, floor: Int? = nil) { self.a = a; self.b = b; self.floor = floor }
+    public var bounds: Bool
+    public init(a: SIMD2<Double>, b: SIMD2<Double>, floor: Int? = nil, bounds: Bool = false) {
+        self.a = a; self.b = b; self.floor = floor; self.bounds = bounds
+    }
+}
+
+/// The walkable part of a floor plan, by the even–odd rule over its polygon rings: a point is
+/// walkable when a ray from it crosses an odd number of ring edges, i.e. it lies inside an odd
+/// number of rings — inside the floor's outline and outside every shop, room or hole drawn
+/// inside it (GeoJSON polygons with holes read the same way). Open lines (LineStrings) bound
+/// nothing. A floor plan without rings has no walkable test (everything is walkable).
+public struct WalkableArea: Sendable {
+    let edges: [Wall]
+    public init(walls: [Wall]) { edges = walls.filter(\.bounds) }
+    public var isEmpty: Bool { edges.isEmpty }
+    /// Whether p is walkable (true when there are no rings).
+    public func contains(_ p: SIMD2<Double>) -> Bool {
+        guard !edges.isEmpty else { return true }
+        var inside = false
+        for e in edges where (e.a.y > p.y) != (e.b.y > p.y) {
+            let x = e.a.x + (p.y - e.a.y) * (e.b.x - e.a.x) / (e.b.y - e.a.y)
+            if p.x < x { inside.toggle() }
+        }
+        return inside
+    }
 }

@@ -141,8 +141,8 @@ public struct PreparedReference: Sendable {
             let xy = enu ? points : points.map { frame.en(latitude: $0.y, longitude: $0.x, height: frame.origin.height) }
             guard xy.count >= 2 else { return [] }
             var out: [Wall] = []
-            for k in 1..<xy.count where xy[k] != xy[k - 1] { out.append(Wall(a: xy[k - 1], b: xy[k], floor: floor)) }
-            if closed, let f = xy.first, let l = xy.last, f != l { out.append(Wall(a: l, b: f, floor: floor)) }
+            for k in 1..<xy.count where xy[k] != xy[k - 1] { out.append(Wall(a: xy[k - 1], b: xy[k], floor: floor, bounds: closed)) }
+            if closed, let f = xy.first, let l = xy.last, f != l { out.append(Wall(a: l, b: f, floor: floor, bounds: true)) }
             return out
         }
     }
@@ -357,7 +357,10 @@ private struct Parser {
         }
         var out: [PreparedReference.Polyline] = []
         try collect(root, floor: nil, at: "floorplan", into: &out)
-        return out
+        // A ring drawn twice (ms-indoor site2 F3 repeats 130 of its 145 shop outlines) is one
+        // wall: kept once, so the even–odd rule of the walkable area (`WalkableArea`) holds.
+        var seen = Set<[Double]>()
+        return out.filter { p in !p.closed || seen.insert(p.points.flatMap { [$0.x, $0.y] } + [p.floor.map(Double.init) ?? -.infinity]).inserted }
     }
 
     private func collect(_ o: [String: Any], floor: Int?, at: String, into out: inout [PreparedReference.Polyline]) throws {

@@ -73,3 +73,53 @@ import Testing
         #expect(maxEast(walls: true) < 5)
     }
 }
+
+/// The particle filter's wall handling (`ParticleFilter.applyWallHits`, walkable start).
+@Suite struct ParticleWallTests {
+    static func filter() -> ParticleFilter {
+        var m = MotionConfiguration(layout: .step)
+        m.step.lengthSigmaFraction = 0; m.step.headingSigmaPerStep = 0; m.step.scaleSigmaPerStep = 0
+        m.step.positionDiffusion = 0; m.step.headingDiffusion = 0                    // only the step moves
+        return ParticleFilter(motion: m, count: 400, seed: 5)
+    }
+    static func start(_ pf: ParticleFilter, east: Double, sigma: Double) {
+        var p = Mat4.zero
+        p[0, 0] = sigma * sigma; p[1, 1] = 1e-6; p[2, 2] = 1e-12; p[3, 3] = 1e-12
+        pf.initialize(mean: SIMD4(east, 0, .pi / 2, 1), covariance: p, time: 0)     // heading east, scale 1
+    }
+
+    /// Half the cloud crosses the wall at x = 0 on a 1 m step east: those particles weigh 0 at
+    /// once, so the output mean is the survivors' (west of the wall), not the average of both.
+    @Test func crossersWeighNothingAtOnce() {
+        let pf = Self.filter()
+        pf.walls = [Wall(a: SIMD2(0, -50), b: SIMD2(0, 50))]
+        Self.start(pf, east: -1, sigma: 0.3)
+        pf.predict(step: StepInput(time: 1, length: 1, headingChange: 0))
+        let alive = pf.particles.filter { $0.weight > 0 }
+        #expect(alive.allSatisfy { $0.position.x <= 0 } && alive.count > 50 && alive.count < 350)
+        #expect(pf.mean[0] < 0 && pf.wallResets == 0)
+    }
+
+    /// Every particle crosses: the walls are ignored for that move (counted), the filter lives on.
+    @Test func aMoveThatKillsEveryoneIgnoresTheWalls() {
+        let pf = Self.filter()
+        pf.walls = [Wall(a: SIMD2(0, -50), b: SIMD2(0, 50))]
+        Self.start(pf, east: -0.5, sigma: 0.01)
+        pf.predict(step: StepInput(time: 1, length: 1, headingChange: 0))
+        #expect(pf.wallResets == 1 && abs(pf.mean[0] - 0.5) < 0.05, "resets \(pf.wallResets), mean \(pf.mean), alive \(pf.particles.filter { $0.weight > 0 }.count)")
+        let r = pf.update(PositionMeasurement(fix: Fix(time: 2, position: SIMD2(0.5, 0), covariance: Covariance2(sigma: 1), source: .wcl)), gate: nil)
+        #expect(r.outcome == .accepted)
+    }
+
+    /// A start drawn over a closed shop outline puts no particle inside it (walkable area).
+    @Test func startIsDrawnInTheWalkableArea() {
+        let pf = Self.filter()
+        let ring: [SIMD2<Double>] = [SIMD2(-20, -20), SIMD2(20, -20), SIMD2(20, 20), SIMD2(-20, 20)]
+        let shop: [SIMD2<Double>] = [SIMD2(-1, -1), SIMD2(1, -1), SIMD2(1, 1), SIMD2(-1, 1)]
+        pf.walls = [ring, shop].flatMap { r in r.indices.map { Wall(a: r[$0], b: r[($0 + 1) % r.count], bounds: true) } }
+        var p = Mat4.zero
+        p[0, 0] = 1; p[1, 1] = 1; p[2, 2] = 0.01; p[3, 3] = 0.01
+        pf.initialize(mean: SIMD4(0, 0, 0, 1), covariance: p, time: 0)
+        #expect(pf.particles.allSatisfy { abs($0.position.x) > 1 || abs($0.position.y) > 1 })
+    }
+}

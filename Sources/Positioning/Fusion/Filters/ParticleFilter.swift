@@ -9,8 +9,14 @@ import Foundation
 /// 1. Proposal = the motion model with sampled noise: S1 step, L = s·L̂ + s·σ_L·ε, E += L sin ψ,
 ///    N += L cos ψ, ψ += Δψ + σ_Δψ·ε, s += σ_s·ε; S2 CV with the exact Gaussian of Q
 ///    (2 normal draws per axis for the continuous form, 1 for piecewise-constant acceleration).
-/// 2. Wall constraints: a particle whose move crosses a wall segment gets weight 0; the
-///    regularisation and roughening jitter never moves a particle through a wall.
+/// 2. Wall constraints: a particle whose move crosses a wall segment gets weight 0 at once (the
+///    weights of the others renormalised, so the output never averages dead particles); if a
+///    move would kill every live particle the walls are ignored for that move and counted
+///    (`wallResets`: the walk left the plan, or every hypothesis was wrong; never a dead
+///    filter). The regularisation and roughening jitter never moves a particle through a wall.
+///    At (re)initialisation particles are drawn in the walkable area only (`WalkableArea`:
+///    inside the floor outline, outside shops; up to 50 draws each, then kept where drawn), since
+///    a particle started inside a closed shop outline could never leave it.
 /// 3. Weight: log wᵢ += log p(z | pᵢ) (`MeasurementModel.logLikelihood`; a closed-form Gaussian
 ///    for position fixes), shifted so max log w = 0; wᵢ = exp(log wᵢ)/Σ.
 /// 4. N_eff = 1/Σwᵢ² < N·`resampleThreshold` (default ½) ⇒ systematic resampling (one uniform
@@ -57,7 +63,12 @@ public final class ParticleFilter: FusionFilter {
     public var regularization = 0.0
     /// Cholesky factor of the cloud covariance before the last update (the kernel shape).
     private var priorFactor: Mat4?
-    public var walls: [Wall] = []
+    public var walls: [Wall] = [] { didSet { walkable = WalkableArea(walls: walls) } }
+    private var walkable = WalkableArea(walls: [])
+    /// Moves in which every live particle crossed a wall (the walls were then ignored).
+    public private(set) var wallResets = 0
+    /// Particles whose last move crossed a wall (`applyWallHits`).
+    private let hit: UnsafeMutablePointer<Bool>
     /// The GNSS bias model (τ_b, β); nil = GNSS fixes weigh the position alone. A radio-map
     /// fix that takes the bias adopts its own β, τ here (`GNSSBias.adopt`).
     public var gnssBias: GNSSBias?
@@ -108,17 +119,23 @@ public final class ParticleFilter: FusionFilter {
         a0 = buf(); a1 = buf(); a2 = buf(); a3 = buf(); b0 = buf(); b1 = buf(); b2 = buf(); b3 = buf(); lw = buf(); w = buf()
         c0 = buf(); c1 = buf(); d0 = buf(); d1 = buf()
         ancestor = .allocate(capacity: count); ancestor.initialize(repeating: 0, count: count)
+        hit = .allocate(capacity: count); hit.initialize(repeating: false, count: count)
         effectiveSampleSize = Double(count)
         for i in 0..<count { w[i] = 1 / Double(count) }
     }
-    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w, c0, c1, d0, d1] { p.deallocate() }; ancestor.deallocate(); lineage?.deallocate() }
+    deinit { for p in [a0, a1, a2, a3, b0, b1, b2, b3, lw, w, c0, c1, d0, d1] { p.deallocate() }; ancestor.deallocate(); hit.deallocate(); lineage?.deallocate() }
 
     public func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
         ancestorsPending = false; biasAncestorsPending = false
         let l = covariance.cholesky ?? Mat4.diagonal(pointwiseMax(covariance.diagonal, .zero).squareRoot())
         for i in 0..<count {
-            let e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
+            var e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
             var x = mean + l * e
+            var tries = 1
+            while tries < 50, !walkable.isEmpty, !walkable.contains(SIMD2(x[0], x[1])) {
+                e = SIMD4(normal.next(&rng), normal.next(&rng), normal.next(&rng), normal.next(&rng))
+                x = mean + l * e; tries += 1
+            }
             if let a = motion.layout.angleIndex { x[a] = Angle.wrap(x[a]) }
             a0[i] = x[0]; a1[i] = x[1]; a2[i] = x[2]; a3[i] = x[3]; lw[i] = 0; w[i] = 1 / Double(count)
         }
@@ -200,8 +217,9 @@ public final class ParticleFilter: FusionFilter {
                 let oe = a0[i], on = a1[i]
                 a0[i] += sp * normal.next(&rng); a1[i] += sp * normal.next(&rng)
                 a2[i] = Angle.wrap(a2[i] + sh * normal.next(&rng)); a3[i] += ss * normal.next(&rng)
-                if !walls.isEmpty, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
+                hit[i] = !walls.isEmpty && crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i]))
             }
+            applyWallHits()
         }
     }
 
@@ -227,7 +245,7 @@ public final class ParticleFilter: FusionFilter {
                 let oe = s0[k], on = s1[k], ve = s2[k], vn = s3[k]
                 d0[i] = oe + ve * dt + sp * ax; d1[i] = on + vn * dt + sp * ay
                 d2[i] = ve + sa * ax; d3[i] = vn + sa * ay
-                if walled, crossesWall(SIMD2(oe, on), SIMD2(d0[i], d1[i])) { lw[i] = -.infinity }
+                if walled { hit[i] = crossesWall(SIMD2(oe, on), SIMD2(d0[i], d1[i])) }
             }
         case .continuous:
             // Cholesky of q[[Δt³/3, Δt²/2],[Δt²/2, Δt]]: l11 = √(qΔt³/3), l21 = √q·(Δt²/2)/√(Δt³/3), l22 = √(qΔt/4)
@@ -240,11 +258,35 @@ public final class ParticleFilter: FusionFilter {
                 let oe = s0[k], on = s1[k], ve = s2[k], vn = s3[k]
                 d0[i] = oe + ve * dt + l11 * u0; d1[i] = on + vn * dt + l11 * u2
                 d2[i] = ve + l21 * u0 + l22 * u1; d3[i] = vn + l21 * u2 + l22 * u3
-                if walled, crossesWall(SIMD2(oe, on), SIMD2(d0[i], d1[i])) { lw[i] = -.infinity }
+                if walled { hit[i] = crossesWall(SIMD2(oe, on), SIMD2(d0[i], d1[i])) }
             }
         }
         rng = g
         if ancestorsPending { swapScratch(); ancestorsPending = false }
+        if walled { applyWallHits() }
+    }
+
+    /// Kills the particles whose move crossed a wall (`hit`): log weight −∞, weight 0, the others
+    /// renormalised. If no live particle would remain, nothing is killed (`wallResets`).
+    private func applyWallHits() {
+        guard !walls.isEmpty else { return }
+        var alive = 0, killed = 0
+        for i in 0..<count where lw[i] > -.infinity { if hit[i] { killed += 1 } else { alive += 1 } }
+        guard killed > 0 else { return }
+        guard alive > 0 else { wallResets += 1; return }
+        var sum = 0.0
+        for i in 0..<count {
+            if hit[i] { lw[i] = -.infinity; w[i] = 0 }
+            sum += w[i]
+        }
+        if sum > 0 {
+            let inv = 1 / sum
+            for i in 0..<count { w[i] *= inv }
+        } else {
+            // The survivors carried no weight (underflow): uniform over them.
+            for i in 0..<count { w[i] = lw[i] > -.infinity ? 1 / Double(alive) : 0 }
+        }
+        cached = nil
     }
 
     /// Carries out a pending resampling: slot i takes its ancestor's state.
@@ -277,8 +319,9 @@ public final class ParticleFilter: FusionFilter {
             a0[i] = oe + l * sin(psi); a1[i] = on + l * cos(psi)
             a2[i] = Angle.wrap(psi + sh * normal.next(&rng))
             a3[i] = s + ss * normal.next(&rng)
-            if !walls.isEmpty, crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i])) { lw[i] = -.infinity }
+            hit[i] = !walls.isEmpty && crossesWall(SIMD2(oe, on), SIMD2(a0[i], a1[i]))
         }
+        applyWallHits()
     }
 
     /// Whether segment p→q properly intersects any wall (orientation test).
