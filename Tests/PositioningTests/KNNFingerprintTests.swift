@@ -117,6 +117,40 @@ import Foundation
         #expect(abs(m.features.neighbourSpread - 12.5.squareRoot()) < 1e-12)
     }
 
+    /// Without `sigma0` or a calibration the floor is the survey's quantisation: spacing²/12 per
+    /// axis for a grid survey, else the distance from the nearest neighbour to its nearest other
+    /// place (of its floor and building) squared over 12. k = 1 on a survey point: zero spread, so
+    /// the covariance is exactly that floor; a map of one place per floor has none (typed failure).
+    @Test func quantisationFloorWithoutCalibration() throws {
+        // Irregular survey: places at x = 0, 3, 10 (y = 0), floor 0; point 3 repeats place 0;
+        // point 4 is on floor 1 at x = 1 (another floor: not a neighbour place of floor 0's).
+        let pts = [0.0, 3, 10, 0].map { x in P(position: SIMD2(x, 0), floor: 0, rss: ["a": -50 - 2 * x, "b": -80 + 2 * x], building: 0) }
+            + [P(position: SIMD2(1, 0), floor: 1, rss: ["a": -50, "b": -80, "c": -60], building: 0)]
+        let e = KNNFingerprintEstimator(k: 1, classK: 1, representation: .positive, distance: .euclidean, weightExponent: 0)
+        #expect(e.sigma0 == nil)
+        let irregular = FingerprintMap(points: pts, threshold: -100)
+        // Nearest to place x = 10 is x = 3: d = 7 → 49/12.
+        let m = try e.match(scan(["a": -70, "b": -60]), map: irregular).get()
+        #expect(m.position == SIMD2(10, 0) && m.spread.ee == 0)
+        #expect(abs(m.covariance.ee - 49.0 / 12) < 1e-12 && abs(m.covariance.nn - 49.0 / 12) < 1e-12 && m.covariance.en == 0)
+        // Place x = 0 (two points there): its nearest other place is x = 3, not its twin.
+        #expect(irregular.nearestOtherPlaceDistance(from: 0) == 3 && irregular.nearestOtherPlaceDistance(from: 3) == 3)
+        #expect(irregular.nearestOtherPlaceDistance(from: 4) == nil)
+        // A grid survey: spacing²/12 whatever the neighbours.
+        let grid = FingerprintMap(points: pts, threshold: -100, spacing: 2)
+        let g = try e.match(scan(["a": -70, "b": -60]), map: grid).get()
+        #expect(abs(g.covariance.ee - 4.0 / 12) < 1e-12)
+        // σ0 replaces the quantisation.
+        var s0 = e; s0.sigma0 = 1.5
+        #expect(abs(try s0.match(scan(["a": -70, "b": -60]), map: irregular).get().covariance.nn - 2.25) < 1e-12)
+        // Floor 1 holds one place: no resolution there, a typed failure rather than a singular fix.
+        let one = FingerprintMap(points: [pts[4]], threshold: -100)
+        guard case .failure(.collinearGeometry) = e.estimate(scan(["a": -50, "c": -60]), time: 0, map: one) else {
+            Issue.record("expected collinearGeometry"); return
+        }
+        #expect(throws: Never.self) { try e.estimate(scan(["a": -70, "b": -60]), time: 0, map: irregular).get() }
+    }
+
     /// Building first: the three nearest points of the wrong building are outvoted by the
     /// classification neighbours, and the position comes from the chosen building only.
     @Test func buildingThenFloorThenPosition() throws {
@@ -245,7 +279,7 @@ import Foundation
         #expect(throws: ConfigurationError.self) { try FingerprintStage.knnEstimator(bad) }
         // S = diag(1, 4), u = 0.5, d_nearest = 8 → δ = 20; σₓ = 1 + 1.5 + 1 = 3.5.
         let f = KNNFingerprintEstimator.Features(nearestDistance: 8, neighbourSpread: 5.0.squareRoot(), knownShare: 0.5, knownAPs: 2)
-        let c = e.covariance(spread: Covariance2(ee: 1, en: 0.5, nn: 4), features: f)
+        let c = e.covariance(spread: Covariance2(ee: 1, en: 0.5, nn: 4), features: f, quantisation: 100)
         #expect(abs(c.ee - 1.5 * (4 * 1 + 12.25)) < 1e-12 && abs(c.nn - 1.5 * (4 * 4 + 12.25)) < 1e-12 && abs(c.en - 1.5 * 4 * 0.5) < 1e-12)
     }
 

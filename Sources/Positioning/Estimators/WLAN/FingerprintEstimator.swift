@@ -144,17 +144,12 @@ public struct FingerprintEstimator: Sendable {
         c.ee.isFinite && c.en.isFinite && c.nn.isFinite && c.ee > 0 && c.nn > 0 && c.ee * c.nn - c.en * c.en > 1e-9 * c.ee * c.nn
     }
 
-    /// Distance from the most probable point to the nearest other point of its floor (nil: none).
+    /// Distance from the most probable point to the nearest other place of its floor (nil: none;
+    /// `FingerprintMap.nearestOtherPlaceDistance`).
     static func nearestNeighbourDistance(_ ll: [Double], map: FingerprintMap, floor: Int?) -> Double? {
-        let pos = map.positions, floors = map.floors
+        let floors = map.floors
         guard let best = ll.indices.filter({ floors[$0] == floor }).max(by: { ll[$0] < ll[$1] }) else { return nil }
-        var d2 = Double.infinity
-        for i in pos.indices where i != best && floors[i] == floor {
-            let v = pos[i] - pos[best]
-            let q = (v * v).sum()
-            if q > 0 { d2 = min(d2, q) }
-        }
-        return d2.isFinite ? d2.squareRoot() : nil
+        return map.nearestOtherPlaceDistance(from: best)
     }
 
     /// Posterior moments of log-weights `ll` over the map's points on the most probable floor,

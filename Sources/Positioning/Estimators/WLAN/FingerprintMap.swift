@@ -65,6 +65,29 @@ public struct FingerprintMap: Sendable, Equatable {
 
     public var isEmpty: Bool { points.isEmpty }
 
+    /// Distance from point i to the nearest other surveyed place of its floor and building
+    /// (points at the same position are one place), m; nil when there is none.
+    public func nearestOtherPlaceDistance(from i: Int) -> Double? {
+        let p = positions[i], f = floors[i], b = buildings[i]
+        var d2 = Double.infinity
+        for j in positions.indices where j != i && floors[j] == f && buildings[j] == b {
+            let v = positions[j] - p
+            let q = (v * v).sum()
+            if q > 0 { d2 = Swift.min(d2, q) }
+        }
+        return d2.isFinite ? d2.squareRoot() : nil
+    }
+
+    /// Per-axis variance of a position quantised to the survey's places near point i: a matched
+    /// position can only be one of the surveyed places (or their mean), while the truth lies
+    /// anywhere in the cell around it, uniform over a cell of width s: s²/12. s = `spacing` for a
+    /// grid survey, else the distance from point i to its nearest other place
+    /// (`nearestOtherPlaceDistance`); nil when the map has no such place (one place per floor).
+    public func quantisationVariance(near i: Int) -> Double? {
+        if let s = spacing { return s * s / 12 }
+        return nearestOtherPlaceDistance(from: i).map { $0 * $0 / 12 }
+    }
+
     /// Maps are equal when their points, threshold and spacing are (the derived arrays and the
     /// kNN index cache follow from them).
     public static func == (a: FingerprintMap, b: FingerprintMap) -> Bool {

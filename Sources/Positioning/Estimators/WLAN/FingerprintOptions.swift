@@ -26,7 +26,8 @@ extension FingerprintStage {
         public static let weightExponent = OptionSpec.number("weight_exponent", knn.weightExponent, "neighbour weight 1/d^exponent")
         public static let classify = OptionSpec.bool("classify", knn.classify, "vote building and floor before the position")
         public static let notHeard = OptionSpec.number("not_heard_dbm", knn.notHeard, unit: "dBm", "RSS of an AP not heard")
-        public static let sigma0 = OptionSpec.number("sigma0_m", knn.sigma0, unit: "m", "covariance floor (spread + σ0²) without cov_k")
+        public static let sigma0 = OptionSpec.number("sigma0_m", knn.sigma0, unit: "m", example: 2,
+            "covariance floor σ0 without cov_k (spread + σ0²); default the\nsurvey's quantisation: spacing²/12, or nearest other place's distance²/12")
         public static let knnMinAPs = OptionSpec.integer("min_aps", knn.minAPs, "fewer scan APs known to the map: no fix")
         public static let knnMaxAge = OptionSpec.number("max_age_s", knn.maxAge, unit: "s", example: 5, "drop older scan entries")
         public static let classRepresentation = OptionSpec.choice("class_representation", nil, RSSRepresentation.allCases.map(\.rawValue),

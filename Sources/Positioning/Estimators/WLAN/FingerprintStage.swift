@@ -10,10 +10,10 @@
 /// `rss_min` (the trace header's `rss_threshold_dbm`, else −90 dBm), `max_age_s` (none).
 /// Options of `wknn`: `k` (11), `class_k` (11), `representation` (powed; positive, exponential),
 /// `distance` (sorensen; euclidean, manhattan, neyman), `weight_exponent` (1), `classify` (true),
-/// `not_heard_dbm` (−105), `sigma0_m` (2), `min_aps` (1), `max_age_s` (none); the building/floor
+/// `not_heard_dbm` (−105), `sigma0_m` (none: the survey's quantisation), `min_aps` (1), `max_age_s` (none); the building/floor
 /// vote's `class_representation` (+ `binary`), `class_distance`, `class_not_heard_dbm` (default: the
 /// position's) and `class_shared_exponent` h (0: each voter weighs n^h by the scan APs it shares); the fitted covariance `cov_k`, `cov_gamma`, `cov_a_m`, `cov_c_m`, `cov_e_m`,
-/// `cov_distance_scale` (absent = spread + `sigma0_m`²).
+/// `cov_distance_scale` (absent = spread + the survey's quantisation s²/12, or `sigma0_m`²).
 public final class FingerprintStage: PipelineStage {
     public enum Method: String, Sendable, CaseIterable { case bayes, wknn }
     public let method: Method
@@ -76,8 +76,11 @@ public final class FingerprintStage: PipelineStage {
         e.classify = try o.bool("classify", default: e.classify)
         e.notHeard = try o.double("not_heard_dbm", default: e.notHeard)
         guard e.notHeard < 0 else { throw ConfigurationError(path: "\(o.name).not_heard_dbm", reason: "must be negative (dBm)") }
-        e.sigma0 = try o.double("sigma0_m", default: e.sigma0)
-        guard e.sigma0 >= 0 else { throw ConfigurationError(path: "\(o.name).sigma0_m", reason: "must be ≥ 0") }
+        if o.values["sigma0_m"] != nil {
+            let s0 = try o.double("sigma0_m", default: 0)
+            guard s0 >= 0 else { throw ConfigurationError(path: "\(o.name).sigma0_m", reason: "must be ≥ 0") }
+            e.sigma0 = s0
+        }
         e.minAPs = try o.int("min_aps", default: e.minAPs)
         guard e.minAPs >= 1 else { throw ConfigurationError(path: "\(o.name).min_aps", reason: "must be ≥ 1") }
         if o.values["max_age_s"] != nil { e.maxAge = try o.double("max_age_s", default: 0) }
@@ -127,8 +130,9 @@ public final class FingerprintStage: PipelineStage {
             "method": .string(Method.wknn.rawValue), "k": .number(Double(e.k)), "class_k": .number(Double(e.classK)),
             "representation": .string(e.representation.rawValue), "distance": .string(e.distance.rawValue),
             "weight_exponent": .number(e.weightExponent), "classify": .bool(e.classify),
-            "not_heard_dbm": .number(e.notHeard), "sigma0_m": .number(e.sigma0), "min_aps": .number(Double(e.minAPs)),
+            "not_heard_dbm": .number(e.notHeard), "min_aps": .number(Double(e.minAPs)),
         ]
+        if let s0 = e.sigma0 { v["sigma0_m"] = .number(s0) }
         if let a = e.maxAge { v["max_age_s"] = .number(a) }
         if let r = e.classRepresentation { v["class_representation"] = .string(r.rawValue) }
         if let d = e.classDistance { v["class_distance"] = .string(d.rawValue) }

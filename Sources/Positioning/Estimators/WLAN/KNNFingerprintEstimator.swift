@@ -92,8 +92,14 @@ public enum FingerprintDistance: String, Sendable, CaseIterable, Codable {
 /// With `classify` off, steps 2–3 are skipped: p̂ is the mean of the k nearest points over all
 /// buildings and floors, and the floor their majority (plain kNN).
 ///
-/// Covariance: the weighted spread of the k neighbours about p̂, Σ w_i (p_i − p̂)(p_i − p̂)ᵀ/Σ w_i,
-/// plus σ0² per axis (`sigma0`, m): it grows with how far apart the matching places are.
+/// Covariance without a fitted calibration: the weighted spread of the k neighbours about p̂,
+/// S = Σ w_i (p_i − p̂)(p_i − p̂)ᵀ/Σ w_i, plus the survey's quantisation q per axis. With the
+/// weights read as a posterior over the neighbours' places, S is the posterior covariance of the
+/// truth about its mean p̂; the truth lies anywhere in the cell around a surveyed place, which
+/// adds s²/12 (`FingerprintMap.quantisationVariance`: s the grid spacing, or the distance from
+/// the nearest neighbour to its nearest other place) — the same two terms as the `bayes`
+/// posterior (`FingerprintEstimator`). `sigma0` (m), when set, replaces q by σ0².
+/// It grows with how far apart the matching places are.
 /// `Match.features` carries the evidence that the scan is unlike the map (nearest signal
 /// distance, neighbour spread, share of the scan's APs the map knows) for a novelty model.
 ///
@@ -115,8 +121,9 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     public var classify: Bool
     /// Level that stands for "not heard", dBm (below every RSS in the data).
     public var notHeard: Double
-    /// Floor of the position standard deviation per axis, m.
-    public var sigma0: Double
+    /// Floor of the position standard deviation per axis, m; nil = the survey's quantisation
+    /// (`FingerprintMap.quantisationVariance`).
+    public var sigma0: Double?
     public var minAPs: Int
     /// Scan entries last seen more than this before the scan's time are dropped, s; nil = keep all.
     public var maxAge: Double?
@@ -129,14 +136,14 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     /// Exponent h of the shared-AP factor n_i^h in the building and floor votes (0 = off).
     public var classSharedExponent: Double
     /// Covariance calibration fitted on a blocked inner split (`KNNFingerprintFit.calibrate`);
-    /// nil = the neighbour spread + `sigma0`² per axis.
+    /// nil = the neighbour spread + the quantisation (or `sigma0`²) per axis.
     public var calibration: RadioUncertaintyModel.Term?
     /// Signal distance (the position distance's units) that the calibration's novelty feature
     /// counts as 10: δ = 10 · d_nearest / `distanceScale`.
     public var distanceScale: Double
 
     public init(k: Int = 11, classK: Int = 11, representation: RSSRepresentation = .powed, distance: FingerprintDistance = .sorensen,
-                weightExponent: Double = 1, classify: Bool = true, notHeard: Double = -105, sigma0: Double = 2,
+                weightExponent: Double = 1, classify: Bool = true, notHeard: Double = -105, sigma0: Double? = nil,
                 minAPs: Int = 1, maxAge: Double? = nil, classRepresentation: RSSRepresentation? = nil,
                 classDistance: FingerprintDistance? = nil, classNotHeard: Double? = nil, classSharedExponent: Double = 0,
                 calibration: RadioUncertaintyModel.Term? = nil, distanceScale: Double = 1) {
@@ -184,7 +191,7 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     public struct Match: Sendable, Equatable {
         public var position: SIMD2<Double>
         public var covariance: Covariance2
-        /// The neighbours' weighted spread alone (before `sigma0` or the calibration).
+        /// The neighbours' weighted spread alone (before the quantisation, `sigma0` or the calibration).
         public var spread: Covariance2
         public var building: Int?
         public var floor: Int?
@@ -353,18 +360,26 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
         let features = Features(nearestDistance: sel.first.map { d[$0] } ?? .infinity, neighbourSpread: (ee + nn).squareRoot(),
                                 knownShare: heard == 0 ? 0 : Double(known) / Double(heard), knownAPs: known)
         let spread = Covariance2(ee: ee, en: en, nn: nn)
-        return Match(position: mean, covariance: covariance(spread: spread, features: features), spread: spread,
+        let q = calibration == nil ? quantisation(near: sel.first, map: map) : 0
+        return Match(position: mean, covariance: covariance(spread: spread, features: features, quantisation: q), spread: spread,
                      building: building, floor: floor, neighbours: sel, distances: sel.map { d[$0] }, features: features)
     }
 
-    /// The fix's covariance: without a calibration, the neighbour spread S + σ0² I; with one
-    /// (`RadioUncertaintyModel.Term`), k · (γ² S + σₓ² I) with σₓ = a + c · (1 − u) + e · δ/10,
-    /// u the share of the scan's APs the map knows and δ = 10 · d_nearest / `distanceScale`
-    /// (docs/radio.md, "Fingerprint kNN").
-    public func covariance(spread: Covariance2, features: Features) -> Covariance2 {
+    /// The per-axis floor of an uncalibrated covariance: σ0² when `sigma0` is set, else the
+    /// map's quantisation near the nearest neighbour `i` (0 when there is none).
+    public func quantisation(near i: Int?, map: FingerprintMap) -> Double {
+        if let s = sigma0 { return s * s }
+        guard let i else { return 0 }
+        return map.quantisationVariance(near: i) ?? 0
+    }
+
+    /// The fix's covariance: without a calibration, the neighbour spread S + q I (q =
+    /// `quantisation(near:map:)`); with one (`RadioUncertaintyModel.Term`), k · (γ² S + σₓ² I)
+    /// with σₓ = a + c · (1 − u) + e · δ/10, u the share of the scan's APs the map knows and
+    /// δ = 10 · d_nearest / `distanceScale` (docs/radio.md, "Fingerprint kNN"); q is then unused.
+    public func covariance(spread: Covariance2, features: Features, quantisation q: Double) -> Covariance2 {
         guard let t = calibration else {
-            let s0 = sigma0 * sigma0
-            return Covariance2(ee: spread.ee + s0, en: spread.en, nn: spread.nn + s0)
+            return Covariance2(ee: spread.ee + q, en: spread.en, nn: spread.nn + q)
         }
         return t.covariance(spread, noveltyFeatures(features))
     }
@@ -389,11 +404,13 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
         return best ?? nil
     }
 
-    /// The fix of a scan.
+    /// The fix of a scan; `.collinearGeometry` when its covariance is singular (neighbours on one
+    /// place or a line, and no quantisation: a map of one place per floor).
     public func estimate(_ scan: WiFiScan, time: Double, map: FingerprintMap, subject: String = Fix.defaultSubject) -> Result<Fix, EstimationFailure> {
-        match(scan, time: time, map: map).map { m in
-            Fix(time: time, position: m.position, covariance: m.covariance, source: .fingerprint, subject: subject,
-                usedCount: m.features.knownAPs, floor: m.floor, building: m.building)
+        match(scan, time: time, map: map).flatMap { m in
+            guard FingerprintEstimator.positiveDefinite(m.covariance) else { return .failure(.collinearGeometry) }
+            return .success(Fix(time: time, position: m.position, covariance: m.covariance, source: .fingerprint, subject: subject,
+                                usedCount: m.features.knownAPs, floor: m.floor, building: m.building))
         }
     }
 }
