@@ -57,6 +57,9 @@ public struct CellCoverageMap: Sendable, Equatable {
             self.mean = mean; self.covariance = covariance; self.count = count; self.walks = max(1, min(walks, count))
             self.scale = scale.isFinite && scale > 0 ? scale : 1
         }
+        /// The independent draws m the predictive counts: the walks, at most the positions, at
+        /// least 1 (`walks` and `count` are mutable, so this is not left to `init` alone).
+        public var predictiveWalks: Int { max(1, min(walks, count)) }
     }
 
     public struct Key: Hashable, Sendable {
@@ -233,9 +236,13 @@ public struct CellCoverageMap: Sendable, Equatable {
     /// Student-t predictive's 95 % region, Σ̂ = S + σ_f² I, times the map's coverage scale
     /// `a.scale` (`CoverageScale`).
     public static func predictiveCovariance(_ a: Area, rat: RAT) -> Covariance2 {
-        let f = floorSigma(rat), m = Double(max(1, min(a.walks, a.count)))
-        let k = (1 + 1 / m) * studentT95Factor(degrees: priorDegrees + m - 1) * a.scale
-        return Covariance2(ee: (a.covariance.ee + f * f) * k, en: a.covariance.en * k, nn: (a.covariance.nn + f * f) * k)
+        flooredSpread(a, rat: rat).scaled(CoverageScale.inflation(priorDegrees: priorDegrees, walks: a.predictiveWalks) * a.scale)
+    }
+
+    /// Σ̂ = S + σ_f² I: the area's spread with its RAT's TA-step floor (`floorSigma`).
+    public static func flooredSpread(_ a: Area, rat: RAT) -> Covariance2 {
+        let f = floorSigma(rat)
+        return Covariance2(ee: a.covariance.ee + f * f, en: a.covariance.en, nn: a.covariance.nn + f * f)
     }
 }
 

@@ -105,10 +105,9 @@ public enum CoverageScale {
             let inner = uncalibrated(reports, excludingFold: w)
             func residual(_ key: CellCoverageMap.Key, _ r: Report) -> Residual? {
                 guard let a = inner.areas[key], a.count >= minCount else { return nil }
-                let f = CellCoverageMap.floorSigma(r.cell.rat)
-                let base = Covariance2(ee: a.covariance.ee + f * f, en: a.covariance.en, nn: a.covariance.nn + f * f)
+                let base = CellCoverageMap.flooredSpread(a, rat: r.cell.rat)
                 guard let q = base.mahalanobis2(r.position - a.mean), q.isFinite else { return nil }
-                return Residual(q: q, walks: max(1, min(a.walks, a.count)))
+                return Residual(q: q, walks: a.predictiveWalks)
             }
             for r in reports where r.fold == w {
                 if let x = residual(.init(cell: r.cell, timingAdvance: nil), r) { cell[w, default: []].append(x) }
@@ -186,7 +185,7 @@ extension CellCoverageMap {
             var a = kv.value
             let whole = kv.key.timingAdvance == nil
             let nu0 = whole ? fit.cellPriorDegrees : fit.taPriorDegrees, s = whole ? fit.cell : fit.timingAdvance
-            let m = max(1, min(a.walks, a.count))
+            let m = a.predictiveWalks
             a.scale = s * CoverageScale.inflation(priorDegrees: nu0, walks: m) / CoverageScale.inflation(priorDegrees: CellCoverageMap.priorDegrees, walks: m)
             out[kv.key] = a
         })
