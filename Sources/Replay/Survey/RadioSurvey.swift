@@ -296,7 +296,7 @@ public struct FingerprintMapBuilder: Sendable {
 extension CellCoverageMap {
     /// The coverage map of walks: every serving-cell report at the walk's ground truth (else
     /// its GNSS), with its TA index when reported, and per area the number of walks that saw
-    /// it, calibrated on those walks by inner leave-one-walk-out (`CoverageScale`; `calibrate:
+    /// it, calibrated on those walks by inner leave-one-day-out (`CoverageScale`; `calibrate:
     /// false`, the model alone) — what `posfuse celldb build` stores.
     public init(walks: [RecordedWalk], frame: LocalFrame, calibrate: Bool = true) {
         self = Self.calibrated(walks: walks, frame: frame, calibrate: calibrate).map
