@@ -63,7 +63,8 @@ import Testing
 /// geolocate's pipeline (`GeoAPI.prototype`) leaves out the stages the ekf does not take (`rss`
 /// with the defaults): on seeded requests against a learned store, every answer's position,
 /// covariance, accuracy, sources and counts are bit-identical to refine's full pipeline; the
-/// notes differ only by the left-out stages' "not fused" lines.
+/// notes differ only by the left-out stages' "not fused" lines. The server's pipeline kept and
+/// reset between requests (`PipelinePool`) gives every answer of a fresh pipeline, bit for bit.
 @Suite struct GeolocatePipelineTests {
     @Test func prunedPipelineGivesTheSameAnswers() async throws {
         let pruned = try GeoAPI.prototype(stages: [:])
@@ -80,6 +81,8 @@ import Testing
         let aps = Fixture.gridAPs
         var rng = Xoshiro256(seed: 2323)
         var located = 0
+        // The server's way: one pipeline kept and reset between requests (`PipelinePool`).
+        let pool = PipelinePool(pruned, keep: 1)
         for r in 0..<40 {
             let m = 1 + Int(rng.next() % 10)
             let chosen = aps.shuffled(using: &rng).prefix(m)
@@ -91,7 +94,14 @@ import Testing
             let query = try GeoAPI.query(Array(try JSONSerialization.data(withJSONObject: q)))
             let a = try await GeoAPI.locate(query, store: store, pipeline: pruned)
             let b = try await GeoAPI.locate(query, store: store, pipeline: full)
-            #expect((a == nil) == (b == nil))
+            let c = try await GeoAPI.locate(query, store: store, pipelines: pool)
+            #expect((a == nil) == (b == nil) && (a == nil) == (c == nil))
+            if let a, let c {
+                #expect(a.latitude.bitPattern == c.latitude.bitPattern && a.longitude.bitPattern == c.longitude.bitPattern)
+                #expect(a.accuracy.bitPattern == c.accuracy.bitPattern && a.covariance == c.covariance)
+                #expect(a.sourcesUsed == c.sourcesUsed && a.notes == c.notes && a.knownAPs == c.knownAPs && a.knownCells == c.knownCells)
+                #expect(pool.waiting == 1)
+            }
             guard let a, let b else { continue }
             located += 1
             #expect(a.latitude.bitPattern == b.latitude.bitPattern && a.longitude.bitPattern == b.longitude.bitPattern)

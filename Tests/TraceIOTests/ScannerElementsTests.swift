@@ -54,6 +54,42 @@ import Testing
         return (a, v)
     }
 
+    /// The record scan that defers `evidence` (`line(into:deferring:elements:)`) delimits an array
+    /// of objects into the same element fields as `validatedArrayElements`, in the same pass, and
+    /// delimits nothing (leaving it to `validatedArrayElements`) when any element is not an object.
+    @Test func deferringScanDelimitsObjectElements() throws {
+        var r = Rng(state: 11)
+        var delimitedArrays = 0, other = 0
+        for _ in 0..<2_000 {
+            let objects = r.below(4) != 0
+            let elements = (0..<r.below(6)).map { _ in
+                !objects && r.below(2) == 0 ? Self.value(&r, depth: 1)
+                    : "{\"t\": 1, \"s\": " + Self.string(&r) + ", \"v\": " + Self.value(&r, depth: 2) + "}"
+            }
+            let text = "{\"id\": \"x\", \"evidence\": [ " + elements.joined(separator: " ,\n") + " ], \"after\": [1]}"
+            var bytes = Array(text.utf8)
+            let n = bytes.count
+            bytes.append(0)
+            try bytes.withUnsafeBufferPointer { (b: UnsafeBufferPointer<UInt8>) throws -> Void in
+                let s = JSONLineScanner(p: b.baseAddress!, count: n)
+                var top: [JField] = [], one: [JField] = [], v: [JField] = []
+                let deferred = try s.line(into: &top, deferring: "evidence", elements: &one)
+                #expect(deferred == 1)
+                guard let e = top.first(where: { $0.keyLength == 8 }) else { Issue.record("no evidence"); return }
+                try s.validatedArrayElements(start: e.start, end: e.end, into: &v)
+                if v.allSatisfy({ $0.kind == .object }) && !v.isEmpty {
+                    delimitedArrays += 1
+                    #expect(one.count == v.count, "\(text)")
+                    for (x, y) in zip(one, v) { #expect(x.kind == y.kind && x.start == y.start && x.end == y.end, "\(text)") }
+                } else {
+                    if !v.isEmpty { other += 1 }
+                    #expect(one.isEmpty, "\(text)")
+                }
+            }
+        }
+        #expect(delimitedArrays > 500 && other > 100)
+    }
+
     @Test func sameFieldsAsTheValidatingScan() throws {
         var r = Rng(state: 7)
         var containers = 0

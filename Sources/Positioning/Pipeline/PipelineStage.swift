@@ -85,11 +85,18 @@ public protocol PipelineStage: AnyObject {
     /// event it provably ignores. Declare less only when `process` starts by returning `[]` for
     /// the other kinds (and does not look at `upstream` unless `upstream` is true).
     var inputs: StageInputs { get }
+    /// Called once by `Pipeline.init` with the pipeline's stages and this stage's index: a stage
+    /// may keep a reference to an earlier stage of the same pipeline whose result for the same
+    /// event it would otherwise compute again (`HAPELStage` takes `WCLStage`'s fix of a first
+    /// scan). Default: nothing. A link is part of the pipeline's structure: `reset()` keeps it,
+    /// `fresh()` does not (the new pipeline links its own stages).
+    func link(_ stages: [any PipelineStage], at index: Int)
 }
 
 extension PipelineStage {
     public func finish(context: PipelineContext) -> [StageResult] { [] }
     public var inputs: StageInputs { .everything }
+    public func link(_ stages: [any PipelineStage], at index: Int) {}
 }
 
 /// An ordered list of stages.
@@ -102,6 +109,7 @@ public final class Pipeline {
         self.stages = stages
         eventMasks = stages.map(\.inputs.events.rawValue)
         readsUpstream = stages.map(\.inputs.upstream)
+        for (i, s) in stages.enumerated() { s.link(stages, at: i) }
     }
 
     public var sources: [Source] { stages.flatMap(\.sources) }

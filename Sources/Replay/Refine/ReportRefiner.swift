@@ -333,8 +333,10 @@ public final class ReportRefiner {
         guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
             throw InputError(reason: "the ekf stage is disabled: refine needs it")
         }
-        var evidenceTypes = Set<String>()
-        for e in events { evidenceTypes.insert(e.typeName) }
+        // The kinds of evidence present (one bit per payload kind: a `Set<String>` of type names
+        // cost a hash and an insert per IMU sample).
+        var evidenceKinds = EventKinds()
+        for e in events { evidenceKinds.formUnion(EventKinds(e.payload)) }
         var lastFused: Fix?
         var objectFix: Fix?
         var producedBy: [Source: Int] = [:]
@@ -346,7 +348,7 @@ public final class ReportRefiner {
                 case .fix(let f) where !f.source.isFusion: producedBy[f.source, default: 0] += 1
                 case .failure(let s, let t, _, let reason):
                     // "Missing input" of a stage whose own evidence type is absent is not news.
-                    if case .missingInput = reason, let needs = Self.ownInput[s], !evidenceTypes.contains(needs) { continue }
+                    if case .missingInput = reason, let needs = Self.ownInput[s], evidenceKinds.isDisjoint(with: needs) { continue }
                     rejected.append(Rejection(input: s.rawValue, time: t, reason: reason.description))
                 default: break
                 }
@@ -382,8 +384,8 @@ public final class ReportRefiner {
         return true
     }
 
-    /// The evidence type a stage works from, for stages that also see other sources' fixes.
-    static let ownInput: [Source: String] = [.peer: "peer_range", .camloc: "photo", .tdoa: "acoustic"]
+    /// The evidence kind a stage works from, for stages that also see other sources' fixes.
+    static let ownInput: [Source: EventKinds] = [.peer: .peerRange, .camloc: .photo, .tdoa: .acoustic]
 
     /// √χ²₂(0.95): the 95 % ellipse's semi-axes in units of the covariance's principal σ.
     static let k95 = ChiSquare.quantile(0.95, dof: 2).squareRoot()

@@ -429,9 +429,15 @@ public enum GeoAPI {
     /// (`ReportRefiner.fuse`, the one fusion path of refine). WiFi is used only when at least
     /// two of the request's APs are known (ichnaea's rule: one AP would reveal its owner's
     /// position to anyone who knows its MAC). `pipeline`: the prototype of
-    /// `ReportRefiner.reportOptions` of the configuration, parsed once per server; each request
+    /// `ReportRefiner.reportOptions` of the configuration, parsed once per server; this request
     /// gets a fresh pipeline from it. Nil = not found.
     public static func locate(_ q: Query, store: any RadioLookup, pipeline: PipelinePrototype) async throws -> Answer? {
+        try await locate(q, store: store, pipelines: PipelinePool(pipeline, keep: 0))
+    }
+
+    /// `locate` with a pipeline from `pipelines` (the server's: one prototype, pipelines kept and
+    /// reset between requests instead of built per request).
+    public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
         var notes: [String] = []
         let knownBSSIDs = Set(known.aps.map(\.bssid))
@@ -446,8 +452,9 @@ public enum GeoAPI {
             if !wifi.isEmpty { events.append(TraceEvent(time: 0, payload: .wifi(WiFiScan(accessPoints: wifi)))) }
             let context = PipelineContext(header: TraceHeader(origin: frame.origin), reference: usable.reference(in: frame))
             var rejected: [ReportRefiner.Rejection] = []
-            let fused = try ReportRefiner.fuse(events, rejected: &rejected, context: context,
-                                               pipeline: pipeline.make())
+            let pipeline = pipelines.take()
+            defer { pipelines.give(pipeline) }
+            let fused = try ReportRefiner.fuse(events, rejected: &rejected, context: context, pipeline: pipeline)
             for r in rejected { notes.append("\(r.input): \(r.reason)") }
             if let f = fused.best {
                 let g = frame.geodetic(east: f.position.x, north: f.position.y, up: 0)

@@ -150,15 +150,15 @@ public final class LocationServer: Sendable {
     let limiter = RateLimiter()
     let refiner: LockedRefiner
     let logger: Logger
-    /// The pipeline of geolocate (`GeoAPI.prototype`), parsed once.
-    let reportPipeline: PipelinePrototype
+    /// The pipelines of geolocate (`GeoAPI.prototype`, parsed once), kept between requests.
+    let reportPipelines: PipelinePool
     /// What geolocate and refine read: the store's radios, kept in memory (`RadioSnapshot`).
     let snapshot: RadioSnapshot
 
     public init(store: any LocationStore, options: ServerOptions, logger: Logger = Logger(label: "posfuse.serve")) throws {
         self.store = store; self.options = options; self.logger = logger
         refiner = LockedRefiner(try ReportRefiner(referenceURL: options.referenceURL, stages: options.stages))
-        reportPipeline = try GeoAPI.prototype(stages: options.stages)
+        reportPipelines = PipelinePool(try GeoAPI.prototype(stages: options.stages))
         snapshot = RadioSnapshot(store: store, refresh: options.snapshotRefresh)
     }
 
@@ -227,7 +227,7 @@ public final class LocationServer: Sendable {
     func geolocate(_ req: Request) async throws -> Response {
         let q = try GeoAPI.query(try await body(req))
         let answer: GeoAPI.Answer?
-        do { answer = try await GeoAPI.locate(q, store: snapshot, pipeline: reportPipeline) } catch let e as GeoAPI.APIError { throw e } catch {
+        do { answer = try await GeoAPI.locate(q, store: snapshot, pipelines: reportPipelines) } catch let e as GeoAPI.APIError { throw e } catch {
             logger.error("geolocate: store or pipeline failure: \(error)")
             throw GeoAPI.APIError.unavailable("The location store could not be read.")
         }

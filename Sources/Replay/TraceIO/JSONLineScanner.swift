@@ -53,14 +53,18 @@ public struct JSONLineScanner {
     /// Scans the object starting at `i` (which must be `{` after optional whitespace)
     /// into `fields` (appended). Returns the offset just after the closing `}`.
     package func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
-        var unused = 0
-        return try members(at: start, into: &fields, deferring: nil, deferred: &unused)
+        var unused = 0, none: [JField] = []
+        return try members(at: start, into: &fields, deferring: nil, deferred: &unused, elements: &none)
     }
 
     /// `object(at:into:)`; with `deferring`, the array value of a member with that (unescaped) key
-    /// is only delimited (`containerEnd`), not validated, and counted in `deferred`.
+    /// is only delimited, not validated, and counted in `deferred`. When every element of such an
+    /// array is an object, its elements are delimited in the same pass and appended to `elements`
+    /// (`objectElements`); otherwise the array is delimited as a whole (`containerEnd`) and
+    /// nothing is appended.
     @inline(__always)
-    private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, deferred: inout Int) throws(LineIssue) -> Int {
+    private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, deferred: inout Int,
+                         elements: inout [JField]) throws(LineIssue) -> Int {
         var i = skipWS(start)
         guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
         i = skipWS(i + 1)
@@ -73,7 +77,7 @@ public struct JSONLineScanner {
             i = skipWS(i + 1)
             var f = JField(keyStart: ks, keyLength: ke - ks, kind: .null, number: 0, start: 0, end: 0, escaped: kesc)
             if let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount, memcmp(p + ks, key.utf8Start, ke - ks) == 0,
-               let e = containerEnd(at: i, limit: count) {
+               let e = objectElements(at: i, into: &elements) ?? containerEnd(at: i, limit: count) {
                 f.kind = .array; f.start = i; f.end = e
                 i = e
                 deferred += 1
@@ -100,9 +104,12 @@ public struct JSONLineScanner {
     /// (bracket depth and quotes), not validated: a report's `evidence`, whose events the trace
     /// decoder validates one by one. Returns how many members were deferred; the caller must
     /// validate them (or the whole line with `line`) before it relies on them.
-    package func line(into fields: inout [JField], deferring key: StaticString) throws(LineIssue) -> Int {
+    /// `elements`: the element fields of a deferred array whose elements are all objects, as
+    /// `validatedArrayElements` gives them, delimited in the same pass (one pass over a report's
+    /// evidence instead of two); nothing is appended for an array with any other element.
+    package func line(into fields: inout [JField], deferring key: StaticString, elements: inout [JField]) throws(LineIssue) -> Int {
         var deferred = 0
-        let e = try members(at: 0, into: &fields, deferring: key, deferred: &deferred)
+        let e = try members(at: 0, into: &fields, deferring: key, deferred: &deferred, elements: &elements)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
         return deferred
@@ -148,6 +155,27 @@ public struct JSONLineScanner {
             if p[i] == UInt8(ascii: "]") { return }
             throw unexpected(i, expecting: "',' or ']'")
         }
+    }
+
+    /// The array `[…]` at `start` (text not yet validated) delimited as a list of objects: each
+    /// element `{…}` delimited by `containerEnd` and appended to `out` as `validatedArrayElements`
+    /// would give it. Returns the offset after the closing `]`, or nil (and `out` as it was) when
+    /// an element is not an object or the text is not a comma-separated list of them.
+    @inline(__always) private func objectElements(at start: Int, into out: inout [JField]) -> Int? {
+        let first = out.count
+        var i = skipWS(start + 1)
+        if i < count, p[i] == UInt8(ascii: "]") { return i + 1 }
+        while true {
+            guard i < count, p[i] == UInt8(ascii: "{"), let e = containerEnd(at: i, limit: count) else { break }
+            out.append(JField(keyStart: 0, keyLength: 0, kind: .object, number: 0, start: i, end: e, escaped: false))
+            i = skipWS(e)
+            guard i < count else { break }
+            if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }
+            if p[i] == UInt8(ascii: "]") { return i + 1 }
+            break
+        }
+        out.removeSubrange(first...)
+        return nil
     }
 
     /// The offset after the container opening at `start` in text known to be valid JSON: brackets
@@ -330,11 +358,46 @@ public struct JSONLineScanner {
 
     // MARK: numbers
 
-    /// Exact powers of ten representable in a Double (10²² is the largest).
-    private static let pow10: [Double] = (0...22).map { k in (0..<k).reduce(1.0) { acc, _ in acc * 10 } }
+    /// 10^k for 0 ≤ k ≤ 19, exact in a UInt64. A switch of constants (a table in the binary),
+    /// not a `static let` array: every access to a global array went through `swift_once`
+    /// (a call per number, ~12 % of the number scan by callgrind).
+    @inline(__always) static func pow10Int(_ k: Int) -> UInt64 {
+        switch k {
+        case 0: return 1
+        case 1: return 10
+        case 2: return 100
+        case 3: return 1_000
+        case 4: return 10_000
+        case 5: return 100_000
+        case 6: return 1_000_000
+        case 7: return 10_000_000
+        case 8: return 100_000_000
+        case 9: return 1_000_000_000
+        case 10: return 10_000_000_000
+        case 11: return 100_000_000_000
+        case 12: return 1_000_000_000_000
+        case 13: return 10_000_000_000_000
+        case 14: return 100_000_000_000_000
+        case 15: return 1_000_000_000_000_000
+        case 16: return 10_000_000_000_000_000
+        case 17: return 100_000_000_000_000_000
+        case 18: return 1_000_000_000_000_000_000
+        default: return 10_000_000_000_000_000_000
+        }
+    }
+
+    /// Exact powers of ten representable in a Double, 0 ≤ k ≤ 22 (10²² is the largest): 10^k for
+    /// k ≤ 19 converted from the exact integer (5^19 < 2^53, so exact), 10^19 · 10^(k−19) above
+    /// (5^22 < 2^53: the product is representable, hence exact).
+    @inline(__always) static func exactPow10(_ k: Int) -> Double {
+        k <= 19 ? Double(pow10Int(k)) : Double(pow10Int(19)) * Double(pow10Int(k - 19))
+    }
     #if arch(x86_64) && !os(Windows)
-    /// Exact powers of ten in Float80 (5²⁷ < 2⁶⁴, so 10⁰ … 10²⁷ are exact).
-    private static let pow10x: [Float80] = (0...27).map { k in (0..<k).reduce(Float80(1)) { acc, _ in acc * 10 } }
+    /// Exact powers of ten in Float80, 0 ≤ k ≤ 27 (5²⁷ < 2⁶⁴, so 10⁰ … 10²⁷ are exact; a product
+    /// of exact factors whose value is representable is exact).
+    @inline(__always) static func exactPow10x(_ k: Int) -> Float80 {
+        k <= 19 ? Float80(pow10Int(k)) : Float80(pow10Int(19)) * Float80(pow10Int(k - 19))
+    }
     #endif
 
     /// Scans a JSON number at `start`; returns its correctly rounded value and end offset.
@@ -359,12 +422,18 @@ public struct JSONLineScanner {
         if i < count, p[i] == UInt8(ascii: ".") {
             i += 1
             guard i < count, p[i] &- 48 < 10 else { throw unexpected(i, expecting: "a digit after '.'") }
+            // Whether eight digits at a time may still succeed: once a try fails, fewer than eight
+            // digits are left in this run, so no later position of it can hold eight.
+            var eight = true
             while true {
                 // Eight significant digits at a time while they fit in the 19 kept: the same
                 // mantissa and exponent as eight turns of the loop below.
-                if digits > 0 && digits <= 11 && i + 8 <= count, let v = eightDigits(at: i) {
-                    mantissa = mantissa &* 100_000_000 &+ v; digits += 8; exp10 -= 8; i += 8
-                    continue
+                if eight && digits > 0 && digits <= 11 && i + 8 <= count {
+                    if let v = eightDigits(at: i) {
+                        mantissa = mantissa &* 100_000_000 &+ v; digits += 8; exp10 -= 8; i += 8
+                        continue
+                    }
+                    eight = false
                 }
                 guard i < count, p[i] &- 48 < 10 else { break }
                 let d = p[i] &- 48
@@ -401,7 +470,7 @@ public struct JSONLineScanner {
         }
         if !dropped && mantissa <= 1 << 53 && exp10 >= -22 && exp10 <= 22 {
             var v = Double(mantissa)
-            v = exp10 < 0 ? v / Self.pow10[-exp10] : v * Self.pow10[exp10]
+            v = exp10 < 0 ? v / Self.exactPow10(-exp10) : v * Self.exactPow10(exp10)
             return (negative ? -v : v, i)
         }
         if mantissa == 0 && !dropped { return (negative ? -0.0 : 0.0, i) }
@@ -412,7 +481,7 @@ public struct JSONLineScanner {
         // lies within one unit of a halfway point between doubles (then strtod decides).
         if !dropped && exp10 >= -27 && exp10 <= 27 {
             let w = Float80(mantissa)
-            let r = exp10 < 0 ? w / Self.pow10x[-exp10] : w * Self.pow10x[exp10]
+            let r = exp10 < 0 ? w / Self.exactPow10x(-exp10) : w * Self.exactPow10x(exp10)
             let low = r.significandBitPattern & 0x7FF
             if low != 0x400 && low != 0x3FF && low != 0x401 {
                 let v = Double(r)

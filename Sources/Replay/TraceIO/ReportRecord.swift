@@ -107,8 +107,11 @@ package struct ReportRecordParser {
         errorID = nil
         evidenceUnchecked = false
         var deferred = 0
+        // A deferred `evidence` array of objects is delimited into `elements` by the record scan
+        // itself (one pass over the evidence's bytes, not two).
+        elements.removeAll(keepingCapacity: true)
         do throws(LineIssue) {
-            if deferring { deferred = try s.line(into: &top, deferring: "evidence") } else { try s.line(into: &top) }
+            if deferring { deferred = try s.line(into: &top, deferring: "evidence", elements: &elements) } else { try s.line(into: &top) }
         } catch {
             // A scan that skipped validating an array may stop elsewhere than one that did: the
             // error is the validating scan's (`parse(…deferEvidence:…)`).
@@ -179,12 +182,19 @@ package struct ReportRecordParser {
         guard let acc = number(last(fields, "accuracy_m") ?? last(fields, "accuracy")), acc > 0, acc <= TraceDomain.accuracy.upperBound else {
             throw Failure.invalid(id: errorID, reason: "missing or invalid 'accuracy_m' (m, > 0, ≤ 2e7)")
         }
-        elements.removeAll(keepingCapacity: true)
+        // The record scan's own element list holds the elements of the one deferred array when they
+        // are all objects; it is this record's evidence exactly when that array is `evidenceField`
+        // (one deferred array, not a Feature: otherwise `check` above validated the record).
+        let delimited = deferred == 1 && !feature && !elements.isEmpty && evidenceField?.kind == .array
+            && elements.first!.start > evidenceField!.start && elements.last!.end < evidenceField!.end
+        if !delimited { elements.removeAll(keepingCapacity: true) }
         if let e = evidenceField {
             guard e.kind == .array else { throw Failure.invalid(id: errorID, reason: "'evidence' must be an array of trace events") }
             // `line` validated every byte of the record (the Feature's properties included).
             // (unchecked: `parse(…deferEvidence:…)` validates the record when this throws.)
-            do throws(LineIssue) { try s.validatedArrayElements(start: e.start, end: e.end, into: &elements) } catch { throw Failure.malformed(error.message) }
+            if !delimited {
+                do throws(LineIssue) { try s.validatedArrayElements(start: e.start, end: e.end, into: &elements) } catch { throw Failure.malformed(error.message) }
+            }
             if let i = elements.firstIndex(where: { $0.kind != .object }) { throw Failure.invalid(id: errorID, reason: "evidence[\(i)] is not an object") }
         }
         let id = (feature ? (last(properties, "id") ?? last(top, "id")) : last(top, "id")).map { Self.idText($0, s) }

@@ -267,6 +267,17 @@ private struct Obj {
 
     func checkDuplicates() throws(LineIssue) {
         guard f.count > 1 else { return }
+        // Equal keys have equal (length, first byte): when no two keys share a bit of that pair's
+        // 64-bit signature, no two are equal and the pairwise test below would find nothing (an
+        // event's keys `t`, `type`, `x`, `y`, `z` take five bits). Otherwise it decides.
+        var seen: UInt64 = 0, clash = false
+        for i in 0..<f.count {
+            let first = f[i].keyLength == 0 ? 0 : Int(s.p[f[i].keyStart])
+            let bit: UInt64 = 1 << UInt64((f[i].keyLength &* 31 &+ first) & 63)
+            if seen & bit != 0 { clash = true; break }
+            seen |= bit
+        }
+        guard clash else { return }
         for i in 1..<f.count {
             // Length and first byte before memcmp: most keys of an event differ in one of them.
             for j in 0..<i where f[i].keyLength == f[j].keyLength && (f[i].keyLength == 0 || s.p[f[i].keyStart] == s.p[f[j].keyStart])

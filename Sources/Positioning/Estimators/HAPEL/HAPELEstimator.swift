@@ -147,6 +147,16 @@ public final class HAPELStage: PipelineStage {
     public func reset() { states = [:]; lastState = nil; radiosCache = nil }
     public func fresh() -> any PipelineStage { HAPELStage(estimator: estimator, thresholdOverride: thresholdOverride) }
 
+    /// An earlier `wcl` stage of the same pipeline with the same WCL estimator (`link`), whose
+    /// estimate of a scan is this stage's first-epoch fix (plain WCL) up to its source.
+    private(set) var wcl: WCLStage?
+    /// Takes the last `WCLStage` before this one whose estimator equals this one's WCL
+    /// estimator (all options alike); none when they differ or there is none.
+    public func link(_ stages: [any PipelineStage], at index: Int) {
+        wcl = stages[..<index].compactMap { $0 as? WCLStage }.last.flatMap { $0.estimator == estimator.wcl ? $0 : nil }
+        wcl?.keepsLast = true
+    }
+
     /// The device's state, created (fresh tracker, no fix) on its first event.
     private func box(_ device: String, _ ctx: PipelineContext) -> StateBox {
         if let (d, b) = lastState, d == device { return b }
@@ -196,19 +206,27 @@ public final class HAPELStage: PipelineStage {
         var est = estimator
         est.rssThreshold = thresholdOverride ?? context.header.rssThreshold ?? estimator.rssThreshold
         let map = context.reference.accessPoints
-        let merged = est.wcl.mergedAnchors(scan, time: time, map: map)
-        let visible = est.wcl.selectAnchors(merged: merged)
         let dp = st.tracker.takeDisplacement()
         var out: [StageResult] = []
         guard let prev = st.last else {
             // First epoch: plain WCL (no map radios, no hidden APs: a one-scan report, e.g.
-            // every geolocate request, ends here).
-            switch est.wcl.fix(anchors: visible, time: time, source: .hapel, subject: device) {
+            // every geolocate request, ends here): the linked `wcl` stage's estimate of this scan
+            // when it made one (same estimator, so the same fix but for its source), else our own.
+            let first: Result<Fix, EstimationFailure>
+            if let w = wcl?.lastEstimate(of: scan, time: time, device: device) {
+                first = w.map { f in var f = f; f.source = .hapel; return f }
+            } else {
+                let visible = est.wcl.selectAnchors(merged: est.wcl.mergedAnchors(scan, time: time, map: map))
+                first = est.wcl.fix(anchors: visible, time: time, source: .hapel, subject: device)
+            }
+            switch first {
             case .success(let f): st.last = f; out.append(.fix(f))
             case .failure(let r): out.append(.failure(source: .hapel, time: time, subject: device, reason: r))
             }
             return out
         }
+        let merged = est.wcl.mergedAnchors(scan, time: time, map: map)
+        let visible = est.wcl.selectAnchors(merged: merged)
         let heard = Set(merged.map(\.id))
         let (radios, radius) = self.radios(context)
         var pred = prev.position + dp

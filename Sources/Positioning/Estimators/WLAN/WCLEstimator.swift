@@ -45,7 +45,7 @@ public struct WCLAnchor: Sendable, Equatable {
 /// Degenerate cases: 0 anchors → `.tooFewAnchors(1, 0)`; 1–2 anchors or collinear anchors →
 /// `.degenerate` flag (Σ regularised by σ0²I). WCL cannot extrapolate outside the anchors'
 /// hull (inward bias).
-public struct WCLEstimator: Sendable {
+public struct WCLEstimator: Sendable, Equatable {
     public var weightLaw: WeightLaw
     /// Exponent g of the weight law.
     public var exponent: Double

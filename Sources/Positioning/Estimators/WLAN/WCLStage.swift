@@ -5,14 +5,32 @@ public final class WCLStage: PipelineStage {
     public init(estimator: WCLEstimator = WCLEstimator()) { self.estimator = estimator }
     public var sources: [Source] { [.wcl] }
     public func fresh() -> any PipelineStage { WCLStage(estimator: estimator) }
-    /// No per-trace state.
-    public func reset() {}
+    /// The last scan's estimate (before `wifiFix`), kept only when a later stage of the same
+    /// pipeline reads it (`keepsLast`, set by that stage's `link`): `HAPELStage`'s first epoch is
+    /// plain WCL with the same estimator, so it takes this instead of computing it again.
+    struct Last {
+        var scan: WiFiScan, time: Double, device: String
+        var result: Result<Fix, EstimationFailure>
+    }
+    var keepsLast = false
+    private(set) var last: Last?
+    /// The last scan's estimate (per-trace state); `keepsLast` is the pipeline's structure and stays.
+    public func reset() { last = nil }
     /// Scans only (`process` returns [] for every other event).
     public var inputs: StageInputs { StageInputs(events: .wifi, upstream: false) }
 
+    /// The estimate of `scan` at `time` for `device` when it is the last one this stage made
+    /// (the same scan, compared by value), else nil.
+    func lastEstimate(of scan: WiFiScan, time: Double, device: String) -> Result<Fix, EstimationFailure>? {
+        guard let l = last, l.time == time, l.device == device, l.scan == scan else { return nil }
+        return l.result
+    }
+
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }
-        switch estimator.estimate(scan, time: event.time, map: context.reference.accessPoints, subject: event.device) {
+        let estimate = estimator.estimate(scan, time: event.time, map: context.reference.accessPoints, subject: event.device)
+        if keepsLast { last = Last(scan: scan, time: event.time, device: event.device, result: estimate) }
+        switch estimate {
         case .success(let e):
             let f = context.reference.wifiFix(e, scan: scan, rssMin: estimator.rssMin, maxAge: estimator.maxAge)
             return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]

@@ -189,14 +189,16 @@ public final class FusionStage: PipelineStage {
             let t = track(device, context)
             t.seenIMU = true
             t.pdr.update(s, time: event.time)
-            out += drainPDR(t, device: device)
+            drainPDR(t, device: device, into: &out)
         case .step(let e):
             let t = track(device, context)
             t.seenIMU = true
             t.pdr.step(e, time: event.time)
-            out += drainPDR(t, device: device)
+            drainPDR(t, device: device, into: &out)
         default: break
         }
+        // Nothing upstream (an IMU sample, most of a trace): the loop below has nothing to do.
+        if upstream.isEmpty { return out.count > 1 ? Self.lastPerSubjectAndTime(out) : out }
         let superseded = supersededFixes(upstream)
         let scans = scanGroups(upstream, superseded: superseded)
         for r in upstream {
@@ -375,11 +377,12 @@ public final class FusionStage: PipelineStage {
     }
 
     /// Steps and absolute headings from the phone's PDR into the filter.
-    private func drainPDR(_ t: FusionTrack, device: String) -> [StageResult] {
-        var out: [StageResult] = []
+    /// Appends to `out` (no array per IMU sample); most samples complete no step and no heading.
+    private func drainPDR(_ t: FusionTrack, device: String, into out: inout [StageResult]) {
         let steps = t.pdr.takeSteps()
         let heading = t.pdr.takeHeading()
-        guard t.filter.isInitialized, t.filter.motion.layout == .step else { return out }
+        if steps.isEmpty && heading == nil { return }
+        guard t.filter.isInitialized, t.filter.motion.layout == .step else { return }
         for s in steps {
             t.apply(.step(StepInput(time: s.time, length: s.length, headingChange: s.headingChange)), gate: gate)
             if s.time - t.lastEmitTime >= settings.outputInterval { out.append(emit(t, device: device)) }
@@ -390,7 +393,6 @@ public final class FusionStage: PipelineStage {
             let variance = settings.headingSigmaFromField ? max(floor, h.variance ?? floor) : floor
             t.apply(.heading(time: h.time, value: h.heading, variance: variance), gate: gate)
         }
-        return out
     }
 
     /// `prescaled`: the fix's covariance is already R (a scan's intersection): no α, no repeat factor.
