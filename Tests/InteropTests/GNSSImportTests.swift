@@ -23,6 +23,9 @@ import TestSupport
         #expect(abs(a.accuracy - 0.9 * 3) < 1e-12)           // HDOP · UERE
         #expect(abs(b.accuracy - (1.5 * 1.5 + 2.0 * 2.0).squareRoot()) < 1e-12)   // from GST
         #expect(b.verticalAccuracy == 3.0)
+        // RMC speed over ground 22.4 kn and course 84.4° true; the second epoch has no RMC.
+        #expect(abs(a.speed! - 22.4 * 1852 / 3600) < 1e-12 && a.bearing == 84.4)
+        #expect(b.speed == nil && b.bearing == nil)
         #expect(throws: TraceDataError.self) { _ = try NMEAImporter.parse(ImportFixtures.nmea, file: "n.nmea", options: ImportOptions(strict: true)) }
     }
 

@@ -134,6 +134,43 @@ import Testing
         #expect(try GNSSErrorModel.decode(try m.encoded()) == m)
     }
 
+    /// The velocity noise (`fitVelocity`), seeded: a receiver whose reported velocity is the truth's
+    /// 0.5 s earlier plus an AR(1) error (per-axis σ 0.2 m/s, ρ(k) = 0.6^k at 1 s steps) — at the
+    /// other latencies the error also holds the truth's change (a 1.5 m/s² swing). The fit finds
+    /// L = 0.5 s, σ_v = 0.2 within 8 % and g = 1 + 2 Σ 0.6^k = 4 within 15 %, and stores σ_v √g.
+    /// White errors give g ≈ 1; recordings without velocities give none (the family falls back to
+    /// the pooled entry).
+    @Test func seededVelocityNoise() throws {
+        var rng = TestRNG(seed: 99)
+        let sigma = 0.2, rho = 0.6
+        func recording(rho: Double) -> [[(time: Double, error: SIMD2<Double>)]] {
+            var e = SIMD2(rng.gaussian(), rng.gaussian()) * sigma
+            let errs: [SIMD2<Double>] = (0..<3000).map { _ in
+                e = rho * e + SIMD2(rng.gaussian(), rng.gaussian()) * (sigma * (1 - rho * rho).squareRoot()); return e
+            }
+            // Truth velocity 1.5 sin(t) m/s on E; the error against the truth L s earlier is e plus
+            // the truth's change between t − 0.5 and t − L.
+            return GNSSErrorModel.velocityLatencies.map { lag in
+                errs.enumerated().map { k, e in
+                    let t = Double(k)
+                    return (t, e + SIMD2(1.5 * (sin(t - 0.5) - sin(t - lag)), 0))
+                }
+            }
+        }
+        let recs = (0..<3).map { _ in GNSSErrorModel.Recording(family: "P", nees: [1, 2, 3], velocityErrors: recording(rho: rho)) }
+        let v = try #require(GNSSErrorModel.fitVelocity(recs, daySpread: 0))
+        #expect(v.latency == 0.5)
+        #expect(abs(v.integral / 4 - 1) < 0.15, "g \(v.integral)")
+        #expect(abs(v.sigma / v.integral.squareRoot() / sigma - 1) < 0.08, "σ_v \(v.sigma / v.integral.squareRoot())")
+        let white = try #require(GNSSErrorModel.fitVelocity([GNSSErrorModel.Recording(family: "P", nees: [1], velocityErrors: recording(rho: 0))], daySpread: 0))
+        #expect(white.integral < 1.15 && white.latency == 0.5)
+        let m = try #require(GNSSErrorModel.fit(recs + [GNSSErrorModel.Recording(family: "S", nees: [1, 2, 3])], daySpread: 0))
+        #expect(m.families["P"]!.velocitySigma == v.sigma && m.families["P"]!.velocityLatency == 0.5 && m.families["P"]!.velocityFixes == 9000)
+        #expect(m.families["S"]!.velocitySigma == nil && m.velocity(forFamily: "S")! == (m.pooled.velocitySigma!, m.pooled.velocityLatency!))
+        #expect(try GNSSErrorModel.decode(try m.encoded()) == m)
+        #expect(GNSSErrorModel.fitVelocity([GNSSErrorModel.Recording(family: "S", nees: [1])], daySpread: 0) == nil)
+    }
+
     /// The gnss stage hands the model's correlation for the phone's family to its fixes, and the
     /// ekf's GNSS bias block takes it from them: the ekf over such fixes is exactly the ekf whose
     /// options `gnss_bias_fraction` / `gnss_bias_tau_s` give the same values, and differs from the

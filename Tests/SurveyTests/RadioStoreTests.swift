@@ -382,10 +382,16 @@ extension CellSiteDatabaseTests {
         let same = abs(fitted.pooled.factor - shipped.pooled.factor) < 1e-9 && abs(fitted.daySpread - shipped.daySpread) < 1e-9
             && fitted.families.keys.sorted() == shipped.families.keys.sorted()
             && fitted.families.allSatisfy { k, v in abs(v.factor - shipped.families[k]!.factor) < 1e-9 && v.fixes == shipped.families[k]!.fixes
-                && Self.sameCorrelation(v.correlation, shipped.families[k]!.correlation) }
-            && Self.sameCorrelation(fitted.pooled.correlation, shipped.pooled.correlation)
+                && Self.sameCorrelation(v.correlation, shipped.families[k]!.correlation) && Self.sameVelocity(v, shipped.families[k]!) }
+            && Self.sameCorrelation(fitted.pooled.correlation, shipped.pooled.correlation) && Self.sameVelocity(fitted.pooled, shipped.pooled)
         let text = String(decoding: try fitted.encoded(), as: UTF8.self)
         #expect(same, "refitted model:\n\(text)")
+    }
+
+    static func sameVelocity(_ a: GNSSErrorModel.Entry, _ b: GNSSErrorModel.Entry) -> Bool {
+        func same(_ x: Double?, _ y: Double?) -> Bool { x == nil ? y == nil : y != nil && abs(x! - y!) < 1e-9 }
+        return same(a.velocitySigma, b.velocitySigma) && same(a.velocityLatency, b.velocityLatency)
+            && same(a.velocityCorrelationIntegral, b.velocityCorrelationIntegral) && a.velocityFixes == b.velocityFixes
     }
 
     static func sameCorrelation(_ a: ErrorCorrelation?, _ b: ErrorCorrelation?) -> Bool {
@@ -397,7 +403,7 @@ extension CellSiteDatabaseTests {
     /// recordings but one (`GNSSErrorModel.fit`, as `evaluate radio --train … --test …`), the left-out one
     /// scored through the default pipeline + smoother. Prints the figures docs/fusion.md gives; checks
     /// the mechanics (a family absent from training gets the pooled factor, which is ≥ every
-    /// training family's α₉₅) and that on the drives the ekf is within 0.5 % of the phone's own fixes
+    /// training family's α₉₅) and that on the drives the ekf is no worse than the phone's own fixes
     /// in P50, P95 and mean and the smoother no worse in mean and P95.
     @Test func gnssErrorModelLeaveOneRecordingOut() throws {
         guard let recs = try Self.gnssDevRecordings() else { return }
@@ -411,8 +417,9 @@ extension CellSiteDatabaseTests {
             let r = try GNSSFusionEvaluation.evaluate(test.walk, isStatic: test.family == "pseudoranges",
                                                       stages: GNSSFusionEvaluation.stages([:], model: m, family: test.family))
             let c = m.correlation(forFamily: test.family)
-            var line = String(format: "[gnss LORO] %@ (%@ α %.3f, s %.3f, β %.3f, τ %.0f s):", test.walk.name, entry, a, m.daySpread,
-                              c?.biasFraction ?? .nan, c?.correlationTime ?? .nan)
+            let v = m.velocity(forFamily: test.family)
+            var line = String(format: "[gnss LORO] %@ (%@ α %.3f, s %.3f, β %.3f, τ %.0f s, σ_v %.3f m/s, L %.1f s):", test.walk.name, entry, a,
+                              m.daySpread, c?.biasFraction ?? .nan, c?.correlationTime ?? .nan, v?.sigma ?? .nan, v?.latency ?? .nan)
             for src in ["gnss", "ekf", "smoother"] {
                 guard let x = r.sources[src] else { continue }
                 line += String(format: " %@ P50 %.3f P95 %.3f mean %.3f inside95 %.3f ANEES %.2f;", src, x.errors.median_m ?? .nan,
@@ -420,12 +427,13 @@ extension CellSiteDatabaseTests {
             }
             print(line)
             if test.family != "pseudoranges", let g = r.sources["gnss"], let e = r.sources["ekf"], let sm = r.sources["smoother"] {
-                // With the fitted error correlation (session 13) and the vehicle motion model that
-                // `platform: auto` picks on a drive (session 14): the ekf level with the fixes, within
-                // 0.5 % in P50, P95 and mean (with the pedestrian q it was 1.9 % worse in mean on the
-                // Pixel4, 0.975 vs 0.957 m), the smoother no worse in mean and P95.
+                // With the fitted error correlation (session 13), the vehicle motion model that
+                // `platform: auto` picks on a drive (session 14) and the receiver's own velocity with
+                // the model's σ_v and latency (session 17): the ekf never worse than the fixes in P50,
+                // P95 and mean (issue 21's target; before the velocity the Pixel4XLModded's was 1 mm
+                // worse in P95 and mean), the smoother no worse in mean and P95.
                 for (a, b) in [(e.errors.median_m!, g.errors.median_m!), (e.errors.p95_m!, g.errors.p95_m!), (e.errors.mean_m!, g.errors.mean_m!)] {
-                    #expect(a <= 1.005 * b, "\(line)")
+                    #expect(a <= b, "\(line)")
                 }
                 #expect(sm.errors.mean_m! <= g.errors.mean_m! && sm.errors.p95_m! <= g.errors.p95_m!, "\(line)")
             }

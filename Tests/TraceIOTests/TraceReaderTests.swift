@@ -52,7 +52,8 @@ struct EventGenerator {
         switch int(0...12) {
         case 0:
             return .gnss(GNSSFix(latitude: double(-90...90).clamped(-90, 90), longitude: double(-180...180).clamped(-180, 180),
-                                 altitude: opt { $0.double() }, accuracy: abs(double()), verticalAccuracy: opt { abs($0.double()) }))
+                                 altitude: opt { $0.double() }, accuracy: abs(double()), verticalAccuracy: opt { abs($0.double()) },
+                                 speed: opt { abs($0.double()) }, bearing: opt { $0.double(-360...360) }))
         case 1:
             let aps = (0..<int(0...5)).map { _ in
                 WiFiObservation(bssid: bssid(), ssid: string(), frequency: double(), rss: double(), lastSeen: opt { $0.double() })

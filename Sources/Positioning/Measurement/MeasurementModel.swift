@@ -4,6 +4,11 @@ import Foundation
 /// z ∈ ℝᵐ of the horizontal position p = (E, N) with prediction h(p), Jacobian
 /// H = ∂h/∂p (m×2), noise covariance R (m×m) and a validity gate.
 ///
+/// A model may observe the horizontal velocity v = (v_E, v_N) instead (`observedBlock`
+/// `.velocity`, e.g. `VelocityMeasurement`): then `predict`, `jacobian` and `logLikelihood` take
+/// v as their argument, and the filters embed H in the columns of v_E, v_N. Only the
+/// constant-velocity state carries v; in the step state such a model is `.unobservable`.
+///
 /// The EKF embeds H into the columns of its state that hold E and N; the UKF pushes
 /// sigma points through `predict`; the particle filter weights particles with
 /// `logLikelihood`, which defaults to the Gaussian N(z; h(p), R) and is overridden
@@ -36,6 +41,24 @@ public protocol MeasurementModel: Sendable {
     /// serving cell's TA reported again unchanged): measurements with the same identity and the
     /// same z are one observation repeated. nil: never treated as a repeat.
     var repeatIdentity: String? { get }
+    /// Which 2-vector of the state the model's argument is: the position (default) or the velocity.
+    var observedBlock: StateBlock { get }
+}
+
+/// The 2-vector of the filter state a measurement model observes (`MeasurementModel.observedBlock`).
+public enum StateBlock: String, Sendable {
+    /// p = (E, N), state components 0 and 1 of both layouts.
+    case position
+    /// v = (v_E, v_N), state components 2 and 3 of the constant-velocity layout; none in the step layout.
+    case velocity
+
+    /// The state indices of the block in `layout`; nil: the layout does not carry it.
+    @inlinable public func indices(in layout: StateLayout) -> (Int, Int)? {
+        switch self {
+        case .position: return (0, 1)
+        case .velocity: return layout == .constantVelocity ? (2, 3) : nil
+        }
+    }
 }
 
 extension MeasurementModel {
@@ -71,6 +94,24 @@ extension MeasurementModel {
     /// Whether component `i` of z is an angle (wrapped). Default: none.
     public func isAngleComponent(_ i: Int) -> Bool { false }
     public var repeatIdentity: String? { nil }
+    public var observedBlock: StateBlock { .position }
+
+    /// The model's argument taken from a state x of `layout` (nil: the layout lacks the block).
+    @inlinable public func argument(_ x: SIMD4<Double>, layout: StateLayout) -> SIMD2<Double>? {
+        observedBlock.indices(in: layout).map { SIMD2(x[$0.0], x[$0.1]) }
+    }
+
+    /// The rows of H = ∂h/∂x (1×4 each) at state x of `layout`: the model's 2-column Jacobian in
+    /// the columns of its block (nil: the layout lacks the block).
+    public func stateJacobian(_ x: SIMD4<Double>, layout: StateLayout) -> [SIMD4<Double>]? {
+        guard let (a, b) = observedBlock.indices(in: layout) else { return nil }
+        let j = jacobian(SIMD2(x[a], x[b]))
+        return (0..<dimension).map { r in
+            var h = SIMD4<Double>.zero
+            h[a] = j[r, 0]; h[b] = j[r, 1]
+            return h
+        }
+    }
 }
 
 /// The k-th repeat of one observation (`MeasurementModel.repeatIdentity`), counted as
@@ -91,6 +132,7 @@ public struct RepeatedMeasurement: MeasurementModel {
     public func innovation(_ h: [Double]) -> [Double] { base.innovation(h) }
     public func logLikelihood(_ p: SIMD2<Double>) -> Double { base.logLikelihood(p) / k }
     public func isAngleComponent(_ i: Int) -> Bool { base.isAngleComponent(i) }
+    public var observedBlock: StateBlock { base.observedBlock }
 }
 
 /// A loosely coupled position fix used as a measurement: z = p̂, h(p) = p, H = I₂,
@@ -120,6 +162,32 @@ public struct PositionMeasurement: MeasurementModel {
     }
     public func predict(_ p: SIMD2<Double>) -> [Double] { [p.x, p.y] }
     public func jacobian(_ p: SIMD2<Double>) -> Matrix { .identity(2) }
+}
+
+/// The receiver's own velocity as a measurement (`observedBlock` `.velocity`): z = v̂ = (v_E, v_N)
+/// from the reported speed over ground and course (`GNSSFix.velocity`), h(v) = v, H = I₂ on the
+/// velocity columns, R = σ_v² I₂ with σ_v the GNSS error model's velocity noise for the phone's
+/// family (`GNSSErrorModel.Entry.velocitySigma`, docs/fusion.md "The receiver's velocity"). The
+/// chipset's velocity comes from Doppler, not from differenced positions, so it carries information
+/// about the motion the position fixes do not: a filter that knows it does not lag behind a
+/// vehicle that brakes or turns. Source `gnss` (it is the same phone's receiver).
+public struct VelocityMeasurement: MeasurementModel {
+    public let source: Source
+    public let time: Double
+    public let z: [Double]
+    public let noise: Matrix
+    public let gateProbability: Double?
+    public var observedBlock: StateBlock { .velocity }
+
+    /// `sigma`: per-axis σ_v, m/s (> 0).
+    public init(velocity v: SIMD2<Double>, sigma: Double, time: Double, source: Source = .gnss, gateProbability: Double? = 0.99) {
+        self.source = source; self.time = time
+        z = [v.x, v.y]
+        noise = Matrix([[sigma * sigma, 0], [0, sigma * sigma]])
+        self.gateProbability = gateProbability
+    }
+    public func predict(_ v: SIMD2<Double>) -> [Double] { [v.x, v.y] }
+    public func jacobian(_ v: SIMD2<Double>) -> Matrix { .identity(2) }
 }
 
 /// Angle helpers (radians; azimuths clockwise from true north).

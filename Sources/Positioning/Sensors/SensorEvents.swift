@@ -10,9 +10,25 @@ public struct GNSSFix: Sendable, Equatable {
     public var accuracy: Double
     /// Reported vertical accuracy, m.
     public var verticalAccuracy: Double?
-    public init(latitude: Double, longitude: Double, altitude: Double? = nil, accuracy: Double, verticalAccuracy: Double? = nil) {
+    /// The receiver's own speed over ground, m/s (NMEA RMC, Android `Location.getSpeed()`); nil: not reported.
+    public var speed: Double?
+    /// The receiver's own course over ground, degrees clockwise from true north; nil: not reported
+    /// (a fix with a speed and no course carries a velocity only at speed 0).
+    public var bearing: Double?
+    public init(latitude: Double, longitude: Double, altitude: Double? = nil, accuracy: Double, verticalAccuracy: Double? = nil,
+                speed: Double? = nil, bearing: Double? = nil) {
         self.latitude = latitude; self.longitude = longitude; self.altitude = altitude
         self.accuracy = accuracy; self.verticalAccuracy = verticalAccuracy
+        self.speed = speed; self.bearing = bearing
+    }
+
+    /// The reported velocity (v_E, v_N), m/s: speed along the course; speed 0 needs no course.
+    /// nil without a finite non-negative speed, or with a positive speed and no finite course.
+    public var velocity: SIMD2<Double>? {
+        guard let s = speed, s.isFinite, s >= 0 else { return nil }
+        if s == 0 { return .zero }
+        guard let b = bearing, b.isFinite else { return nil }
+        return s * Angle.unit(Angle.radians(b))
     }
 }
 

@@ -237,18 +237,31 @@ public enum GNSSFusionEvaluation {
 
     /// A training recording for `GNSSErrorModel.fit`: its family (`handset`) and the NEES of its
     /// fixes under the phone's own covariance.
-    /// Also each fix's error over its own σ per axis, with its time, for the error correlation.
+    /// Also each fix's error over its own σ per axis, with its time, for the error correlation, and
+    /// the error of each reported velocity (`GNSSFix.velocity`) against the truth's velocity L s
+    /// earlier for each L of `GNSSErrorModel.velocityLatencies`: the difference
+    /// p(t − L + 0.5 s) − p(t − L − 0.5 s) over 1 s of the truth track (linear between its samples,
+    /// none across a gap over 5 s).
     public static func errorModelRecording(_ walk: RecordedWalk, accuracyConfidence: Double = 0.68,
                                            families: HandsetFamilies = HandsetFamilies()) -> GNSSErrorModel.Recording {
         let est = GNSSEstimator(accuracyConfidence: accuracyConfidence)
         var nees: [Double] = [], z: [(time: Double, error: SIMD2<Double>)] = []
+        var ev = [[(time: Double, error: SIMD2<Double>)]](repeating: [], count: GNSSErrorModel.velocityLatencies.count)
+        var truths: [String: TruthTrack] = [:]
         walk.forEachEvent(withTruthIn: walk.header.frame, maxGap: 5, where: { if case .gnss = $0.payload { true } else { false } }) { e, p in
             guard case .gnss(let g) = e.payload, case .success(let f) = est.estimate(g, time: e.time, frame: walk.header.frame),
                   let s = GNSSAccuracyCalibration.Sample(fix: f, truth: p, accuracyConfidence: accuracyConfidence) else { return }
             nees.append(s.nees)
             z.append((e.time, (f.position - p) / f.covariance.ee.squareRoot()))
+            if let v = g.velocity {
+                if truths[e.device] == nil { truths[e.device] = TruthTrack(walk: walk, frame: walk.header.frame, subject: e.device, maxGap: 5) }
+                for (k, lag) in GNSSErrorModel.velocityLatencies.enumerated() {
+                    let t = e.time - lag
+                    if let a = truths[e.device]!.position(at: t - 0.5), let b = truths[e.device]!.position(at: t + 0.5) { ev[k].append((e.time, v - (b - a))) }
+                }
+            }
         }
-        return GNSSErrorModel.Recording(family: handset(of: walk, families: families), nees: nees, normalizedErrors: z)
+        return GNSSErrorModel.Recording(family: handset(of: walk, families: families), nees: nees, normalizedErrors: z, velocityErrors: ev)
     }
 
     /// The GNSS error model fitted on training recordings (`GNSSErrorModel.fit`).
@@ -271,11 +284,19 @@ public enum GNSSFusionEvaluation {
 
     /// `stages` with a fitted error model `m` applied to a phone of `family` as pipeline options,
     /// the same a user would write: the gnss stage calibrated by the family's (or pooled) factor
-    /// with no other error model, and the ekf's and smoother's GNSS bias block given the model's
+    /// with no other error model and the model's velocity noise and latency for that family
+    /// (`velocity_sigma_mps`, 0 when it has none; `velocity_latency_s`), and the ekf's and smoother's GNSS bias block given the model's
     /// error correlation for that family (`gnss_bias_fraction`, `gnss_bias_tau_s`) unless set.
     public static func stages(_ stages: [String: StageOptions], model m: GNSSErrorModel, family: String) -> [String: StageOptions] {
         var out = self.stages(stages, calibratedBy: m.calibration(forFamily: family))
         out["gnss"]!.values[GNSSErrorModel.option] = .string("none")
+        let v = m.velocity(forFamily: family)
+        if out["gnss"]!.values[GNSSErrorModel.velocitySigmaOption] == nil {
+            out["gnss"]!.values[GNSSErrorModel.velocitySigmaOption] = .number(v?.sigma ?? 0)
+        }
+        if out["gnss"]!.values[GNSSErrorModel.velocityLatencyOption] == nil {
+            out["gnss"]!.values[GNSSErrorModel.velocityLatencyOption] = .number(v?.latency ?? 0)
+        }
         guard let c = m.correlation(forFamily: family) else { return out }
         for name in ["ekf", "smoother"] {
             var o = out[name] ?? StageOptions(name: name, values: name == "smoother" ? ["enabled": .bool(true)] : [:])

@@ -16,7 +16,8 @@ import TraceIO
 ///   time) stay malformed sentences: dropped and counted, fatal with `--strict`.
 /// - Sentences with the same UTC time string form one epoch; RMC gives the date, GGA the
 ///   altitude (`h` = MSL altitude + geoid separation, i.e. WGS84 ellipsoidal), HDOP and the
-///   fix quality. Epochs without their own RMC take the date of the nearest RMC (±1 day at
+///   fix quality; RMC also the receiver's speed over ground (knots → `spd` m/s) and course over
+///   ground (`brg`, degrees true) when its fields are not empty. Epochs without their own RMC take the date of the nearest RMC (±1 day at
 ///   midnight). Trace time = Unix seconds from date + UTC time (exact in integers, so equal
 ///   UTC strings in two files — phone and reference — give equal trace times).
 /// - `acc` (68 % horizontal, m) = √(σ_lat² + σ_lon²) from a GST of the same epoch, else
@@ -40,6 +41,7 @@ public enum NMEAImporter {
         var quality: Int? = nil
         var rmcValid: Bool? = nil
         var rmcLat: Double? = nil, rmcLon: Double? = nil
+        var speed: Double? = nil, course: Double? = nil
         var line = 0
     }
 
@@ -153,6 +155,10 @@ public enum NMEAImporter {
                     e.date = UTCTime.daysFromCivil(y < 80 ? 2000 + y : 1900 + y, m, d)
                 } else if !f[9].isEmpty { try ctx.malformed("bad RMC date \(f[9])"); continue }
                 e.rmcValid = f[2] == "A"
+                // Speed over ground (knots → m/s, 1 kn = 1852/3600 m/s) and course over ground
+                // (degrees true); empty fields: not reported. An unreadable one is dropped, not the epoch.
+                if let kn = Double(f[7]), kn.isFinite, kn >= 0 { e.speed = kn * 1852 / 3600 }
+                if let c = Double(f[8]), c.isFinite, abs(c) <= 720 { e.course = c }
                 if !f[3].isEmpty {
                     guard let (lat, lon) = try position(f, at: 3, &hemi, &ctx, type: "RMC") else {
                         try ctx.malformed("bad RMC position"); continue
@@ -193,7 +199,8 @@ public enum NMEAImporter {
                 var acc = (e.hdop ?? 1) * options.uere
                 if let a = e.sigmaLat, let b = e.sigmaLon { acc = (a * a + b * b).squareRoot() }
                 events.append(TraceEvent(time: t, device: options.device, payload: .gnss(GNSSFix(
-                    latitude: lat, longitude: lon, altitude: e.alt, accuracy: acc, verticalAccuracy: e.sigmaAlt))))
+                    latitude: lat, longitude: lon, altitude: e.alt, accuracy: acc, verticalAccuracy: e.sigmaAlt,
+                    speed: e.speed, bearing: e.course))))
             }
         }
         ctx.report.files = 1

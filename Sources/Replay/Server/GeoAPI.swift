@@ -273,8 +273,12 @@ public enum GeoAPI {
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
             q.cells = cells; q.droppedCells = droppedCells
-            var seen = Set<String>()
-            for d in try b.array(o, "wifiAccessPoints") {
+            // Sized once: grown from empty, the set rehashed every name three times for 8 APs
+            // (callgrind: 12.7k instructions per request went to these inserts).
+            let list = try b.array(o, "wifiAccessPoints")
+            var seen = Set<String>(minimumCapacity: list.count)
+            q.wifi.reserveCapacity(list.count)
+            for d in list {
                 guard let w = wifi(d, b), seen.insert(w.bssid).inserted else { q.droppedWiFi += 1; continue }
                 q.wifi.append(w)
             }
@@ -302,8 +306,9 @@ public enum GeoAPI {
                 if let a = acc, a > maxSubmitAccuracy { continue }
                 let defaultRAT = rat(b.string(item["radioType", in: b]), default: .gsm) ?? .gsm
                 let cells = self.cells((try? b.array(item, "cellTowers")) ?? [], b, defaultRAT: defaultRAT).cells
-                var seen = Set<String>()
-                let wifi = ((try? b.array(item, "wifiAccessPoints")) ?? []).compactMap { GeoAPI.wifi($0, b) }.filter {
+                let entries = (try? b.array(item, "wifiAccessPoints")) ?? []
+                var seen = Set<String>(minimumCapacity: entries.count)
+                let wifi = entries.compactMap { GeoAPI.wifi($0, b) }.filter {
                     ($0.lastSeen ?? 0) >= -maxAge && seen.insert($0.bssid).inserted
                 }
                 out.append(Submission(position: Geodetic(latitude: lat, longitude: lon), accuracy: acc, cells: cells, wifi: wifi))
@@ -408,7 +413,8 @@ public enum GeoAPI {
     /// sets their `enabled` itself. An answer is the ekf's estimate, so such a stage cannot change
     /// the position, the covariance or `sources_used`; it only added a note ("rss: not fused (not
     /// an ekf input)"). With the defaults that is `rss` (a likelihood grid of about 6,500 nodes ×
-    /// APs log10 terms: more than half of a request's instructions) and `camloc` (photos only).
+    /// APs log10 terms: more than half of a request's instructions) and `camloc` (photos only);
+    /// and `peer` and `tdoa`, whose own evidence a geolocate request never carries (below).
     public static func prototype(stages: [String: StageOptions]) throws -> PipelinePrototype {
         var options = ReportRefiner.reportOptions(stages)
         let full = try StageRegistry.prototype(options: options)
@@ -417,6 +423,19 @@ public enum GeoAPI {
         var pruned = false
         for e in StageRegistry.entries where !e.sources.contains(where: \.isFusion) && taken.isDisjoint(with: e.sources)
             && stages[e.name]?.values["enabled"] == nil {
+            var o = options[e.name] ?? StageOptions(name: e.name)
+            o.values["enabled"] = .bool(false)
+            options[e.name] = o
+            pruned = true
+        }
+        // Stages that work from evidence a geolocate request never has (`ReportRefiner.ownInput`:
+        // peer ranges, photos, acoustic arrivals; geolocate builds cell and WiFi events only):
+        // without it they emit nothing but "missing input" failures, which `fuse` leaves out of
+        // the notes. `peer` looked at every upstream fix for that (callgrind: 10k instructions
+        // per request).
+        let built: EventKinds = [.cell, .wifi]
+        for e in StageRegistry.entries where !e.sources.isEmpty && stages[e.name]?.values["enabled"] == nil
+            && e.sources.allSatisfy({ ReportRefiner.ownInput[$0].map { $0.isDisjoint(with: built) } ?? false }) {
             var o = options[e.name] ?? StageOptions(name: e.name)
             o.values["enabled"] = .bool(false)
             options[e.name] = o
@@ -440,7 +459,8 @@ public enum GeoAPI {
     public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
         var notes: [String] = []
-        let knownBSSIDs = Set(known.aps.map(\.bssid))
+        var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
+        for a in known.aps { knownBSSIDs.insert(a.bssid) }
         var wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
         var usable = known

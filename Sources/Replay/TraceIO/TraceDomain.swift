@@ -18,6 +18,8 @@ public enum TraceDomain {
     public static let height: ClosedRange<Double> = -2e4...1e5
     /// Reported horizontal or vertical accuracy (1σ or 68 %), m.
     public static let accuracy: ClosedRange<Double> = 0...2e7
+    /// Reported speed over ground, m/s (up to orbital speed).
+    public static let speed: ClosedRange<Double> = 0...1e4
     /// Received power (WiFi RSS, cell RSRP), dBm; RSRQ and SNR in dB.
     public static let power: ClosedRange<Double> = -300...100
     /// Carrier frequency, MHz (WiFi 2.4/5/6 GHz; up to 100 GHz); 0 = unknown (UJIIndoorLoc).
@@ -36,7 +38,7 @@ public enum TraceDomain {
     public static let pixelCoordinate: ClosedRange<Double> = -1e7...1e7
     /// Sample counters and sample rates of acoustic ranging (samples, Hz).
     public static let samples: ClosedRange<Double> = -1e15...1e15
-    /// Angles in degrees (declination, azimuth, beamwidth).
+    /// Angles in degrees (declination, azimuth, beamwidth, GNSS course).
     public static let degrees: ClosedRange<Double> = -720...720
     /// Temperature, °C.
     public static let temperature: ClosedRange<Double> = -100...100

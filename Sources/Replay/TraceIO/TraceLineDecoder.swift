@@ -47,7 +47,9 @@ public struct TraceLineDecoder {
                 guard acc >= 0 else { throw .value("acc must be ≥ 0 m, got \(acc)") }
                 try o.check("acc", acc, TraceDomain.accuracy, "m")
                 payload = .gnss(GNSSFix(latitude: lat, longitude: lon, altitude: try o.optionalNumber("alt", in: TraceDomain.height, "m"),
-                                        accuracy: acc, verticalAccuracy: try o.optionalNumber("vacc", in: TraceDomain.accuracy, "m")))
+                                        accuracy: acc, verticalAccuracy: try o.optionalNumber("vacc", in: TraceDomain.accuracy, "m"),
+                                        speed: try o.optionalNumber("spd", in: TraceDomain.speed, "m/s"),
+                                        bearing: try o.optionalNumber("brg", in: TraceDomain.degrees, "deg")))
             case let (t, n) where eq(t, n, "acc"): payload = .imu(try xyz(o, .accelerometer))
             case let (t, n) where eq(t, n, "gyro"): payload = .imu(try xyz(o, .gyroscope))
             case let (t, n) where eq(t, n, "mag"): payload = .imu(try xyz(o, .magnetometer))

@@ -32,6 +32,8 @@ public struct TraceLineEncoder: Sendable {
             if let a = g.altitude { o.number("alt", a) }
             o.number("acc", g.accuracy)
             if let v = g.verticalAccuracy { o.number("vacc", v) }
+            if let v = g.speed { o.number("spd", v) }
+            if let v = g.bearing { o.number("brg", v) }
         case .wifi(let s):
             if let t0 = s.start { o.number("t_start", t0) }
             let aps = s.accessPoints.map { ap -> String in

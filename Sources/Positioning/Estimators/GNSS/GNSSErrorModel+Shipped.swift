@@ -7,7 +7,9 @@ extension GNSSErrorModel {
     /// truth-bearing GNSS recording of the development data — the GSDC 2020 drive
     /// 2020-05-14-US-MTV-1 (Pixel4 and Pixel4XLModded chipset NMEA, accuracy = HDOP · 3 m, against
     /// the NovAtel SPAN 1 Hz track) and the two Android GnssLogger demo logs of one static phone
-    /// (2016-06-30, 2016-08-22, against the surveyed point), family `pseudoranges`. The test
+    /// (2016-06-30, 2016-08-22, against the surveyed point), family `pseudoranges`; the reported
+    /// velocity's σ_v, latency and error correlation from the drive's RMC speed and course (the
+    /// GnssLogger logs report none). The test
     /// `shippedGNSSErrorModelReproduces` refits it (factors and error correlations) from those files and fails when this text
     /// differs (it prints the refitted JSON). docs/radio.md, "The shipped GNSS error model".
     public static let shippedJSON = """
@@ -21,7 +23,11 @@ extension GNSSErrorModel {
           },
           "factor" : 1.6018338368360467,
           "fixes" : 1737,
-          "recordings" : 1
+          "recordings" : 1,
+          "velocity_correlation_integral" : 5.2107163937435175,
+          "velocity_fixes" : 1737,
+          "velocity_latency_s" : 0.5,
+          "velocity_sigma_mps" : 0.3656846224259939
         },
         "Pixel4XL" : {
           "correlation" : {
@@ -30,7 +36,11 @@ extension GNSSErrorModel {
           },
           "factor" : 3.0049351441505956,
           "fixes" : 1743,
-          "recordings" : 1
+          "recordings" : 1,
+          "velocity_correlation_integral" : 5.160336225477025,
+          "velocity_fixes" : 1743,
+          "velocity_latency_s" : 0.4,
+          "velocity_sigma_mps" : 0.41916977327316574
         },
         "pseudoranges" : {
           "correlation" : {
@@ -49,9 +59,13 @@ extension GNSSErrorModel {
         },
         "factor" : 2.2224925913172777,
         "fixes" : 3903,
-        "recordings" : 4
+        "recordings" : 4,
+        "velocity_correlation_integral" : 5.3893821708337235,
+        "velocity_fixes" : 3480,
+        "velocity_latency_s" : 0.5,
+        "velocity_sigma_mps" : 0.40601174765613485
       },
-      "provenance" : "GNSSErrorModel.fit on gsdc2020/2020-05-14-US-MTV-1 (Pixel4, Pixel4XLModded vs SPAN_Pixel4_1Hz) and gnsslogger-static (2 logs, family pseudoranges, static truth 37.422578,-122.081678,-28); day spread from the pseudoranges pair; error correlation (bias fraction, correlation time) from the fixes' error autocorrelation at lags 1-60 s"
+      "provenance" : "GNSSErrorModel.fit on gsdc2020/2020-05-14-US-MTV-1 (Pixel4, Pixel4XLModded vs SPAN_Pixel4_1Hz) and gnsslogger-static (2 logs, family pseudoranges, static truth 37.422578,-122.081678,-28); day spread from the pseudoranges pair; error correlation (bias fraction, correlation time) from the fixes' error autocorrelation at lags 1-60 s; reported velocity (RMC speed and course) noise, latency and error autocorrelation against the SPAN track's 1 s differences"
     }
     """
 

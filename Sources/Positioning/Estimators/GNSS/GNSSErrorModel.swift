@@ -41,8 +41,24 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         /// β and τ of the fixes' error (`fitCorrelation`), handed to the filters' GNSS bias block
         /// with every fix; nil (a model file without them, or too short recordings): the filter's defaults.
         public var correlation: ErrorCorrelation?
-        public init(factor: Double, recordings: Int, fixes: Int, correlation: ErrorCorrelation? = nil) {
+        /// σ_v, per-axis noise of the receiver's reported velocity (m/s, `fitVelocitySigma`), and the
+        /// number of fixes with a velocity it was fitted on; nil: the training recordings report no velocity.
+        public var velocitySigma: Double?
+        public var velocityFixes: Int?
+        /// L, s: the reported velocity is the motion L s before the fix's time (`fitVelocity`); nil = 0.
+        public var velocityLatency: Double?
+        /// g, the integrated autocorrelation of the velocity error (σ_v above already includes √g).
+        public var velocityCorrelationIntegral: Double?
+        enum CodingKeys: String, CodingKey {
+            case factor, recordings, fixes, correlation, velocitySigma = "velocity_sigma_mps", velocityFixes = "velocity_fixes"
+            case velocityLatency = "velocity_latency_s", velocityCorrelationIntegral = "velocity_correlation_integral"
+        }
+        public init(factor: Double, recordings: Int, fixes: Int, correlation: ErrorCorrelation? = nil,
+                    velocitySigma: Double? = nil, velocityFixes: Int? = nil, velocityLatency: Double? = nil,
+                    velocityCorrelationIntegral: Double? = nil) {
             self.factor = factor; self.recordings = recordings; self.fixes = fixes; self.correlation = correlation
+            self.velocitySigma = velocitySigma; self.velocityFixes = velocityFixes; self.velocityLatency = velocityLatency
+            self.velocityCorrelationIntegral = velocityCorrelationIntegral
         }
     }
     /// Per handset family.
@@ -71,6 +87,19 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         (families[f] ?? pooled).correlation
     }
 
+    /// σ_v of a family's reported velocity: the family's entry's, else (a family the model has
+    /// not met, or one whose training recordings report no velocity) the pooled one; nil: none.
+    public func velocitySigma(forFamily f: String) -> Double? {
+        velocity(forFamily: f)?.sigma
+    }
+
+    /// σ_v and latency L of a family's reported velocity (the family's entry when it has a σ_v,
+    /// else the pooled one's); nil: none.
+    public func velocity(forFamily f: String) -> (sigma: Double, latency: Double)? {
+        let e = families[f]?.velocitySigma != nil ? families[f]! : pooled
+        return e.velocitySigma.map { ($0, e.velocityLatency ?? 0) }
+    }
+
     /// The calibration applied to a family's fixes (one bin).
     public func calibration(forFamily f: String) -> GNSSAccuracyCalibration {
         GNSSAccuracyCalibration(edges: [], factors: [factor(forFamily: f).factor])!
@@ -83,9 +112,14 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         public var family: String
         public var nees: [Double]
         public var normalizedErrors: [(time: Double, error: SIMD2<Double>)]
-        public init(family: String, nees: [Double], normalizedErrors: [(time: Double, error: SIMD2<Double>)] = []) {
+        /// Error of each reported velocity against the truth's velocity L s earlier, for each L of
+        /// `velocityLatencies` (m/s, E and N; empty: none reported).
+        public var velocityErrors: [[(time: Double, error: SIMD2<Double>)]]
+        public init(family: String, nees: [Double], normalizedErrors: [(time: Double, error: SIMD2<Double>)] = [],
+                    velocityErrors: [[(time: Double, error: SIMD2<Double>)]] = []) {
             self.family = family; self.nees = nees.filter { $0.isFinite && $0 >= 0 }
             self.normalizedErrors = normalizedErrors.filter { $0.time.isFinite && $0.error.x.isFinite && $0.error.y.isFinite }
+            self.velocityErrors = velocityErrors.map { $0.filter { $0.time.isFinite && $0.error.x.isFinite && $0.error.y.isFinite } }
         }
     }
 
@@ -189,6 +223,55 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         return exp(hi)
     }
 
+    // MARK: velocity noise
+
+    /// σ_v and L of a group of recordings' reported velocities: the per-axis σ whose 95 % circle holds
+    /// the velocity error with predictive coverage 0.95 over the recordings and days — the same
+    /// `solve` as α with each error's NEES under σ = 1 m/s (|e_v|²), so α is σ_v in m/s and the
+    /// day spread s widens it as it widens α (a receiver's velocity error, like its position
+    /// error, is that of a day). The 95 % level, not the mean square, sets it: the errors have
+    /// heavy tails (GSDC 2020-05-14 Pixel4XLModded: P50 0.108 m/s, P95 0.728 m/s), so a σ from the
+    /// RMS would be dominated by the few turns and stops where the chipset's course lags.
+    /// nil when no recording reports a velocity.
+    ///
+    /// The latency L: a receiver reports with each fix the velocity it measured over the epoch that
+    /// ends there, so its velocity is the motion of about half a fix interval earlier (on the
+    /// GSDC 2020-05-14 drive the reported velocity's P95 error against the SPAN track is 0.74 m/s
+    /// at L = 0 and 0.39–0.42 m/s at L = 0.4–0.5 s on the Pixel4XLModded, 0.61 and 0.33–0.34 m/s on
+    /// the Pixel4). L is the value of `velocityLatencies` with the smallest σ_v (the first of equals).
+    ///
+    /// Time correlation: the filters take each reported velocity as an independent measurement, but
+    /// the receiver's velocity error persists over seconds (its own filter; on the drive above
+    /// ρ(1 s) ≈ 0.5–0.7 at the fitted L). n correlated measurements carry the information of
+    /// n / g independent ones, g = 1 + 2 Σ_{k ≥ 1} ρ(k) (the integrated autocorrelation, the variance
+    /// of a mean of a correlated series; Bartlett 1946), so the σ the filters use is σ_v √g: ρ(k) at
+    /// k = 1…10 s, averaged over the recordings (`autocorrelation`, uncentred), summed up to the
+    /// first lag where it is not positive. Returned: σ = σ_v √g, L, and g.
+    public static func fitVelocity(_ recordings: [Recording], daySpread s: Double) -> (sigma: Double, latency: Double, integral: Double)? {
+        var best: (sigma: Double, latency: Double, k: Int)?
+        for (k, lag) in velocityLatencies.enumerated() {
+            let v = recordings.map { k < $0.velocityErrors.count ? $0.velocityErrors[k].map { ($0.error * $0.error).sum() } : [] }.filter { !$0.isEmpty }
+            guard !v.isEmpty, let sigma = solve(recordings: v, daySpread: s) else { continue }
+            if best == nil || sigma < best!.sigma { best = (sigma, lag, k) }
+        }
+        guard let b = best else { return nil }
+        var g = 1.0
+        for lag in 1...10 {
+            let r = recordings.compactMap { b.k < $0.velocityErrors.count ? autocorrelation($0.velocityErrors[b.k], lag: Double(lag)) : nil }
+            guard !r.isEmpty else { break }
+            let rho = r.reduce(0, +) / Double(r.count)
+            guard rho > 0 else { break }
+            g += 2 * rho
+        }
+        return (b.sigma * g.squareRoot(), b.latency, g)
+    }
+
+    /// Latencies L (s) tried by `fitVelocity`: 0 to 1 s in steps of 0.1 s.
+    public static let velocityLatencies: [Double] = (0...10).map { Double($0) / 10 }
+
+    /// Fixes with a reported velocity and truth (at L = 0).
+    static func velocityFixCount(_ rs: [Recording]) -> Int { rs.reduce(0) { $0 + ($1.velocityErrors.first?.count ?? 0) } }
+
     /// Fits the model (above) on training recordings; `daySpread` nil = estimated from them.
     public static func fit(_ recordings: [Recording], daySpread: Double? = nil, provenance: String = "") -> GNSSErrorModel? {
         let rs = recordings.filter { !$0.nees.isEmpty }
@@ -196,11 +279,17 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         var fam: [String: Entry] = [:]
         for (f, g) in Dictionary(grouping: rs, by: \.family) {
             guard let a = solve(recordings: g.map(\.nees), daySpread: s) else { continue }
+            let v = fitVelocity(g, daySpread: s)
             fam[f] = Entry(factor: a, recordings: g.count, fixes: g.reduce(0) { $0 + $1.nees.count },
-                           correlation: fitCorrelation(g.map(\.normalizedErrors)))
+                           correlation: fitCorrelation(g.map(\.normalizedErrors)),
+                           velocitySigma: v?.sigma, velocityFixes: v.map { _ in velocityFixCount(g) }, velocityLatency: v?.latency,
+                           velocityCorrelationIntegral: v?.integral)
         }
+        let v = fitVelocity(rs, daySpread: s)
         return GNSSErrorModel(families: fam, pooled: Entry(factor: pooled, recordings: rs.count, fixes: rs.reduce(0) { $0 + $1.nees.count },
-                                                           correlation: fitCorrelation(rs.map(\.normalizedErrors))),
+                                                           correlation: fitCorrelation(rs.map(\.normalizedErrors)),
+                                                           velocitySigma: v?.sigma, velocityFixes: v.map { _ in velocityFixCount(rs) },
+                                                           velocityLatency: v?.latency, velocityCorrelationIntegral: v?.integral),
                               daySpread: s, provenance: provenance)
     }
 
@@ -226,6 +315,10 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
     /// `gnss` stage option: the handset family of the trace's phone (default: from the trace
     /// header's `device`, else the event's device, by `HandsetFamilies`).
     public static let familyOption = "handset_family"
+    /// `gnss` stage option: σ_v of the reported velocity (m/s; default the model's, 0 = not used).
+    public static let velocitySigmaOption = "velocity_sigma_mps"
+    /// `gnss` stage option: the reported velocity's latency L (s; default the model's).
+    public static let velocityLatencyOption = "velocity_latency_s"
 
     /// The model the options select; nil = none.
     public static func from(options o: StageOptions) throws -> GNSSErrorModel? {

@@ -21,6 +21,11 @@ public struct GNSSEstimator: Sendable {
     /// The time correlation of the fixes' error (the error model's, per family), carried on each
     /// fix for the filters' GNSS bias block; nil: the filters' defaults.
     public var errorCorrelation: ErrorCorrelation?
+    /// Per-axis σ of the receiver's reported velocity (speed and course, `GNSSFix.velocity`), m/s:
+    /// the error model's for the phone's family; nil: the velocity is not used.
+    public var velocitySigma: Double?
+    /// L, s: the reported velocity is the motion L s before the fix (`GNSSErrorModel.fitVelocity`).
+    public var velocityLatency = 0.0
 
     public init(accuracyConfidence: Double = 0.68, inflation: Double = 1, calibration: GNSSAccuracyCalibration? = nil) {
         self.accuracyConfidence = accuracyConfidence; self.inflation = inflation; self.calibration = calibration
@@ -46,6 +51,14 @@ public struct GNSSEstimator: Sendable {
         f.errorCorrelation = errorCorrelation
         return .success(f)
     }
+
+    /// The fix's reported velocity as a measurement with noise `velocitySigma` at the fix's time −
+    /// `velocityLatency` (the filters take it as a late input, `FusionTrack`); nil when the fix
+    /// reports none (`GNSSFix.velocity`) or no velocity noise is known.
+    public func velocityMeasurement(_ g: GNSSFix, time: Double) -> VelocityMeasurement? {
+        guard let s = velocitySigma, s > 0, s.isFinite, let v = g.velocity else { return nil }
+        return VelocityMeasurement(velocity: v, sigma: s, time: time - velocityLatency)
+    }
 }
 
 /// Pipeline stage emitting `gnss` fixes (and loose position measurements for filters).
@@ -55,14 +68,22 @@ public struct GNSSEstimator: Sendable {
 /// (`error_model`, default the shipped `GNSSErrorModel`) factor for the phone's handset family:
 /// the `handset_family` option, else the family of the trace header's `device`, else of the
 /// event's device (`HandsetFamilies`); a family the model lacks gets its pooled factor.
+/// When the fix reports a velocity (speed and course) and a velocity noise is known (option
+/// `velocity_sigma_mps`, else the error model's for the family), the stage also emits it as a
+/// `VelocityMeasurement` for the filters.
 public final class GNSSStage: PipelineStage {
     public let estimator: GNSSEstimator
     public let errorModel: GNSSErrorModel?
     public let handsetFamily: String?
     public let families: HandsetFamilies
+    /// σ_v of the reported velocity (m/s): nil = the error model's for the family, 0 = the velocity is not used.
+    public let velocitySigma: Double?
+    /// Its latency L (s): nil = the error model's with its σ_v, else 0.
+    public let velocityLatency: Double?
     public init(estimator: GNSSEstimator = GNSSEstimator(), errorModel: GNSSErrorModel? = nil, handsetFamily: String? = nil,
-                families: HandsetFamilies = HandsetFamilies()) {
+                families: HandsetFamilies = HandsetFamilies(), velocitySigma: Double? = nil, velocityLatency: Double? = nil) {
         self.estimator = estimator; self.errorModel = errorModel; self.handsetFamily = handsetFamily; self.families = families
+        self.velocitySigma = velocitySigma; self.velocityLatency = velocityLatency
     }
     public var sources: [Source] { [.gnss] }
     /// No per-trace state.
@@ -70,7 +91,7 @@ public final class GNSSStage: PipelineStage {
     /// GNSS fixes only.
     public var inputs: StageInputs { StageInputs(events: .gnss, upstream: false) }
     public func fresh() -> any PipelineStage {
-        GNSSStage(estimator: estimator, errorModel: errorModel, handsetFamily: handsetFamily, families: families)
+        GNSSStage(estimator: estimator, errorModel: errorModel, handsetFamily: handsetFamily, families: families, velocitySigma: velocitySigma, velocityLatency: velocityLatency)
     }
 
     /// The estimator for a phone: `estimator` with the error model's calibration of its family
@@ -78,20 +99,30 @@ public final class GNSSStage: PipelineStage {
     /// The error model also gives the fixes its error correlation (β, τ) for that family, unless
     /// the estimator has one.
     public func estimator(device: String, header: TraceHeader) -> GNSSEstimator {
-        guard let m = errorModel, estimator.calibration == nil || estimator.errorCorrelation == nil else { return estimator }
+        var e = estimator
+        if let s = velocitySigma { e.velocitySigma = s > 0 ? s : nil }
+        if let l = velocityLatency { e.velocityLatency = l }
+        guard let m = errorModel, e.calibration == nil || e.errorCorrelation == nil || velocitySigma == nil else { return e }
         let name = handsetFamily ?? header.device.flatMap { $0.isEmpty ? nil : $0 } ?? device
         let family = handsetFamily ?? families.family(of: name)
-        var e = estimator
         if e.calibration == nil { e.calibration = m.calibration(forFamily: family) }
         if e.errorCorrelation == nil { e.errorCorrelation = m.correlation(forFamily: family) }
+        if velocitySigma == nil, let v = m.velocity(forFamily: family) {
+            e.velocitySigma = v.sigma
+            if velocityLatency == nil { e.velocityLatency = v.latency }
+        }
         return e
     }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .gnss(let g) = event.payload else { return [] }
-        switch estimator(device: event.device, header: context.header).estimate(g, time: event.time, subject: event.device, frame: context.frame) {
+        let e = estimator(device: event.device, header: context.header)
+        switch e.estimate(g, time: event.time, subject: event.device, frame: context.frame) {
         case .success(let f):
-            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+            guard let v = e.velocityMeasurement(g, time: event.time) else {
+                return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+            }
+            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device), .measurement(v, subject: event.device)]
         case .failure(let r):
             return [.failure(source: .gnss, time: event.time, subject: event.device, reason: r)]
         }

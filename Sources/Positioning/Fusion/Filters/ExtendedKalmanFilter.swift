@@ -5,7 +5,7 @@ import Foundation
 ///
 /// * Predict: x ← f(x, u), P ← F P Fᵀ + Q (F the Jacobian of f; exact for CV).
 /// * Update with any `MeasurementModel`: H = [∂h/∂p 0] (the model's 2-column Jacobian embedded in
-///   the E, N columns), ν = z − h(x) (angles wrapped by the model), S = HPHᵀ + R, χ² gate on
+///   the E, N columns; for a velocity model in the v_E, v_N columns, `stateJacobian`), ν = z − h(x) (angles wrapped by the model), S = HPHᵀ + R, χ² gate on
 ///   νᵀS⁻¹ν, Joseph-form covariance and symmetrisation (`KalmanAlgebra`).
 /// * Inequality measurements (saturated TA, hidden APs) are applied as ordinary updates only
 ///   when the current estimate violates them (§1.3, §3.2 step 6).
@@ -82,7 +82,9 @@ public final class ExtendedKalmanFilter: FusionFilter {
     public func update(_ m: any MeasurementModel, gate: Double?) -> UpdateRecord {
         let dim = m.dimension
         guard isInitialized else { return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: gate, outcome: .uninitialized) }
-        let p = SIMD2(mean[0], mean[1])
+        guard let p = m.argument(mean, layout: motion.layout), let h = m.stateJacobian(mean, layout: motion.layout) else {
+            return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: gate, outcome: .unobservable)
+        }
         var gate = gate
         if let iq = m as? any InequalityMeasurement {
             guard iq.isViolated(p) else { return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: nil, outcome: .notViolated) }
@@ -96,8 +98,6 @@ public final class ExtendedKalmanFilter: FusionFilter {
             if let a = motion.layout.angleIndex { mean[a] = Angle.wrap(mean[a]) }
             return UpdateRecord(time: m.time, source: m.source, dimension: 2, nis: abs(nis), gate: gate, outcome: nis < 0 ? .gated : .accepted)
         }
-        let jac = m.jacobian(p)
-        let h = (0..<dim).map { SIMD4(jac[$0, 0], jac[$0, 1], 0, 0) }
         let nu = m.innovation(m.predict(p))
         switch KalmanAlgebra.update(mean: mean, covariance: covariance, h: h, innovation: nu, noise: m.noise,
                                     gate: gate, angleIndex: motion.layout.angleIndex) {

@@ -2,7 +2,9 @@ import Foundation
 
 /// The outcome of one measurement update, logged per update (`docs/models.md` §7.5–7.6).
 public struct UpdateRecord: Sendable, Equatable {
-    public enum Outcome: String, Sendable { case accepted, gated, notViolated = "not_violated", singular, uninitialized }
+    /// `unobservable`: the model observes a part of the state this filter's layout does not carry
+    /// (a velocity in the step state); nothing changed.
+    public enum Outcome: String, Sendable { case accepted, gated, notViolated = "not_violated", singular, uninitialized, unobservable }
     public var time: Double
     public var source: Source
     /// Measurement dimension m.

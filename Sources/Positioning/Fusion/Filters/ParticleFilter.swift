@@ -468,6 +468,7 @@ public final class ParticleFilter: FusionFilter {
             UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nis, gate: g, outcome: o)
         }
         guard isInitialized else { return record(nil, gate, .uninitialized) }
+        guard m.observedBlock.indices(in: motion.layout) != nil else { return record(nil, gate, .unobservable) }
         gatherAncestors()
         let (mu, p) = estimate()
         priorFactor = regularization > 0 ? p.cholesky : nil
@@ -478,13 +479,13 @@ public final class ParticleFilter: FusionFilter {
             if family == .radio { model.adopt(pm.errorCorrelation) }
             return updateBiased(pm, model: model, family: family, gate: gate)
         }
-        let pos = SIMD2(mu[0], mu[1])
+        let pos = m.argument(mu, layout: motion.layout)!
+        let velocity = m.observedBlock == .velocity
         // NIS from the cloud's moments (linearised): S = H P Hᵀ + R, for logging and gating.
         var nis: Double?
         let isInequality = m is any InequalityMeasurement
         if !isInequality {
-            let jac = m.jacobian(pos)
-            let h = (0..<dim).map { SIMD4(jac[$0, 0], jac[$0, 1], 0, 0) }
+            let h = m.stateJacobian(mu, layout: motion.layout)!
             var s = m.noise
             for i in 0..<dim { for j in 0..<dim { s[i, j] += (h[i] * (p * h[j])).sum() } }
             if let si = s.spdInverse {
@@ -502,7 +503,7 @@ public final class ParticleFilter: FusionFilter {
         } else {
             var mx = -Double.infinity
             for i in 0..<count {
-                let l = lw[i] + m.logLikelihood(SIMD2(a0[i], a1[i]))
+                let l = lw[i] + m.logLikelihood(velocity ? SIMD2(a2[i], a3[i]) : SIMD2(a0[i], a1[i]))
                 b0[i] = l.isNaN ? -.infinity : l
                 mx = Swift.max(mx, b0[i])
             }

@@ -122,8 +122,9 @@ public final class UnscentedKalmanFilter: FusionFilter {
             guard iq.isViolated(SIMD2(mean[0], mean[1])) else { return record(nil, nil, .notViolated) }
             gate = nil
         }
+        guard let (ia, ib) = m.observedBlock.indices(in: motion.layout) else { return record(nil, gate, .unobservable) }
         guard let pts = sigmaPoints() else { return record(nil, gate, .singular) }
-        let zs = pts.map { m.predict(SIMD2($0[0], $0[1])) }
+        let zs = pts.map { m.predict(SIMD2($0[ia], $0[ib])) }
         let (w0, wi) = sigma.meanWeights
         let (c0, ci) = sigma.covarianceWeights
         let angle = (0..<dim).map { m.isAngleComponent($0) }

@@ -222,10 +222,9 @@ final class FusionTrack {
             } else {
                 let prior = gnssBias?.isPrimed == true ? (x: filter.mean, p: filter.covariance) : nil   // only the bias block needs it
                 record = filter.update(m, gate: gate(m))
-                if record?.accepted == true, let (x, p) = prior {
-                    let q = SIMD2(x[0], x[1]), j = m.jacobian(q)
-                    gnssBias!.update(h: (0..<m.dimension).map { SIMD4(j[$0, 0], j[$0, 1], 0, 0) },
-                                     innovation: m.innovation(m.predict(q)), noise: m.noise, prior: p)
+                let layout = filter.motion.layout
+                if record?.accepted == true, let (x, p) = prior, let q = m.argument(x, layout: layout), let h = m.stateJacobian(x, layout: layout) {
+                    gnssBias!.update(h: h, innovation: m.innovation(m.predict(q)), noise: m.noise, prior: p)
                 }
             }
         case .heading(let time, let value, let variance):
@@ -328,7 +327,7 @@ final class FusionTrack {
         case .accepted: c.accepted -= 1
         case .gated: c.gated -= 1
         case .singular: c.singular -= 1
-        case .notViolated, .uninitialized: break
+        case .notViolated, .uninitialized, .unobservable: break
         }
         if let n = r.nis, r.outcome == .accepted || r.outcome == .gated { c.nisSum -= n; c.dofSum -= r.dimension }
         counters[r.source] = c
@@ -341,7 +340,7 @@ final class FusionTrack {
         case .accepted: c.accepted += 1
         case .gated: c.gated += 1
         case .singular: c.singular += 1
-        case .notViolated, .uninitialized: break
+        case .notViolated, .uninitialized, .unobservable: break
         }
         if let n = r.nis, r.outcome == .accepted || r.outcome == .gated { c.nisSum += n; c.dofSum += r.dimension }
         counters[r.source] = c
