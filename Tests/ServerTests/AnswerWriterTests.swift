@@ -71,6 +71,7 @@ import Testing
         let full = try StageRegistry.prototype(options: ReportRefiner.reportOptions([:]))
         #expect(full.sources.contains(.rss) && !pruned.sources.contains(.rss))
         #expect(pruned.sources.contains(.wcl) && pruned.sources.contains(.hapel) && pruned.sources.contains(.ekf))
+        #expect(full.sources.contains(.peer) && !pruned.sources.contains(.peer) && !pruned.sources.contains(.tdoa))
         // Configured explicitly, a stage stays.
         #expect(try GeoAPI.prototype(stages: ["rss": StageOptions(name: "rss", values: ["enabled": .bool(true)])]).sources.contains(.rss))
 

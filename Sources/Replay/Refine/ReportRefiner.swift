@@ -384,8 +384,9 @@ public final class ReportRefiner {
         return true
     }
 
-    /// The evidence kind a stage works from, for stages that also see other sources' fixes.
-    static let ownInput: [Source: EventKinds] = [.peer: .peerRange, .camloc: .photo, .tdoa: .acoustic]
+    /// The evidence kind a stage works from, for stages that also see other sources' fixes
+    /// (serve's geolocate leaves out the stages whose evidence it never builds).
+    package static let ownInput: [Source: EventKinds] = [.peer: .peerRange, .camloc: .photo, .tdoa: .acoustic]
 
     /// √χ²₂(0.95): the 95 % ellipse's semi-axes in units of the covariance's principal σ.
     static let k95 = ChiSquare.quantile(0.95, dof: 2).squareRoot()

@@ -413,7 +413,8 @@ public enum GeoAPI {
     /// sets their `enabled` itself. An answer is the ekf's estimate, so such a stage cannot change
     /// the position, the covariance or `sources_used`; it only added a note ("rss: not fused (not
     /// an ekf input)"). With the defaults that is `rss` (a likelihood grid of about 6,500 nodes ×
-    /// APs log10 terms: more than half of a request's instructions) and `camloc` (photos only).
+    /// APs log10 terms: more than half of a request's instructions) and `camloc` (photos only);
+    /// and `peer` and `tdoa`, whose own evidence a geolocate request never carries (below).
     public static func prototype(stages: [String: StageOptions]) throws -> PipelinePrototype {
         var options = ReportRefiner.reportOptions(stages)
         let full = try StageRegistry.prototype(options: options)
@@ -422,6 +423,19 @@ public enum GeoAPI {
         var pruned = false
         for e in StageRegistry.entries where !e.sources.contains(where: \.isFusion) && taken.isDisjoint(with: e.sources)
             && stages[e.name]?.values["enabled"] == nil {
+            var o = options[e.name] ?? StageOptions(name: e.name)
+            o.values["enabled"] = .bool(false)
+            options[e.name] = o
+            pruned = true
+        }
+        // Stages that work from evidence a geolocate request never has (`ReportRefiner.ownInput`:
+        // peer ranges, photos, acoustic arrivals; geolocate builds cell and WiFi events only):
+        // without it they emit nothing but "missing input" failures, which `fuse` leaves out of
+        // the notes. `peer` looked at every upstream fix for that (callgrind: 10k instructions
+        // per request).
+        let built: EventKinds = [.cell, .wifi]
+        for e in StageRegistry.entries where !e.sources.isEmpty && stages[e.name]?.values["enabled"] == nil
+            && e.sources.allSatisfy({ ReportRefiner.ownInput[$0].map { $0.isDisjoint(with: built) } ?? false }) {
             var o = options[e.name] ?? StageOptions(name: e.name)
             o.values["enabled"] = .bool(false)
             options[e.name] = o
