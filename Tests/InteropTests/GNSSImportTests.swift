@@ -87,6 +87,33 @@ import TestSupport
     }
 }
 
+extension GnssLoggerImportTests {
+    /// Speed and course of the Fix rows become `spd`/`brg`; a missing, empty or negative value is
+    /// "not reported" (nil), and a positive speed without a course gives no velocity.
+    @Test func fixSpeedAndBearing() throws {
+        func fixes(_ text: String) throws -> [GNSSFix] {
+            try GnssLoggerImporter.parse(ByteBuffer(string: text), file: "g.txt", options: ImportOptions(strict: true)).events
+                .compactMap { if case .gnss(let f) = $0.payload { return f } else { return nil } }
+        }
+        let v3 = try fixes(ImportFixtures.gnssLoggerVelocity)
+        #expect(v3.count == 3)
+        #expect(v3[0].speed == 12.5 && v3[0].bearing == 271.3)
+        let v = try #require(v3[0].velocity)
+        let b = 271.3 * Double.pi / 180
+        #expect(abs(v.x - 12.5 * sin(b)) < 1e-9 && abs(v.y - 12.5 * cos(b)) < 1e-9)   // (east, north)
+        #expect(v3[1].speed == nil && v3[1].bearing == nil && v3[1].velocity == nil)
+        #expect(v3[2].speed == nil && v3[2].bearing == 90 && v3[2].velocity == nil)
+        let v14 = try fixes(ImportFixtures.gnssLoggerV14Speed)
+        #expect(v14.count == 2)
+        #expect(v14[0].speed == 0 && v14[0].bearing == nil && v14[0].velocity == .zero)   // at rest: no course needed
+        #expect(v14[1].speed == 1.25 && v14[1].bearing == nil && v14[1].velocity == nil)
+        // The v3 fixture of the test above (speed 0, course 0) now carries them too.
+        let old = try GnssLoggerImporter.parse(ByteBuffer(string: ImportFixtures.gnssLogger), file: "g.txt", options: ImportOptions(strict: true))
+        guard case .gnss(let f) = old.events.first(where: { $0.typeName == "gnss" })!.payload else { Issue.record("gnss"); return }
+        #expect(f.speed == 0 && f.bearing == 0)
+    }
+}
+
 @Suite struct GPXImportTests {
     @Test func pointsBecomeGroundTruth() throws {
         let r = try GPXImporter.parse(Data(ImportFixtures.gpx.utf8), file: "x.gpx", options: ImportOptions(strict: true))

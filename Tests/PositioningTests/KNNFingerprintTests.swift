@@ -190,7 +190,9 @@ import Foundation
             var bad = o; bad.values[key] = v
             #expect(throws: ConfigurationError.self) { try FingerprintStage.make(bad) }
         }
-        #expect(try FingerprintStage.make(StageOptions(name: "fingerprint")).method == .bayes)
+        #expect(try FingerprintStage.make(StageOptions(name: "fingerprint")).method == .wknn)
+        #expect(FingerprintStage.defaultMethod == .wknn)
+        #expect(try FingerprintStage.make(StageOptions(name: "fingerprint", values: ["method": .string("bayes")])).method == .bayes)
     }
 
     /// The fit on noise-free data surveyed twice (two groups at the same places): leaving a

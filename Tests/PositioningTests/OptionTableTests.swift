@@ -20,10 +20,13 @@ import Testing
                 // The smoother reads the ukf (pf) options only when it smooths a ukf (pf).
                 if e.name == "smoother", FusionStage.Options.ukf.options.contains(spec) { values["filter"] = .string("ukf") }
                 if e.name == "smoother", FusionStage.Options.pf.options.contains(spec) { values["filter"] = .string("pf") }
-                // The wknn options are read with `method: wknn`, the other cov_ keys with cov_k.
-                if e.name == "fingerprint", FingerprintStage.Options.wknn.options.contains(where: { $0.key == spec.key }),
-                   !FingerprintStage.Options.table.options.contains(where: { $0.key == spec.key }) {
-                    values["method"] = .string("wknn")
+                // The bayes-only options are read with `method: bayes` (the default is wknn), the
+                // cov_ keys other than cov_k with cov_k.
+                if e.name == "fingerprint" {
+                    if FingerprintStage.Options.bayesTable.options.contains(where: { $0.key == spec.key }),
+                       !FingerprintStage.Options.table.options.contains(where: { $0.key == spec.key }) {
+                        values["method"] = .string("bayes")
+                    }
                     if spec.key.hasPrefix("cov_"), spec.key != "cov_k" { values["cov_k"] = .number(1) }
                 }
                 do {

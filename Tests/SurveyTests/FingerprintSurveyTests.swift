@@ -82,7 +82,7 @@ import TestSupport
     @Test func noiseFreeReplayIsExact() throws {
         let yaml = Self.scenario(survey: "  survey: {spacing_m: 2, scans_per_point: 1}", jitter: 0, scanDuration: 0, phone: "[[14, 22]]")
         let s = try simulate(yaml, "survey-exact")
-        let sharp = ["fingerprint": StageOptions(name: "fingerprint", values: ["sigma_db": .number(0.5)])]
+        let sharp = ["fingerprint": StageOptions(name: "fingerprint", values: ["method": .string("bayes"), "sigma_db": .number(0.5)])]
         let result = try Replayer(options: ReplayOptions(stages: sharp)).run(try TraceLocation.resolve(s.trace.deletingLastPathComponent().path))
         let st = try #require(result.scores.score("fingerprint")?.statistics)
         print("noise-free fingerprint: n=\(st.count) mean \(st.mean) m max \(st.max) m")

@@ -241,13 +241,15 @@ public enum GNSSFusionEvaluation {
     /// the error of each reported velocity (`GNSSFix.velocity`) against the truth's velocity L s
     /// earlier for each L of `GNSSErrorModel.velocityLatencies`: the difference
     /// p(t − L + 0.5 s) − p(t − L − 0.5 s) over 1 s of the truth track (linear between its samples,
-    /// none across a gap over 5 s).
+    /// none across a gap over 5 s). None when the truth never moves more than 5 cm in 1 s (a static
+    /// receiver's speed-0 reports carry no information on a moving receiver's velocity noise).
     public static func errorModelRecording(_ walk: RecordedWalk, accuracyConfidence: Double = 0.68,
                                            families: HandsetFamilies = HandsetFamilies()) -> GNSSErrorModel.Recording {
         let est = GNSSEstimator(accuracyConfidence: accuracyConfidence)
         var nees: [Double] = [], z: [(time: Double, error: SIMD2<Double>)] = []
         var ev = [[(time: Double, error: SIMD2<Double>)]](repeating: [], count: GNSSErrorModel.velocityLatencies.count)
         var truths: [String: TruthTrack] = [:]
+        var truthMoves = false
         walk.forEachEvent(withTruthIn: walk.header.frame, maxGap: 5, where: { if case .gnss = $0.payload { true } else { false } }) { e, p in
             guard case .gnss(let g) = e.payload, case .success(let f) = est.estimate(g, time: e.time, frame: walk.header.frame),
                   let s = GNSSAccuracyCalibration.Sample(fix: f, truth: p, accuracyConfidence: accuracyConfidence) else { return }
@@ -257,10 +259,17 @@ public enum GNSSFusionEvaluation {
                 if truths[e.device] == nil { truths[e.device] = TruthTrack(walk: walk, frame: walk.header.frame, subject: e.device, maxGap: 5) }
                 for (k, lag) in GNSSErrorModel.velocityLatencies.enumerated() {
                     let t = e.time - lag
-                    if let a = truths[e.device]!.position(at: t - 0.5), let b = truths[e.device]!.position(at: t + 0.5) { ev[k].append((e.time, v - (b - a))) }
+                    if let a = truths[e.device]!.position(at: t - 0.5), let b = truths[e.device]!.position(at: t + 0.5) {
+                        ev[k].append((e.time, v - (b - a)))
+                        truthMoves = truthMoves || ((b - a) * (b - a)).sum() > 0.05 * 0.05
+                    }
                 }
             }
         }
+        // A recording whose truth never moves (a surveyed point: a static logger) gives no velocity
+        // errors: a receiver at rest reports speed 0 exactly (static hold), which says nothing about
+        // the velocity noise of a moving one, and would pull the family's and the pooled σ_v to ~0.
+        if !truthMoves { ev = ev.map { _ in [] } }
         return GNSSErrorModel.Recording(family: handset(of: walk, families: families), nees: nees, normalizedErrors: z, velocityErrors: ev)
     }
 

@@ -6,7 +6,11 @@ import Positioning
 ///
 /// - `Fix` with provider `gps`/`GPS` → `gnss` at `t` = UTC time ms / 1000 (Unix s):
 ///   `Latitude[Degrees]`, `Longitude[Degrees]`, `Altitude[Meters]` (WGS84 ellipsoidal),
-///   `Accuracy[Meters]` (68 %), `VerticalAccuracyMeters`. Fixes from other providers
+///   `Accuracy[Meters]` (68 %), `VerticalAccuracyMeters`, the receiver's speed `Speed`/`SpeedMps`
+///   (m/s) and course `Bearing`/`BearingDegrees` (° true; v1.4 logs have no course, so only a speed
+///   of 0 gives a velocity) → `spd`/`brg`, nil when the column is missing or empty. The speed and
+///   course accuracies of newer logs (`SpeedAccuracyMps`, `BearingAccuracyDegrees`) are not carried
+///   (trace v1 has no key for them; the error model supplies the velocity's σ). Fixes from other providers
 ///   (network, FLP/fused) are dropped and counted: they are not GNSS.
 /// - `Accel`/`Gyro`/`Mag` and `UncalAccel`/`UncalGyro`/`UncalMag` → `acc`/`gyro`/`mag` at
 ///   `utcTimeMillis`; uncalibrated values have their bias/drift columns subtracted.
@@ -62,8 +66,12 @@ public enum GnssLoggerImporter {
                 }
                 let acc = d("Accuracy", "AccuracyMeters") ?? 0
                 let alt = d("Altitude", "AltitudeMeters")
+                // Speed (v1.4 `Speed`, v2+ `SpeedMps`) and course (`Bearing`/`BearingDegrees`, absent in
+                // v1.4): an empty or missing column, or a value out of range, is "not reported" (nil).
+                let speed = d("SpeedMps", "Speed").flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+                let bearing = d("BearingDegrees", "Bearing").flatMap { $0.isFinite && $0 >= 0 && $0 <= 360 ? $0 : nil }
                 let g = GNSSFix(latitude: lat, longitude: lon, altitude: alt, accuracy: acc,
-                                verticalAccuracy: d("VerticalAccuracyMeters"))
+                                verticalAccuracy: d("VerticalAccuracyMeters"), speed: speed, bearing: bearing)
                 if first == nil { first = Geodetic(latitude: lat, longitude: lon, height: alt ?? 0) }
                 events.append(TraceEvent(time: ms / 1000, device: device, payload: .gnss(g)))
                 return

@@ -91,6 +91,21 @@ extension ImportFixtures {
     Status,1600000000000,12,0
     """
 
+    /// GnssLogger fixes with and without the receiver's speed and course: a v3 log (moving fix,
+    /// a fix with empty speed/course columns, a negative speed) and a v1.4 log (`Speed`, no course).
+    static let gnssLoggerVelocity = """
+    # Version: v3.0.0.1 Platform: 11
+    # Fix,Provider,LatitudeDegrees,LongitudeDegrees,AltitudeMeters,SpeedMps,AccuracyMeters,BearingDegrees,UnixTimeMillis,SpeedAccuracyMps,BearingAccuracyDegrees,elapsedRealtimeNanos,VerticalAccuracyMeters
+    Fix,GPS,37.1,-122.2,-20.5,12.5,3.9,271.3,1600000000000,0.4,2.5,1,6.1
+    Fix,GPS,37.1,-122.2,-20.5,,3.9,,1600000001000,,,2,6.1
+    Fix,GPS,37.1,-122.2,-20.5,-1,3.9,90,1600000002000,0.4,2.5,3,6.1
+    """
+    static let gnssLoggerV14Speed = """
+    # Fix,Provider,Latitude,Longitude,Altitude,Speed,Accuracy,(UTC)TimeInMs
+    Fix,gps,37.422541,-122.081659,-33.000000,0.000000,3.000000,1467321969000
+    Fix,gps,37.422541,-122.081659,-33.000000,1.250000,3.000000,1467321970000
+    """
+
     /// GPX with a waypoint, a track point without time and a time with an offset.
     static let gpx = """
     <?xml version="1.0"?>

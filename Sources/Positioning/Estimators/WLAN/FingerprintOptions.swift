@@ -1,11 +1,11 @@
 /// The `fingerprint` stage options, declared once (`OptionTable`): `FingerprintStage.make` and
-/// `knnEstimator` read these keys; defaults are `FingerprintEstimator()`'s (method `bayes`) and
-/// `KNNFingerprintEstimator()`'s (method `wknn`). Models: docs/radio.md.
+/// `knnEstimator` read these keys; defaults are `KNNFingerprintEstimator()`'s (method `wknn`, the
+/// default) and `FingerprintEstimator()`'s (method `bayes`). Models: docs/radio.md.
 extension FingerprintStage {
     public enum Options {
         static let bayes = FingerprintEstimator(), knn = KNNFingerprintEstimator()
-        public static let method = OptionSpec.choice("method", Method.bayes.rawValue, Method.allCases.map(\.rawValue),
-            "bayes (Horus grid posterior) | wknn (weighted kNN, building and floor\nfirst; its options below)")
+        public static let method = OptionSpec.choice("method", defaultMethod.rawValue, Method.allCases.map(\.rawValue),
+            "wknn (weighted kNN, building and floor first) | bayes (Horus grid\nposterior; its options below)")
         public static let sigma = OptionSpec.number("sigma_db", bayes.sigma, unit: "dB", "σ of one AP's RSS against the map (calibrated, docs/radio.md)")
         public static let offsetInvariant = OptionSpec.bool("offset_invariant", bayes.offsetInvariant, advanced: true,
             "estimate the phone's RSS offset per point (lost on both data sets)")
@@ -46,13 +46,16 @@ extension FingerprintStage {
         public static let covE = OptionSpec.number("cov_e_m", nil, unit: "m", example: 0)
         public static let covDistanceScale = OptionSpec.number("cov_distance_scale", nil, example: 1)
 
-        /// The options of `method: wknn` (`min_aps` and `max_age_s` with the kNN defaults).
-        public static let wknn = OptionTable(stage: "with method: wknn", doc: "weighted kNN (Torres-Sospedra et al. 2015; docs/radio.md)", options: [
-            k, classK, representation, distance, weightExponent, classify, notHeard, sigma0, knnMinAPs, knnMaxAge,
-            classRepresentation, classDistance, classNotHeard, classSharedExponent, covK, covGamma, covA, covC, covE, covDistanceScale,
-        ])
+        /// The options of `method: bayes` (`min_aps` and `max_age_s` with the Horus defaults).
+        public static let bayesTable = OptionTable(stage: "with method: bayes", doc: "Horus grid posterior (docs/radio.md)",
+                                                   options: [sigma, offsetInvariant, temper, maxAge, minAPs, rssMin])
+        /// The default method's (`wknn`) options first, uncommented, so that the template replays
+        /// as the default does; `bayes`' options follow, commented out.
         public static let table = OptionTable(stage: "fingerprint",
                                               doc: "WiFi fingerprinting against the reference's survey (silent without one)",
-                                              options: [method, sigma, offsetInvariant, temper, maxAge, minAPs, rssMin], includes: [wknn])
+                                              options: [method, k, classK, representation, distance, weightExponent, classify, notHeard, sigma0,
+                                                        knnMinAPs, knnMaxAge, classRepresentation, classDistance, classNotHeard,
+                                                        classSharedExponent, covK, covGamma, covA, covC, covE, covDistanceScale],
+                                              includes: [bayesTable])
     }
 }

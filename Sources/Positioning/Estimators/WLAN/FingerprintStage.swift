@@ -2,9 +2,10 @@
 /// and a loose position measurement for the filters. Traces whose reference data carry no
 /// fingerprint map get nothing from it (no survey, nothing to match).
 ///
-/// `method`: `bayes` (default: `FingerprintEstimator`, the Horus grid posterior) or `wknn`
-/// (`KNNFingerprintEstimator`: weighted kNN with building and floor classified first, the
-/// representation and distance of Torres-Sospedra et al. 2015; docs/radio.md).
+/// `method`: `wknn` (default, `defaultMethod`: `KNNFingerprintEstimator`, weighted kNN with
+/// building and floor classified first, the representation and distance of Torres-Sospedra et
+/// al. 2015) or `bayes` (`FingerprintEstimator`, the Horus grid posterior). Why wknn is the
+/// default (measured on unseen ms-indoor walks): docs/radio.md, "The fingerprint default".
 ///
 /// Options of `bayes`: `sigma_db` (4.6), `offset_invariant` (false), `temper` (false), `min_aps` (3),
 /// `rss_min` (the trace header's `rss_threshold_dbm`, else −90 dBm), `max_age_s` (none).
@@ -16,6 +17,8 @@
 /// `cov_distance_scale` (absent = spread + the survey's quantisation s²/12, or `sigma0_m`²).
 public final class FingerprintStage: PipelineStage {
     public enum Method: String, Sendable, CaseIterable { case bayes, wknn }
+    /// The method a pipeline uses when its `fingerprint` options name none.
+    public static let defaultMethod = Method.wknn
     public let method: Method
     public let estimator: FingerprintEstimator
     public let knn: KNNFingerprintEstimator
@@ -37,7 +40,7 @@ public final class FingerprintStage: PipelineStage {
     }
 
     public static func make(_ o: StageOptions) throws -> FingerprintStage {
-        let name = try o.string("method", default: Method.bayes.rawValue)
+        let name = try o.string("method", default: defaultMethod.rawValue)
         guard let method = Method(rawValue: name) else {
             throw ConfigurationError(path: "\(o.name).method", reason: "expected bayes or wknn, got '\(name)'")
         }
