@@ -40,10 +40,15 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         /// filters' bias block, `GNSSBias`), fitted on the same training residuals; nil: not
         /// fitted (too few pairs, or a map written before it existed). `inflate` puts it on the fix.
         public var correlation: ErrorCorrelation?
+        /// Mean horizontal error (m) of the source's fixes on walks the map never saw: the mean
+        /// |r| of the residuals the term was fitted on (the learner's inner blocked folds). The
+        /// fusion stages fuse, of one scan's WiFi fixes, only the sources with the smallest
+        /// (docs/fusion.md, "Which WiFi source the filters fuse"); nil in maps written before it.
+        public var heldOutMeanError: Double?
         public init(gamma: Double = 1, a: Double = 0, b: Double = 0, c: Double = 0, e: Double = 0, k: Double = 1, samples: Int = 0,
-                    correlation: ErrorCorrelation? = nil) {
+                    correlation: ErrorCorrelation? = nil, heldOutMeanError: Double? = nil) {
             self.gamma = gamma; self.a = a; self.b = b; self.c = c; self.e = e; self.k = k; self.samples = samples
-            self.correlation = correlation
+            self.correlation = correlation; self.heldOutMeanError = heldOutMeanError
         }
 
         public func sigmaX(_ f: Features) -> Double { a + b * f.surveyDistance + c * (1 - f.knownShare) + e * f.signalDistance / 10 }
@@ -180,6 +185,7 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         if let q = conformalQuantile(nees, level: 0.95), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
         t.samples = s.count
         t.correlation = correlation(s, term: t)
+        t.heldOutMeanError = s.reduce(0) { $0 + ($1.residual.x * $1.residual.x + $1.residual.y * $1.residual.y).squareRoot() } / Double(s.count)
         return t
     }
 

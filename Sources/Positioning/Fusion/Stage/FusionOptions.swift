@@ -13,6 +13,8 @@ extension FusionStage {
             "a cell-ta fix replaces the same report's cell fix, a peer fix the\nsame scan's fingerprint/rss/wcl/hapel fixes (it contains them; no double count)")
         public static let combineScanFixes = OptionSpec.bool("combine_scan_fixes", false,
             "true: one scan's wcl/hapel/fingerprint/rss fixes enter as ONE update, their\ncovariance intersection (same RSS, same map: correlated errors; docs/fusion.md)")
+        public static let bestWiFiSource = OptionSpec.bool("best_wifi_source", true,
+            "of one scan's wcl/hapel/fingerprint/rss fixes from a learned radio map\n(they carry the map's error correlation), fuse only the sources with the\nsmallest error on held-out walks (`radiomap build` stores it); false:\nthe covariance intersection of all of them (docs/fusion.md)")
         public static let inflation = OptionSpec.map("inflation", ["gnss": 1, "wcl": 1.5, "hapel": 1.5, "fingerprint": 1.5, "cell": 1.5, "cell-ta": 1.5],
             "α per source: R = α² Σ_fix (others 1; gnss 3\nby default where gnss_bias is false: the white-noise stand-in)")
         /// α of GNSS fixes when the bias states are off (`gnss_bias: false`): α² ≈ τ/Δt stands in
@@ -101,7 +103,7 @@ extension FusionStage {
 
         /// The options every filter reads.
         public static let ekf = OptionTable(stage: "ekf", doc: "extended Kalman filter over PDR", options: [
-            layout, inputs, tight, supersede, combineScanFixes, inflation, gnssBias, gnssBiasTau, gnssBiasFraction, gnssBiasAdaptiveWindow,
+            layout, inputs, tight, supersede, combineScanFixes, bestWiFiSource, inflation, gnssBias, gnssBiasTau, gnssBiasFraction, gnssBiasAdaptiveWindow,
             adaptiveAccuracy, adaptiveAccuracyWindow, repeatInflation, gateProbability, divergenceRejections, history,
             outputInterval, headingSigma, headingSigmaFromField, headingInterval, initialHeadingSigma, initialScaleSigma,
             initialSpeedSigma, weinbergK, stepLengthSigmaFraction, stepHeadingSigma, stepScaleSigma, positionDiffusion,

@@ -71,6 +71,16 @@ public final class FusionStage: PipelineStage {
         /// walks is measured: it changes every WiFi trace's ekf); true = `scanCombinable`.
         public var scanCombined: Set<Source> = []
         public static let scanCombinable: Set<Source> = [.wcl, .hapel, .fingerprint, .rss]
+        /// Of a scan's group of radio-map WiFi fixes (those carrying the map's error
+        /// correlation), fuse only the members whose source has the smallest held-out mean error
+        /// in the map's uncertainty model (`RadioUncertaintyModel.Term.heldOutMeanError`; ties
+        /// within 1 mm kept together, their covariance intersection); the others count as
+        /// `combined`. Groups where a member's source has no such error are intersected whole.
+        /// Why: the members read the same RSS against the same map, so their errors are strongly
+        /// correlated, and the intersection, weighted by the members' covariances, follows a
+        /// worse source whenever it reports the smaller one (measured on the ms-indoor walks,
+        /// docs/fusion.md, "Which WiFi source the filters fuse"). Option `best_wifi_source`.
+        public var bestWiFiSource = Options.bestWiFiSource.flag
         /// α per source (R = α²Σ). Defaults: WCL, HAPEL and fingerprint 1.5 (consecutive scans
         /// share the shadowing, and a fingerprint the survey's error at that place); Cell-ID and Cell-ID + TA 1.5 as well (consecutive reports of one serving
         /// cell share its geometry error, also when the TA steps; identical repeats are handled
@@ -283,7 +293,8 @@ public final class FusionStage: PipelineStage {
     /// One fix for a scan's group: the fast covariance intersection of the members' R = α²Σ
     /// (α with the repeat factor, as `update` would apply it), credited to the member with the
     /// smallest trace of R (its counters, gate run and divergence restart).
-    private func intersect(_ group: [Fix], _ context: PipelineContext) -> Fix? {
+    private func intersect(_ scan: [Fix], _ context: PipelineContext) -> Fix? {
+        let group = settings.bestWiFiSource ? Self.bestHeldOut(scan, model: context.reference.radioUncertainty) : scan
         let t = track(group[0].subject, context)
         var members: [(position: SIMD2<Double>, covariance: Covariance2)] = []
         var lead: (Fix, Double)?
@@ -297,6 +308,21 @@ public final class FusionStage: PipelineStage {
         var out = Fix(time: l.time, position: c.position, covariance: c.covariance, source: l.source, subject: l.subject)
         out.errorCorrelation = l.errorCorrelation
         return out
+    }
+
+    /// The members of a scan's group to fuse (`Settings.bestWiFiSource`): when every member
+    /// carries an error correlation (a radio-map WiFi fix) and its source a held-out mean error
+    /// in `model`, those whose error is within 1 mm of the smallest; else the whole group.
+    static func bestHeldOut(_ group: [Fix], model: RadioUncertaintyModel?) -> [Fix] {
+        guard let model, group.count > 1 else { return group }
+        var errors: [Double] = []
+        for f in group {
+            guard f.errorCorrelation != nil, Settings.scanCombinable.contains(f.source),
+                  let e = model.terms[f.source.rawValue]?.heldOutMeanError, e.isFinite else { return group }
+            errors.append(e)
+        }
+        let best = errors.min()!
+        return zip(group, errors).filter { $0.1 <= best + 0.001 }.map(\.0)
     }
 
     /// α of a loose fix: the source's inflation, × √k for the k-th identical fix in a row
@@ -562,6 +588,7 @@ extension FusionStage {
         s.repeatInflation = try o.bool(O.repeatInflation)
         if !(try o.bool(O.supersede)) { s.superseding = [:] }
         s.scanCombined = try o.bool(O.combineScanFixes) ? Settings.scanCombinable : []
+        s.bestWiFiSource = try o.bool(O.bestWiFiSource)
         if try o.bool(O.gnssBias) {
             let tau = try o.double(O.gnssBiasTau), beta = try o.double(O.gnssBiasFraction)
             guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).\(O.gnssBiasTau.key)", reason: "expected a time > 0 s, got \(tau)") }
