@@ -126,7 +126,12 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
         // the circle with the same determinant; P is increasing in r, so the bracket is valid.
         var lo = 0.0, hi = 4 * s1
         var doublings = 0
-        while residual(hi).f < 0 && doublings < 64 { hi *= 2; doublings += 1 }   // bounded: rounding can keep P just below p
+        // At r = 4·s1 every node's term is 1 − exp(−r²/(2h)) ≥ 1 − exp(−8) > 0.9996 (h ≤ s1²), so
+        // for p ≤ 0.999 the computed P(hi) − p is positive and the doubling loop would not run:
+        // skipping that residual evaluation (one of the three to five per call) changes no result.
+        if p > 0.999 {
+            while residual(hi).f < 0 && doublings < 64 { hi *= 2; doublings += 1 }   // bounded: rounding can keep P just below p
+        }
         var r = min(max((s1 * s2).squareRoot() * Self.ellipseScale(probability: p), lo), hi)
         for _ in 0..<100 {
             let (f, df) = residual(r)
