@@ -420,22 +420,18 @@ public enum GeoAPI {
         let full = try StageRegistry.prototype(options: options)
         guard let ekf = full.configuredStages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else { return full }
         let taken = ekf.settings.inputs.union(ekf.settings.tight).union(ekf.settings.scanCombined)
-        var pruned = false
-        for e in StageRegistry.entries where !e.sources.contains(where: \.isFusion) && taken.isDisjoint(with: e.sources)
-            && stages[e.name]?.values["enabled"] == nil {
-            var o = options[e.name] ?? StageOptions(name: e.name)
-            o.values["enabled"] = .bool(false)
-            options[e.name] = o
-            pruned = true
-        }
-        // Stages that work from evidence a geolocate request never has (`ReportRefiner.ownInput`:
-        // peer ranges, photos, acoustic arrivals; geolocate builds cell and WiFi events only):
-        // without it they emit nothing but "missing input" failures, which `fuse` leaves out of
-        // the notes. `peer` looked at every upstream fix for that (callgrind: 10k instructions
-        // per request).
+        // Left out as well (`noEvidence`): stages that work from evidence a geolocate request never has
+        // (`ReportRefiner.ownInput`: peer ranges, photos, acoustic arrivals; geolocate builds cell
+        // and WiFi events only): without it they emit nothing but "missing input" failures, which
+        // `fuse` leaves out of the notes. `peer` looked at every upstream fix for that (callgrind:
+        // 10k instructions per request).
         let built: EventKinds = [.cell, .wifi]
-        for e in StageRegistry.entries where !e.sources.isEmpty && stages[e.name]?.values["enabled"] == nil
-            && e.sources.allSatisfy({ ReportRefiner.ownInput[$0].map { $0.isDisjoint(with: built) } ?? false }) {
+        var pruned = false
+        for e in StageRegistry.entries where stages[e.name]?.values["enabled"] == nil {
+            let notTaken = !e.sources.contains(where: \.isFusion) && taken.isDisjoint(with: e.sources)
+            let noEvidence = !e.sources.isEmpty
+                && e.sources.allSatisfy({ ReportRefiner.ownInput[$0].map { $0.isDisjoint(with: built) } ?? false })
+            guard notTaken || noEvidence else { continue }
             var o = options[e.name] ?? StageOptions(name: e.name)
             o.values["enabled"] = .bool(false)
             options[e.name] = o

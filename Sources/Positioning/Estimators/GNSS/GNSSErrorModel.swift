@@ -87,14 +87,9 @@ public struct GNSSErrorModel: Sendable, Equatable, Codable {
         (families[f] ?? pooled).correlation
     }
 
-    /// σ_v of a family's reported velocity: the family's entry's, else (a family the model has
-    /// not met, or one whose training recordings report no velocity) the pooled one; nil: none.
-    public func velocitySigma(forFamily f: String) -> Double? {
-        velocity(forFamily: f)?.sigma
-    }
-
-    /// σ_v and latency L of a family's reported velocity (the family's entry when it has a σ_v,
-    /// else the pooled one's); nil: none.
+    /// σ_v and latency L of a family's reported velocity: the family's entry's when it has a σ_v,
+    /// else (a family the model has not met, or one whose training recordings report no velocity)
+    /// the pooled one's; nil: none.
     public func velocity(forFamily f: String) -> (sigma: Double, latency: Double)? {
         let e = families[f]?.velocitySigma != nil ? families[f]! : pooled
         return e.velocitySigma.map { ($0, e.velocityLatency ?? 0) }
