@@ -109,10 +109,13 @@ public final class Pipeline {
         self.stages = stages
         eventMasks = stages.map(\.inputs.events.rawValue)
         readsUpstream = stages.map(\.inputs.upstream)
+        stageSources = stages.map(\.sources.first)
         for (i, s) in stages.enumerated() { s.link(stages, at: i) }
     }
 
     public var sources: [Source] { stages.flatMap(\.sources) }
+    /// The first of each stage's `sources` (nil: none), taken once.
+    public let stageSources: [Source?]
 
     /// Run all stages on one event; returns every stage's results in order.
     public func process(_ event: TraceEvent, context: PipelineContext) -> [StageResult] {
@@ -124,6 +127,8 @@ public final class Pipeline {
             // A stage that reads neither this kind of event nor (with something upstream) the
             // results before it would return nothing: not called (`StageInputs`).
             if eventMasks[i] & kind == 0 && (results.isEmpty || !readsUpstream[i]) { continue }
+            if dormant & Self.dormantBit(i) != 0 { continue }
+            ran |= Self.bit(i)
             let r = stages[i].process(event, upstream: results, context: context)
             if r.isEmpty { continue }
             if results.isEmpty { results = r } else { results.append(contentsOf: r) }
@@ -133,13 +138,35 @@ public final class Pipeline {
 
     public func finish(context: PipelineContext) -> [StageResult] {
         var results: [StageResult] = []
-        for s in stages { results += s.finish(context: context) }
+        for i in stages.indices {
+            if dormant & Self.dormantBit(i) != 0 { continue }
+            ran |= Self.bit(i)
+            let r = stages[i].finish(context: context)
+            // `results += []` reallocated the buffer once per stage (11 allocations per report).
+            if r.isEmpty { continue }
+            if results.isEmpty { results = r } else { results.append(contentsOf: r) }
+        }
         return results
     }
 
+    /// Stages that `process` and `finish` do not call (bit i = `stages[i]`; stages from the
+    /// 64th on are always called), until `reset()`, which clears it. The caller's promise:
+    /// nothing such a stage would return matters to it (`ReportRefiner.fuse` sets it per report
+    /// for the stages whose own evidence the report does not carry).
+    public var dormant: UInt64 = 0
+    /// Stages `process` or `finish` called since the last `reset()` (bit i = `stages[i]`, the
+    /// 64th and later share bit 63). All set at first: the stages given to `init` may have run.
+    private var ran: UInt64 = ~0
+    @inline(__always) private static func bit(_ i: Int) -> UInt64 { i < 63 ? 1 << UInt64(i) : 1 << 63 }
+    @inline(__always) private static func dormantBit(_ i: Int) -> UInt64 { i < 64 ? 1 << UInt64(i) : 0 }
+
     /// Every stage's `reset()`: the pipeline then behaves as `PipelinePrototype.make()`'s.
+    /// A stage this pipeline has not called since its last reset is skipped: its per-trace
+    /// state is still what that reset left (the refine output is the same as with a new
+    /// pipeline per report: `RefineResetTests`).
     public func reset() {
-        for s in stages { s.reset() }
+        for i in stages.indices where ran & Self.bit(i) != 0 { stages[i].reset() }
+        ran = 0; dormant = 0
     }
 }
 

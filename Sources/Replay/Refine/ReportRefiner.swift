@@ -330,13 +330,25 @@ public final class ReportRefiner {
     /// and of `serve`'s geolocate.
     public static func fuse(_ events: [TraceEvent], rejected: inout [Rejection], context: PipelineContext,
                             pipeline: Pipeline) throws -> Fused {
-        guard let fusion = pipeline.stages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else {
+        var found: FusionStage?
+        for s in pipeline.stages { if let f = s as? FusionStage, f.source == .ekf { found = f; break } }
+        guard let fusion = found else {
             throw InputError(reason: "the ekf stage is disabled: refine needs it")
         }
         // The kinds of evidence present (one bit per payload kind: a `Set<String>` of type names
         // cost a hash and an insert per IMU sample).
         var evidenceKinds = EventKinds()
         for e in events { evidenceKinds.formUnion(EventKinds(e.payload)) }
+        // A stage whose own evidence (`ownInput`) the report does not carry is not called: it
+        // would return nothing (camloc without a photo, tdoa without an arrival) or only the
+        // "missing input" failures skipped below (peer without a range), and no other stage
+        // reads what it keeps (a report without evidence: 3.6k + 0.9k instructions of camloc
+        // and peer buffering its one fix, and their resets).
+        var dormant: UInt64 = 0
+        for (i, s) in pipeline.stageSources.enumerated() where i < 64 {
+            if let s, let needs = Self.ownEvidence(of: s), evidenceKinds.isDisjoint(with: needs) { dormant |= 1 << UInt64(i) }
+        }
+        pipeline.dormant = dormant
         var lastFused: Fix?
         var objectFix: Fix?
         var producedBy: [Source: Int] = [:]
@@ -387,6 +399,14 @@ public final class ReportRefiner {
     /// The evidence kind a stage works from, for stages that also see other sources' fixes
     /// (serve's geolocate leaves out the stages whose evidence it never builds).
     package static let ownInput: [Source: EventKinds] = [.peer: .peerRange, .camloc: .photo, .tdoa: .acoustic]
+
+    /// `ownInput[source]` (looked up only for the sources it lists).
+    private static func ownEvidence(of source: Source) -> EventKinds? {
+        switch source {
+        case .peer, .camloc, .tdoa: return ownInput[source]
+        default: return nil
+        }
+    }
 
     /// √χ²₂(0.95): the 95 % ellipse's semi-axes in units of the covariance's principal σ.
     static let k95 = ChiSquare.quantile(0.95, dof: 2).squareRoot()

@@ -171,6 +171,8 @@ public final class FusionStage: PipelineStage {
 
     /// Per-source update counters, summed over phones.
     public var counters: [Source: SourceCounters] {
+        // One phone (a report): its own counters, the same values as the sum below gives.
+        if deviceOrder.count == 1, let t = tracks[deviceOrder[0]] { return t.counters }
         var out: [Source: SourceCounters] = [:]
         for t in deviceOrder.compactMap({ tracks[$0] }) {
             for (s, c) in t.counters { out[s, default: SourceCounters()].add(c) }
