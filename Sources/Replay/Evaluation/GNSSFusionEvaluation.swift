@@ -345,7 +345,10 @@ public enum GNSSFusionEvaluation {
         for s in sources {
             guard let st = result.scores.score(s.rawValue)?.statistics else { continue }
             out.sources[s.rawValue] = SourceSummary(errors: ErrorSummary(st), inside95: st.inside95, anees: st.anees,
-                                                    finalError_m: last[s]?.error, finalR95_m: last[s]?.r95)
+                                                    finalError_m: last[s]?.error,
+                                                    // nil, not NaN, for a covariance without a 95 % radius (a broken
+                                                    // filter state): `--json` cannot encode NaN and exited on it.
+                                                    finalR95_m: last[s].flatMap { $0.r95.isFinite ? $0.r95 : nil })
         }
         out.accuracyCalibration = out.sources[Source.gnss.rawValue]?.anees.map { ($0 / 2).squareRoot() }
         if isStatic, let acc = out.reportedAccuracy_m {

@@ -118,6 +118,52 @@ import Testing
         #expect(abs(out.covariance[0, 0] - 0.875 * sigma.ee) < 1e-9 && abs(out.covariance[0, 1] - 0.875 * sigma.en) < 1e-9)
     }
 
+    /// Priming at a two-point constant-velocity start (`FusionStage`'s re-initialisation from two
+    /// fixes Δt apart: x̂_p = z, x̂_v = (z − z₋)/Δt, P_pp = Σ, P_pv = Σ/Δt, P_vv = (Σ + Σ₋)/Δt²): the
+    /// joint covariance must be that of the generative model e = b + w, e₋ independent of e,
+    /// position error −e, velocity error −(e − e₋)/Δt, so C_v = −Σ_b/Δt. It is positive definite and
+    /// stays so through a velocity measurement (the dense 6-state update), after which a GNSS fix
+    /// is an ordinary update. With C_v = 0 (the priming before) the same P makes the joint
+    /// indefinite, and after the velocity update the fix's S is singular or negative.
+    @Test func primingAtATwoPointStartCorrelatesVelocityAndBias() throws {
+        let sigma = Covariance2(ee: 16, en: 2, nn: 9), previous = Covariance2(ee: 12, en: -1, nn: 10), dt = 1.0, beta = 0.96
+        var p = Mat4.zero
+        let c = [[sigma.ee, sigma.en], [sigma.en, sigma.nn]], cp = [[previous.ee, previous.en], [previous.en, previous.nn]]
+        for i in 0..<2 { for j in 0..<2 {
+            p[i, j] = c[i][j]; p[i, j + 2] = c[i][j] / dt; p[i + 2, j] = c[i][j] / dt; p[i + 2, j + 2] = (c[i][j] + cp[i][j]) / (dt * dt)
+        } }
+        var block = GNSSBias(correlationTime: 200, biasFraction: beta)
+        block.prime(startingAt: sigma, time: 0, differencedOver: dt)
+        let y = block.augmented(p)
+        for i in 0..<2 { for j in 0..<2 {
+            #expect(abs(y[i, j + 4] + beta * c[i][j]) < 1e-12 && abs(y[i + 2, j + 4] + beta * c[i][j] / dt) < 1e-12)
+            #expect(abs(y[i + 4, j + 4] - beta * c[i][j]) < 1e-12)
+        } }
+        #expect((y + 1e-9 * Matrix.identity(6)).cholesky != nil, "positive semi-definite")
+        // A receiver velocity (σ 0.4 m/s) through the dense filter, then the block's own equations.
+        var h = Matrix(rows: 2, cols: 6)
+        h[0, 2] = 1; h[1, 3] = 1
+        var dense = Dense(y: [0, 0, 0, 0, 0, 0], p: y)
+        dense.update(h: h, z: [0.3, -0.2], r: Matrix([[0.16, 0], [0, 0.16]]))
+        #expect((dense.p + 1e-9 * Matrix.identity(6)).cholesky != nil, "still positive semi-definite")
+        #expect(dense.p[0, 0] < 0.6 * sigma.ee, "the velocity shrank P_pp through P_pv")
+        var pAfter = Mat4.zero
+        for i in 0..<4 { for j in 0..<4 { pAfter[i, j] = dense.p[i, j] } }
+        block.update(h: [SIMD4(0, 0, 1, 0), SIMD4(0, 0, 0, 1)], innovation: [0.3, -0.2], noise: Matrix([[0.16, 0], [0, 0.16]]), prior: p)
+        let yb = block.augmented(pAfter)
+        for i in 0..<6 { for j in 0..<6 { #expect(abs(yb[i, j] - dense.p[i, j]) < 1e-9 * (1 + abs(dense.p[i, j])), "[\(i),\(j)]") } }
+        let result = block.updateFix(SIMD2(0.5, -0.5), covariance: sigma, mean: SIMD4(dense.y[0], dense.y[1], dense.y[2], dense.y[3]),
+                                     prior: pAfter, gate: nil, angleIndex: nil)
+        let fix = try #require(result)
+        #expect(fix.nis >= 0 && fix.covariance[0, 0] > 0 && fix.covariance[1, 1] > 0)
+        // The priming before (C_v = 0) beside the same P: not positive semi-definite.
+        var old = GNSSBias(correlationTime: 200, biasFraction: beta)
+        old.prime(startingAt: sigma, time: 0)
+        var oldDense = Dense(y: [0, 0, 0, 0, 0, 0], p: old.augmented(p))
+        oldDense.update(h: h, z: [0.3, -0.2], r: Matrix([[0.16, 0], [0, 0.16]]))
+        #expect(oldDense.p.cholesky == nil)
+    }
+
     /// A gated GNSS fix changes neither the filter nor the block; an unprimed block is primed
     /// only by an accepted fix.
     @Test func gatedFixChangesNothing() throws {

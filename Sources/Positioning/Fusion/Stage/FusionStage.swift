@@ -534,6 +534,7 @@ public final class FusionStage: PipelineStage {
         if t.filter.motion.layout != layout { t.filter.motion.layout = layout }
         var x = SIMD4<Double>(f.position.x, f.position.y, 0, 0)
         var p = Mat4.zero
+        var differenced: Double?
         p[0, 0] = c.ee; p[0, 1] = c.en; p[1, 0] = c.en; p[1, 1] = c.nn
         switch layout {
         case .step:
@@ -556,13 +557,15 @@ public final class FusionStage: PipelineStage {
                 p[3, 2] = p[2, 3]; p[3, 3] = (c.nn + cg.nn) / (dt * dt)
                 p[0, 2] = c.ee / dt; p[0, 3] = c.en / dt; p[1, 2] = c.en / dt; p[1, 3] = c.nn / dt
                 p[2, 0] = p[0, 2]; p[3, 0] = p[0, 3]; p[2, 1] = p[1, 2]; p[3, 1] = p[1, 3]
+                differenced = dt
             } else {
                 p[2, 2] = pow(settings.initialSpeedSigma, 2); p[3, 3] = p[2, 2]
             }
         }
         let family = FusionTrack.biasFamily(source: f.source, correlation: f.errorCorrelation)
         t.initialize(mean: x, covariance: p, time: f.time,
-                     correlatedFix: family.map { ($0, c) }, errorCorrelation: family != nil ? f.errorCorrelation : nil)
+                     correlatedFix: family.map { ($0, c) }, errorCorrelation: family != nil ? f.errorCorrelation : nil,
+                     differencedOver: differenced)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
         t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()

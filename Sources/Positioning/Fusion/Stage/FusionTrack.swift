@@ -149,14 +149,17 @@ final class FusionTrack {
     /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
     /// `correlatedFix`: the start is a fix of a bias family (`biasFamily(source:correlation:)`) with
     /// this covariance: the bias block (the particle filter's conditional biases) is primed from it.
+    /// `differencedOver`: a constant-velocity start from two fixes that far apart (s; its velocity
+    /// shares the start fix's bias, `GNSSBias.prime(startingAt:time:differencedOver:)`).
     func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double,
-                    correlatedFix: (family: BiasFamily, covariance: Covariance2)? = nil, errorCorrelation: ErrorCorrelation? = nil) {
+                    correlatedFix: (family: BiasFamily, covariance: Covariance2)? = nil, errorCorrelation: ErrorCorrelation? = nil,
+                    differencedOver dt: Double? = nil) {
         filter.initialize(mean: mean, covariance: covariance, time: time)
         (filter as? ParticleFilter)?.primeBias(startingAt: correlatedFix?.covariance, family: correlatedFix?.family ?? .gnss,
                                                correlation: errorCorrelation, fix: SIMD2(mean[0], mean[1]))
         if gnssBias != nil {
             gnssBias!.adopt(errorCorrelation)
-            if let c = correlatedFix { gnssBias!.prime(startingAt: c.covariance, time: time); biasFamily = c.family } else { gnssBias!.reset(time: time); biasFamily = nil }
+            if let c = correlatedFix { gnssBias!.prime(startingAt: c.covariance, time: time, differencedOver: dt); biasFamily = c.family } else { gnssBias!.reset(time: time); biasFamily = nil }
         }
         history.removeAll()
         if recordEpochs {

@@ -104,11 +104,21 @@ public struct GNSSBias: Sendable, Equatable {
     }
 
     /// Primes at the fix that starts the filter (x̂_p = z, P_pp = Σ): C_p = −Σ_b.
-    public mutating func prime(startingAt fixCovariance: Covariance2, time t: Double) {
+    ///
+    /// `differencedOver` Δt: a constant-velocity start from two fixes Δt apart (x̂_v = (z − z₋)/Δt,
+    /// P_pv = Σ/Δt, P_vv = (Σ + Σ₋)/Δt², `FusionStage`'s two-point initiation, whose fixes are
+    /// taken as independent): the velocity's error −(e − e₋)/Δt then shares the bias of e, so
+    /// C_v = −Σ_b/Δt. With C_v = 0 beside that P the joint covariance [[P, C], [Cᵀ, B]] is not
+    /// positive semi-definite: a velocity measurement shrinks P_pp through P_pv (to about Σ/2) while
+    /// C_p stays −Σ_b, after which every GNSS fix's S is singular or negative (measured on the GSDC
+    /// dev drive with a 5 m cross-track bias added to the Pixel4XLModded's fixes: 30 fixes
+    /// refused as singular after a re-initialisation, then a negative P and the ekf 60 m off).
+    public mutating func prime(startingAt fixCovariance: Covariance2, time t: Double, differencedOver dt: Double? = nil) {
         let sb = fixCovariance.scaled(biasFraction)
         reset(time: t)
         stationary = sb; covariance = sb; unconditional = sb
-        crossE = SIMD4(-sb.ee, -sb.en, 0, 0); crossN = SIMD4(-sb.en, -sb.nn, 0, 0)
+        let k = dt.map { $0 > 0 && $0.isFinite ? 1 / $0 : 0 } ?? 0
+        crossE = SIMD4(-sb.ee, -sb.en, -k * sb.ee, -k * sb.en); crossN = SIMD4(-sb.en, -sb.nn, -k * sb.en, -k * sb.nn)
     }
 
     /// Decay factor φ over Δt ≥ 0.
