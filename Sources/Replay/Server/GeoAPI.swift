@@ -91,8 +91,10 @@ public enum GeoAPI {
         }
 
         /// Runs `parse` on the top-level object of `body` (an empty body is an empty object).
-        static func read<R>(_ body: [UInt8], _ parse: (Body, Object) throws -> R) throws -> R {
-            var bytes = body
+        /// A body the caller gives up (`consuming`) gets the scanner's terminator appended in
+        /// place, without a copy when its storage has a spare byte.
+        static func read<R>(_ body: consuming [UInt8], _ parse: (Body, Object) throws -> R) throws -> R {
+            var bytes = consume body
             let n = bytes.count
             bytes.append(0)                                  // the scanner's terminator
             return try bytes.withUnsafeBufferPointer { buf in
@@ -123,7 +125,9 @@ public enum GeoAPI {
             guard let f = o[key, in: self], f.kind != .null else { return [] }
             guard f.kind == .array else { throw APIError.parse("'\(key)' must be an array") }
             var elements: [JField] = []
-            try? s.arrayElements(start: f.start, end: f.end, into: &elements)
+            // The whole body was validated by `read`'s scan: the elements are only delimited here
+            // (a second validation, numbers converted again, cost about a third of the parse).
+            try? s.validatedArrayElements(start: f.start, end: f.end, into: &elements)
             return try elements.enumerated().map { i, e in
                 guard let d = object(e) else { throw APIError.parse("\(key)[\(i)] must be an object") }
                 return d
@@ -145,6 +149,15 @@ public enum GeoAPI {
         func string(_ f: JField?) -> String? {
             guard let f, f.kind == .string else { return nil }
             return try? s.string(start: f.start, end: f.end, escaped: f.escaped)
+        }
+        /// `GeoAPI.mac(string(f))`: an unescaped member is read on its bytes in place (the
+        /// body is valid UTF-8, so they are the bytes of `string(f)`).
+        func mac(_ f: JField?) -> String? {
+            guard let f, f.kind == .string else { return nil }
+            if !f.escaped, let m = GeoAPI.asciiMAC(utf8: UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)) {
+                return m.isEmpty ? nil : m
+            }
+            return GeoAPI.mac(string(f))
         }
         func bool(_ f: JField?) -> Bool? {
             guard let f else { return nil }
@@ -172,10 +185,14 @@ public enum GeoAPI {
     /// `mac` of an all-ASCII spelling on its bytes (no Unicode lowercasing, no Character
     /// walk): the result, "" when such a spelling is not a valid MAC, nil when `s` has a
     /// non-ASCII byte (then `mac` takes the general path, which also knows fullwidth digits).
-    static func asciiMAC(_ s: String) -> String? {
+    static func asciiMAC(_ s: String) -> String? { asciiMAC(utf8: s.utf8) }
+
+    /// `asciiMAC` of the UTF-8 bytes of a spelling (the parser hands over a string member's
+    /// bytes in place: no String of the spelling is made).
+    @inline(__always) static func asciiMAC(utf8: some Sequence<UInt8>) -> String? {
         var hex: (UInt64, UInt64) = (0, 0)                 // 12 lowercase hex digits
         var n = 0, invalid = false
-        for b in s.utf8 {
+        for b in utf8 {
             switch b {
             case UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "."): continue
             case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"):
@@ -245,7 +262,7 @@ public enum GeoAPI {
     /// observation time) becomes `lastSeen` = −age/1000 s on a clock whose 0 is that time.
     static func wifi(_ d: Body.Object, _ b: Body) -> WiFiObservation? {
         let ssid = b.string(d["ssid", in: b])
-        guard privacyAllows(ssid: ssid), let mac = mac(b.string(d["macAddress", in: b])) else { return nil }
+        guard privacyAllows(ssid: ssid), let mac = b.mac(d["macAddress", in: b]) else { return nil }
         let rss = b.number(d["signalStrength", in: b]).flatMap { $0 < 0 && $0 > -150 ? $0 : nil } ?? defaultWiFiSignal
         let f = b.number(d["frequency", in: b]) ?? b.integer(d["channel", in: b]).map(frequency(channel:)) ?? 2437
         let age = b.number(d["age", in: b]).flatMap { $0 >= 0 ? $0 : nil }
@@ -267,8 +284,8 @@ public enum GeoAPI {
     }
 
     /// Parses a geolocate body.
-    public static func query(_ body: [UInt8]) throws -> Query {
-        try Body.read(body) { b, o in
+    public static func query(_ body: consuming [UInt8]) throws -> Query {
+        try Body.read(consume body) { b, o in
             var q = Query()
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
@@ -294,8 +311,8 @@ public enum GeoAPI {
     /// Parses a geosubmit (v2) body: the items with a valid position (others teach nothing).
     /// WiFi entries older than `maxAge` s at the position's time are dropped, as
     /// `radiomap build` drops stale scan entries.
-    public static func submission(_ body: [UInt8], maxAge: Double = RadioMapBuilder.defaultMaxAge) throws -> (items: [Submission], received: Int) {
-        try Body.read(body) { b, o in
+    public static func submission(_ body: consuming [UInt8], maxAge: Double = RadioMapBuilder.defaultMaxAge) throws -> (items: [Submission], received: Int) {
+        try Body.read(consume body) { b, o in
             guard o["items", in: b] != nil else { throw APIError.parse("'items' is missing") }
             let list = try b.array(o, "items")
             var out: [Submission] = []
@@ -357,8 +374,11 @@ public enum GeoAPI {
         /// JSONSerialization): keys sorted at every level, numbers and strings exactly as
         /// `JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])` writes them
         /// (GeoAPITests compares the two).
+        /// √χ²₂(0.95), as `json` computes it, once (per answer it cost 3k instructions).
+        static let k95 = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+
         public var jsonBytes: [UInt8] {
-            let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+            let k = Self.k95
             let ax = covariance.principalAxes
             var deg = Angle.degrees(ax.azimuth).truncatingRemainder(dividingBy: 180)
             if deg < 0 { deg += 180 }
@@ -390,6 +410,12 @@ public enum GeoAPI {
     /// everything else (UTF-8) as is.
     static func appendString(_ s: String, to o: inout [UInt8]) {
         o.append(UInt8(ascii: "\""))
+        // A string with nothing to escape (every note and source name so far) in one copy.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x2F }) {
+            o.append(contentsOf: s.utf8)
+            o.append(UInt8(ascii: "\""))
+            return
+        }
         for b in s.utf8 {
             switch b {
             case 0x22, 0x5C, 0x2F: o.append(0x5C); o.append(b)
@@ -450,18 +476,40 @@ public enum GeoAPI {
         try await locate(q, store: store, pipelines: PipelinePool(pipeline, keep: 0))
     }
 
+    /// The entries of `wifi` whose AP is in `aps`, in `wifi`'s order. `aps` comes in name order
+    /// (`RadioLookup`): a binary search per entry (a set of the names is the fallback for a list
+    /// that is not in order).
+    static func knownWiFi(_ wifi: [WiFiObservation], _ aps: [LearnedAP]) -> [WiFiObservation] {
+        var i = 1
+        while i < aps.count && aps[i - 1].bssid < aps[i].bssid { i += 1 }
+        if i < aps.count {
+            let names = Set(aps.map(\.bssid))
+            return wifi.filter { names.contains($0.bssid) }
+        }
+        return wifi.filter { w in
+            var lo = 0, hi = aps.count
+            while lo < hi {
+                let m = (lo + hi) / 2
+                if aps[m].bssid < w.bssid { lo = m + 1 } else { hi = m }
+            }
+            return lo < aps.count && aps[lo].bssid == w.bssid
+        }
+    }
+
     /// `locate` with a pipeline from `pipelines` (the server's: one prototype, pipelines kept and
     /// reset between requests instead of built per request).
     public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
-        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
+        // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
+        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid))
         var notes: [String] = []
-        var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
-        for a in known.aps { knownBSSIDs.insert(a.bssid) }
-        var wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
+        var wifi = knownWiFi(q.wifi, known.aps)
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
         var usable = known
         if wifi.isEmpty { usable.aps = [] }
-        let cellsKnown = Set(known.coverage.map(\.cell)).union(known.towers.map(\.cell))
+        // The distinct cells among the known towers and coverage areas (a handful: a list).
+        var cellsKnown: [CellID] = []
+        for c in known.coverage.lazy.map(\.cell) where !cellsKnown.contains(c) { cellsKnown.append(c) }
+        for c in known.towers.lazy.map(\.cell) where !cellsKnown.contains(c) { cellsKnown.append(c) }
         if let anchor = usable.anchor {
             let frame = LocalFrame(origin: Geodetic(latitude: anchor.latitude, longitude: anchor.longitude))
             var events = q.cells.map { TraceEvent(time: 0, payload: .cell($0)) }

@@ -84,9 +84,14 @@ public struct WCLEstimator: Sendable, Equatable {
 
     /// The group id under which a BSSID is merged.
     public func groupID(_ bssid: String, ap: AccessPoint) -> String {
+        groupID(normalized: MACAddress.normalize(bssid), ap: ap)
+    }
+
+    /// `groupID` of a BSSID already `MACAddress.normalize`d (normalizing is idempotent).
+    func groupID(normalized mac: String, ap: AccessPoint) -> String {
         if mergeRadios, let r = ap.radio, !r.isEmpty { return "radio:" + r }
-        if mergeNibble { return "mac:" + MACAddress.nibbleGroup(bssid) }
-        return "mac:" + MACAddress.normalize(bssid)
+        if mergeNibble { return "mac:" + MACAddress.nibbleGroup(mac) }
+        return "mac:" + mac
     }
 
     /// Steps 1–2: usable, merged anchors of a scan, strongest first (no r_min / K cut).
@@ -106,7 +111,7 @@ public struct WCLEstimator: Sendable, Equatable {
             let mac = MACAddress.normalize(o.bssid)
             guard let ap = map[mac] ?? map[o.bssid] else { continue }
             if excludeLocallyAdministered, MACAddress.isLocallyAdministered(mac), (ap.radio ?? "").isEmpty { continue }
-            let g = groupID(mac, ap: ap)
+            let g = groupID(normalized: mac, ap: ap)
             let p = ap.position
             if let i = index.find(g) {
                 groups[i].sum += p; groups[i].count += 1
@@ -204,9 +209,11 @@ public struct WCLEstimator: Sendable, Equatable {
         var flags: FixFlags = []
         let ax = c.spread.principalAxes
         if anchors.count <= 2 || ax.minor < 1e-6 * max(ax.major, 1e-9) { flags.insert(.degenerate) }
-        // Floor: weighted majority of the anchors' floors.
+        // Floor: weighted majority of the anchors' floors (no weights needed when no anchor has one).
         var floorVotes: [Int: Double] = [:]
-        for (a, w) in zip(anchors, normalizedWeights(anchors)) { if let f = a.floor { floorVotes[f, default: 0] += w } }
+        if anchors.contains(where: { $0.floor != nil }) {
+            for (a, w) in zip(anchors, normalizedWeights(anchors)) { if let f = a.floor { floorVotes[f, default: 0] += w } }
+        }
         let floor = floorVotes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
         return .success(Fix(time: time, position: c.position, covariance: covariance(spread: c.spread, anchorCount: anchors.count),
                             source: source, subject: subject, usedCount: anchors.count, flags: flags, floor: floor))
