@@ -84,7 +84,8 @@ public enum GeoAPI {
 
         /// One scanned object: its members.
         struct Object {
-            var fields: [JField]
+            /// Its members (a slice: the elements of one array share one list).
+            var fields: ArraySlice<JField>
             subscript(_ key: StaticString, in b: Body) -> JField? {
                 fields.last { $0.keyLength == key.utf8CodeUnitCount && memcmp(b.s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }
             }
@@ -109,7 +110,7 @@ public enum GeoAPI {
                     guard ReportRecordParser.validUTF8(s.p, 0, n) else { throw APIError.parse("the body is not JSON") }
                 }
                 let b = Body(s: s)
-                return try parse(b, Object(fields: top))
+                return try parse(b, Object(fields: top[...]))
             }
         }
 
@@ -117,21 +118,39 @@ public enum GeoAPI {
             guard let f, f.kind == .object else { return nil }
             var fields: [JField] = []
             _ = try? s.object(at: f.start, into: &fields)     // validated by the scan
-            return Object(fields: fields)
+            return Object(fields: fields[...])
         }
         /// The objects of the array `key` of `o`: none when absent or null; a parseError when it
         /// is not an array or an element is not an object.
         func array(_ o: Object, _ key: StaticString) throws -> [Object] {
             guard let f = o[key, in: self], f.kind != .null else { return [] }
             guard f.kind == .array else { throw APIError.parse("'\(key)' must be an array") }
-            var elements: [JField] = []
-            // The whole body was validated by `read`'s scan: the elements are only delimited here
-            // (a second validation, numbers converted again, cost about a third of the parse).
-            try? s.validatedArrayElements(start: f.start, end: f.end, into: &elements)
-            return try elements.enumerated().map { i, e in
-                guard let d = object(e) else { throw APIError.parse("\(key)[\(i)] must be an object") }
-                return d
+            // The whole body was validated by `read`'s scan, so the array is well formed: each
+            // element is scanned once, by the object scan that also finds where it ends (before, a
+            // pass validated the elements again and another delimited them: a third of the parse),
+            // and all elements' members go into one list.
+            var members: [JField] = []
+            var bounds: [(start: Int, end: Int)] = []
+            var i = skipWS(f.start + 1)
+            if s.p[i] != UInt8(ascii: "]") {
+                while true {
+                    let first = members.count
+                    guard s.p[i] == UInt8(ascii: "{"), let e = try? s.object(at: i, into: &members) else {
+                        throw APIError.parse("\(key)[\(bounds.count)] must be an object")
+                    }
+                    bounds.append((first, members.count))
+                    i = skipWS(e)
+                    guard s.p[i] == UInt8(ascii: ",") else { break }           // "]"
+                    i = skipWS(i + 1)
+                }
             }
+            return bounds.map { Object(fields: members[$0.start..<$0.end]) }
+        }
+        /// The offset of the first byte at or after `i` that is not JSON whitespace.
+        private func skipWS(_ i: Int) -> Int {
+            var i = i
+            while i < s.count, s.p[i] == 0x20 || s.p[i] == 0x09 || s.p[i] == 0x0A || s.p[i] == 0x0D { i += 1 }
+            return i
         }
         func number(_ f: JField?) -> Double? {
             guard let f, f.kind == .number else { return nil }
@@ -411,11 +430,13 @@ public enum GeoAPI {
     static func appendString(_ s: String, to o: inout [UInt8]) {
         o.append(UInt8(ascii: "\""))
         // A string with nothing to escape (every note and source name so far) in one copy.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x2F }) {
-            o.append(contentsOf: s.utf8)
-            o.append(UInt8(ascii: "\""))
-            return
+        var s = s
+        let plain = s.withUTF8 { u -> Bool in
+            for b in u where b < 0x20 || b == 0x22 || b == 0x5C || b == 0x2F { return false }
+            o.append(contentsOf: u)
+            return true
         }
+        if plain { o.append(UInt8(ascii: "\"")); return }
         for b in s.utf8 {
             switch b {
             case 0x22, 0x5C, 0x2F: o.append(0x5C); o.append(b)
@@ -476,33 +497,15 @@ public enum GeoAPI {
         try await locate(q, store: store, pipelines: PipelinePool(pipeline, keep: 0))
     }
 
-    /// The entries of `wifi` whose AP is in `aps`, in `wifi`'s order. `aps` comes in name order
-    /// (`RadioLookup`): a binary search per entry (a set of the names is the fallback for a list
-    /// that is not in order).
-    static func knownWiFi(_ wifi: [WiFiObservation], _ aps: [LearnedAP]) -> [WiFiObservation] {
-        var i = 1
-        while i < aps.count && aps[i - 1].bssid < aps[i].bssid { i += 1 }
-        if i < aps.count {
-            let names = Set(aps.map(\.bssid))
-            return wifi.filter { names.contains($0.bssid) }
-        }
-        return wifi.filter { w in
-            var lo = 0, hi = aps.count
-            while lo < hi {
-                let m = (lo + hi) / 2
-                if aps[m].bssid < w.bssid { lo = m + 1 } else { hi = m }
-            }
-            return lo < aps.count && aps[lo].bssid == w.bssid
-        }
-    }
-
     /// `locate` with a pipeline from `pipelines` (the server's: one prototype, pipelines kept and
     /// reset between requests instead of built per request).
     public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
         // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid))
         var notes: [String] = []
-        var wifi = knownWiFi(q.wifi, known.aps)
+        var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
+        for a in known.aps { knownBSSIDs.insert(a.bssid) }
+        var wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
         var usable = known
         if wifi.isEmpty { usable.aps = [] }
