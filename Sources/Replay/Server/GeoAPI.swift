@@ -503,9 +503,15 @@ public enum GeoAPI {
         // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid))
         var notes: [String] = []
-        var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
-        for a in known.aps { knownBSSIDs.insert(a.bssid) }
-        var wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
+        var wifi: [WiFiObservation]
+        if known.aps.count <= 16 {
+            // A handful of known APs: compared by name (cheaper than hashing every name twice).
+            wifi = q.wifi.filter { w in known.aps.contains { $0.bssid == w.bssid } }
+        } else {
+            var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
+            for a in known.aps { knownBSSIDs.insert(a.bssid) }
+            wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
+        }
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
         var usable = known
         if wifi.isEmpty { usable.aps = [] }

@@ -102,8 +102,9 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         var out = KnownRadios()
         for c in Self.order(wanted) {
             guard let e = cells[c] else { return nil }
-            out.towers += e.towers
-            out.coverage += e.coverage
+            // The first cell's lists are shared, not copied (a request names one cell as a rule).
+            if out.towers.isEmpty { out.towers = e.towers } else { out.towers += e.towers }
+            if out.coverage.isEmpty { out.coverage = e.coverage } else { out.coverage += e.coverage }
         }
         out.aps.reserveCapacity(sortedBSSIDs.count)
         for b in sortedBSSIDs {
