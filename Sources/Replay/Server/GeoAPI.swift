@@ -209,31 +209,35 @@ public enum GeoAPI {
     /// `asciiMAC` of the UTF-8 bytes of a spelling (the parser hands over a string member's
     /// bytes in place: no String of the spelling is made).
     @inline(__always) static func asciiMAC(utf8: some Sequence<UInt8>) -> String? {
-        var hex: (UInt64, UInt64) = (0, 0)                 // 12 lowercase hex digits
+        var v: UInt64 = 0                                  // the first 12 hex digits, 4 bits each
         var n = 0, invalid = false
         for b in utf8 {
+            let d: UInt8
             switch b {
             case UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "."): continue
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"):
-                if n < 12 { withUnsafeMutableBytes(of: &hex) { $0[n] = b | 0x20 } }
-                n += 1
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = b &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = b &- UInt8(ascii: "a") &+ 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = b &- UInt8(ascii: "A") &+ 10
             case 0x80...: return nil
-            default: invalid = true
+            default: invalid = true; continue
             }
+            if n < 12 { v = v << 4 | UInt64(d) }
+            n += 1
         }
-        guard !invalid, n == 12 else { return "" }
-        return withUnsafeBytes(of: &hex) { h in
-            if h[0..<12].allSatisfy({ $0 == UInt8(ascii: "0") }) || h[0..<12].allSatisfy({ $0 == UInt8(ascii: "f") }) { return "" }
-            return String(unsafeUninitializedCapacity: 17) { out in
-                var k = 0
-                for i in 0..<12 {
-                    if i > 0 && i % 2 == 0 { out[k] = UInt8(ascii: ":"); k += 1 }
-                    out[k] = h[i]; k += 1
-                }
-                return k
+        // Twelve digits, not all 0 and not all f (the digits' value, not their spelling).
+        guard !invalid, n == 12, v != 0, v != 0xFFFF_FFFF_FFFF else { return "" }
+        return String(unsafeUninitializedCapacity: 17) { out in
+            for i in 0..<6 {
+                let octet = UInt8(truncatingIfNeeded: v >> UInt64(40 - 8 * i))
+                out[3 * i] = hexDigit(octet >> 4)
+                out[3 * i + 1] = hexDigit(octet & 15)
+                if i < 5 { out[3 * i + 2] = UInt8(ascii: ":") }
             }
+            return 17
         }
     }
+    /// The lowercase hex digit of 0...15.
+    @inline(__always) private static func hexDigit(_ x: UInt8) -> UInt8 { x < 10 ? UInt8(ascii: "0") + x : UInt8(ascii: "a") + x - 10 }
 
     /// The ichnaea privacy rules for one WiFi entry: an SSID ending in "_nomap" (the owner's
     /// opt-out) or a hidden network (an SSID given but empty or all NULs) is never used nor
@@ -312,10 +316,14 @@ public enum GeoAPI {
             // Sized once: grown from empty, the set rehashed every name three times for 8 APs
             // (callgrind: 12.7k instructions per request went to these inserts).
             let list = try b.array(o, "wifiAccessPoints")
-            var seen = Set<String>(minimumCapacity: list.count)
+            // Repeats by name: among a handful of APs compared with the ones kept (cheaper than
+            // hashing each name), in a set past 16.
+            var seen = list.count > 16 ? Set<String>(minimumCapacity: list.count) : nil
             q.wifi.reserveCapacity(list.count)
             for d in list {
-                guard let w = wifi(d, b), seen.insert(w.bssid).inserted else { q.droppedWiFi += 1; continue }
+                guard let w = wifi(d, b) else { q.droppedWiFi += 1; continue }
+                let repeated = seen != nil ? !seen!.insert(w.bssid).inserted : q.wifi.contains { $0.bssid == w.bssid }
+                if repeated { q.droppedWiFi += 1; continue }
                 q.wifi.append(w)
             }
             q.bluetooth = try b.array(o, "bluetoothBeacons").count
