@@ -106,6 +106,58 @@ import Foundation
         }
     }
 
+    /// Groups of one MAC are found by their map entry (`mergedAnchors`), not by their id: the
+    /// anchors equal, bit for bit, those of grouping every entry by its id string (the rule the
+    /// entry shortcut stands for), on scans of 5 and 40 MACs listed once or twice, in other
+    /// spellings (upper case, dashes), with radio-group members, a map key found only under its
+    /// spelling as given, and MACs the map lacks.
+    @Test func oneMACGroupsAsByID() {
+        func byID(_ e: WCLEstimator, _ scan: WiFiScan, _ map: [String: AccessPoint]) -> [WCLAnchor] {
+            var order: [String] = []
+            var acc: [String: (sum: SIMD3<Double>, n: Int, best: Double, ap: AccessPoint)] = [:]
+            for o in scan.accessPoints {
+                guard let ap = map[MACAddress.normalize(o.bssid)] ?? map[o.bssid] else { continue }
+                let g = e.groupID(o.bssid, ap: ap)
+                if var v = acc[g] {
+                    v.sum += ap.position; v.n += 1
+                    if o.rss > v.best { v.best = o.rss; v.ap = ap }
+                    acc[g] = v
+                } else {
+                    order.append(g); acc[g] = (ap.position, 1, o.rss, ap)
+                }
+            }
+            return order.map { g in
+                let v = acc[g]!, mean = v.sum / Double(v.n)
+                return WCLAnchor(id: g, position: SIMD2(mean.x, mean.y), rss: v.best, p0: v.ap.p0,
+                                 pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor, up: mean.z)
+            }.sorted { $0.rss != $1.rss ? $0.rss > $1.rss : $0.id < $1.id }
+        }
+        var rng = Xoshiro256(seed: 77)
+        for n in [5, 40] {
+            var map: [String: AccessPoint] = [:]
+            var scan: [WiFiObservation] = []
+            for k in 0..<n {
+                let mac = String(format: "00:1b:cc:00:%02x:%02x", k / 3, k)
+                let key = k == 2 ? mac.uppercased() : mac             // found only under the spelling as given
+                map[key] = AccessPoint(bssid: key, position: SIMD3(Double(rng.next() % 100), Double(rng.next() % 100), Double(rng.next() % 3)),
+                                       p0: -40 - Double(k % 4), radio: k % 7 == 3 ? "r\(k % 2)" : nil)
+                let copies = 1 + Int(rng.next() % 2)
+                for c in 0..<copies {
+                    let spelling = k == 2 ? key : c == 0 ? mac : (k % 2 == 0 ? mac.uppercased() : mac.replacingOccurrences(of: ":", with: "-"))
+                    scan.append(WiFiObservation(bssid: spelling, rss: -50 - Double(rng.next() % 30)))
+                }
+                if k % 5 == 0 { scan.append(WiFiObservation(bssid: String(format: "02:00:00:00:00:%02x", k), rss: -60)) }
+            }
+            scan.shuffle(using: &rng)
+            let s = WiFiScan(accessPoints: scan)
+            for e in [WCLEstimator(), WCLEstimator(mergeRadios: false)] {
+                let got = e.mergedAnchors(s, time: 0, map: map), want = byID(e, s, map)
+                #expect(got == want, "n \(n)")
+                #expect(got.count > n / 2)
+            }
+        }
+    }
+
     /// Calibration recovers a consistent scale: errors drawn from κ·S + σ0²I give back κ, σ0
     /// approximately, and the fitted NIS median is ≈ 1.386.
     @Test func covarianceCalibration() {

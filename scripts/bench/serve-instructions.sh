@@ -14,14 +14,17 @@
 # >= 0.5x the empty handler's requests/s), leaving out wrk's share of the two cores.
 # Usage: scripts/bench/serve-instructions.sh      (about 3-6 minutes; needs valgrind)
 #        SERVE_INSTR_REQUESTS=400 (geolocate, refine; empty runs 2.5x as many)
+#        POSFUSE_BIN=path: that release binary instead of building one
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v valgrind >/dev/null && command -v callgrind_control >/dev/null \
     || { echo "serve-instructions: valgrind not installed (apt-get install valgrind), skipped"; exit 0; }
 N="${SERVE_INSTR_REQUESTS:-400}"
 PORT="${SERVE_INSTR_PORT:-18093}"
-swift build -c release --product posfuse >/dev/null 2>&1 || swift build -c release --product posfuse
-BIN="$(swift build -c release --show-bin-path)/posfuse"
+if [ -n "${POSFUSE_BIN:-}" ]; then BIN="$POSFUSE_BIN"; else   # a given release binary, as serve-bench.sh takes it
+    swift build -c release --product posfuse >/dev/null 2>&1 || swift build -c release --product posfuse
+    BIN="$(swift build -c release --show-bin-path)/posfuse"
+fi
 W="$(mktemp -d /tmp/posfuse-serve-instr.XXXXXX)"
 # callgrind cannot read the DWARF 5 debug info swiftc emits, so it runs on a copy without it.
 cp "$BIN" "$W/posfuse" && strip --strip-debug "$W/posfuse"

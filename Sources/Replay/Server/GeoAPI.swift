@@ -84,15 +84,18 @@ public enum GeoAPI {
 
         /// One scanned object: its members.
         struct Object {
-            var fields: [JField]
+            /// Its members (a slice: the elements of one array share one list).
+            var fields: ArraySlice<JField>
             subscript(_ key: StaticString, in b: Body) -> JField? {
                 fields.last { $0.keyLength == key.utf8CodeUnitCount && memcmp(b.s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }
             }
         }
 
         /// Runs `parse` on the top-level object of `body` (an empty body is an empty object).
-        static func read<R>(_ body: [UInt8], _ parse: (Body, Object) throws -> R) throws -> R {
-            var bytes = body
+        /// A body the caller gives up (`consuming`) gets the scanner's terminator appended in
+        /// place, without a copy when its storage has a spare byte.
+        static func read<R>(_ body: consuming [UInt8], _ parse: (Body, Object) throws -> R) throws -> R {
+            var bytes = consume body
             let n = bytes.count
             bytes.append(0)                                  // the scanner's terminator
             return try bytes.withUnsafeBufferPointer { buf in
@@ -107,7 +110,7 @@ public enum GeoAPI {
                     guard ReportRecordParser.validUTF8(s.p, 0, n) else { throw APIError.parse("the body is not JSON") }
                 }
                 let b = Body(s: s)
-                return try parse(b, Object(fields: top))
+                return try parse(b, Object(fields: top[...]))
             }
         }
 
@@ -115,19 +118,39 @@ public enum GeoAPI {
             guard let f, f.kind == .object else { return nil }
             var fields: [JField] = []
             _ = try? s.object(at: f.start, into: &fields)     // validated by the scan
-            return Object(fields: fields)
+            return Object(fields: fields[...])
         }
         /// The objects of the array `key` of `o`: none when absent or null; a parseError when it
         /// is not an array or an element is not an object.
         func array(_ o: Object, _ key: StaticString) throws -> [Object] {
             guard let f = o[key, in: self], f.kind != .null else { return [] }
             guard f.kind == .array else { throw APIError.parse("'\(key)' must be an array") }
-            var elements: [JField] = []
-            try? s.arrayElements(start: f.start, end: f.end, into: &elements)
-            return try elements.enumerated().map { i, e in
-                guard let d = object(e) else { throw APIError.parse("\(key)[\(i)] must be an object") }
-                return d
+            // The whole body was validated by `read`'s scan, so the array is well formed: each
+            // element is scanned once, by the object scan that also finds where it ends (before, a
+            // pass validated the elements again and another delimited them: a third of the parse),
+            // and all elements' members go into one list.
+            var members: [JField] = []
+            var bounds: [(start: Int, end: Int)] = []
+            var i = skipWS(f.start + 1)
+            if s.p[i] != UInt8(ascii: "]") {
+                while true {
+                    let first = members.count
+                    guard s.p[i] == UInt8(ascii: "{"), let e = try? s.object(at: i, into: &members) else {
+                        throw APIError.parse("\(key)[\(bounds.count)] must be an object")
+                    }
+                    bounds.append((first, members.count))
+                    i = skipWS(e)
+                    guard s.p[i] == UInt8(ascii: ",") else { break }           // "]"
+                    i = skipWS(i + 1)
+                }
             }
+            return bounds.map { Object(fields: members[$0.start..<$0.end]) }
+        }
+        /// The offset of the first byte at or after `i` that is not JSON whitespace.
+        private func skipWS(_ i: Int) -> Int {
+            var i = i
+            while i < s.count, s.p[i] == 0x20 || s.p[i] == 0x09 || s.p[i] == 0x0A || s.p[i] == 0x0D { i += 1 }
+            return i
         }
         func number(_ f: JField?) -> Double? {
             guard let f, f.kind == .number else { return nil }
@@ -145,6 +168,15 @@ public enum GeoAPI {
         func string(_ f: JField?) -> String? {
             guard let f, f.kind == .string else { return nil }
             return try? s.string(start: f.start, end: f.end, escaped: f.escaped)
+        }
+        /// `GeoAPI.mac(string(f))`: an unescaped member is read on its bytes in place (the
+        /// body is valid UTF-8, so they are the bytes of `string(f)`).
+        func mac(_ f: JField?) -> String? {
+            guard let f, f.kind == .string else { return nil }
+            if !f.escaped, let m = GeoAPI.asciiMAC(utf8: UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)) {
+                return m.isEmpty ? nil : m
+            }
+            return GeoAPI.mac(string(f))
         }
         func bool(_ f: JField?) -> Bool? {
             guard let f else { return nil }
@@ -172,32 +204,40 @@ public enum GeoAPI {
     /// `mac` of an all-ASCII spelling on its bytes (no Unicode lowercasing, no Character
     /// walk): the result, "" when such a spelling is not a valid MAC, nil when `s` has a
     /// non-ASCII byte (then `mac` takes the general path, which also knows fullwidth digits).
-    static func asciiMAC(_ s: String) -> String? {
-        var hex: (UInt64, UInt64) = (0, 0)                 // 12 lowercase hex digits
+    static func asciiMAC(_ s: String) -> String? { asciiMAC(utf8: s.utf8) }
+
+    /// `asciiMAC` of the UTF-8 bytes of a spelling (the parser hands over a string member's
+    /// bytes in place: no String of the spelling is made).
+    @inline(__always) static func asciiMAC(utf8: some Sequence<UInt8>) -> String? {
+        var v: UInt64 = 0                                  // the first 12 hex digits, 4 bits each
         var n = 0, invalid = false
-        for b in s.utf8 {
+        for b in utf8 {
+            let d: UInt8
             switch b {
             case UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "."): continue
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"):
-                if n < 12 { withUnsafeMutableBytes(of: &hex) { $0[n] = b | 0x20 } }
-                n += 1
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = b &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = b &- UInt8(ascii: "a") &+ 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = b &- UInt8(ascii: "A") &+ 10
             case 0x80...: return nil
-            default: invalid = true
+            default: invalid = true; continue
             }
+            if n < 12 { v = v << 4 | UInt64(d) }
+            n += 1
         }
-        guard !invalid, n == 12 else { return "" }
-        return withUnsafeBytes(of: &hex) { h in
-            if h[0..<12].allSatisfy({ $0 == UInt8(ascii: "0") }) || h[0..<12].allSatisfy({ $0 == UInt8(ascii: "f") }) { return "" }
-            return String(unsafeUninitializedCapacity: 17) { out in
-                var k = 0
-                for i in 0..<12 {
-                    if i > 0 && i % 2 == 0 { out[k] = UInt8(ascii: ":"); k += 1 }
-                    out[k] = h[i]; k += 1
-                }
-                return k
+        // Twelve digits, not all 0 and not all f (the digits' value, not their spelling).
+        guard !invalid, n == 12, v != 0, v != 0xFFFF_FFFF_FFFF else { return "" }
+        return String(unsafeUninitializedCapacity: 17) { out in
+            for i in 0..<6 {
+                let octet = UInt8(truncatingIfNeeded: v >> UInt64(40 - 8 * i))
+                out[3 * i] = hexDigit(octet >> 4)
+                out[3 * i + 1] = hexDigit(octet & 15)
+                if i < 5 { out[3 * i + 2] = UInt8(ascii: ":") }
             }
+            return 17
         }
     }
+    /// The lowercase hex digit of 0...15.
+    @inline(__always) private static func hexDigit(_ x: UInt8) -> UInt8 { x < 10 ? UInt8(ascii: "0") + x : UInt8(ascii: "a") + x - 10 }
 
     /// The ichnaea privacy rules for one WiFi entry: an SSID ending in "_nomap" (the owner's
     /// opt-out) or a hidden network (an SSID given but empty or all NULs) is never used nor
@@ -245,7 +285,7 @@ public enum GeoAPI {
     /// observation time) becomes `lastSeen` = −age/1000 s on a clock whose 0 is that time.
     static func wifi(_ d: Body.Object, _ b: Body) -> WiFiObservation? {
         let ssid = b.string(d["ssid", in: b])
-        guard privacyAllows(ssid: ssid), let mac = mac(b.string(d["macAddress", in: b])) else { return nil }
+        guard privacyAllows(ssid: ssid), let mac = b.mac(d["macAddress", in: b]) else { return nil }
         let rss = b.number(d["signalStrength", in: b]).flatMap { $0 < 0 && $0 > -150 ? $0 : nil } ?? defaultWiFiSignal
         let f = b.number(d["frequency", in: b]) ?? b.integer(d["channel", in: b]).map(frequency(channel:)) ?? 2437
         let age = b.number(d["age", in: b]).flatMap { $0 >= 0 ? $0 : nil }
@@ -267,8 +307,8 @@ public enum GeoAPI {
     }
 
     /// Parses a geolocate body.
-    public static func query(_ body: [UInt8]) throws -> Query {
-        try Body.read(body) { b, o in
+    public static func query(_ body: consuming [UInt8]) throws -> Query {
+        try Body.read(consume body) { b, o in
             var q = Query()
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
@@ -276,10 +316,14 @@ public enum GeoAPI {
             // Sized once: grown from empty, the set rehashed every name three times for 8 APs
             // (callgrind: 12.7k instructions per request went to these inserts).
             let list = try b.array(o, "wifiAccessPoints")
-            var seen = Set<String>(minimumCapacity: list.count)
+            // Repeats by name: among a handful of APs compared with the ones kept (cheaper than
+            // hashing each name), in a set past 16.
+            var seen = list.count > 16 ? Set<String>(minimumCapacity: list.count) : nil
             q.wifi.reserveCapacity(list.count)
             for d in list {
-                guard let w = wifi(d, b), seen.insert(w.bssid).inserted else { q.droppedWiFi += 1; continue }
+                guard let w = wifi(d, b) else { q.droppedWiFi += 1; continue }
+                let repeated = seen != nil ? !seen!.insert(w.bssid).inserted : q.wifi.contains { $0.bssid == w.bssid }
+                if repeated { q.droppedWiFi += 1; continue }
                 q.wifi.append(w)
             }
             q.bluetooth = try b.array(o, "bluetoothBeacons").count
@@ -294,8 +338,8 @@ public enum GeoAPI {
     /// Parses a geosubmit (v2) body: the items with a valid position (others teach nothing).
     /// WiFi entries older than `maxAge` s at the position's time are dropped, as
     /// `radiomap build` drops stale scan entries.
-    public static func submission(_ body: [UInt8], maxAge: Double = RadioMapBuilder.defaultMaxAge) throws -> (items: [Submission], received: Int) {
-        try Body.read(body) { b, o in
+    public static func submission(_ body: consuming [UInt8], maxAge: Double = RadioMapBuilder.defaultMaxAge) throws -> (items: [Submission], received: Int) {
+        try Body.read(consume body) { b, o in
             guard o["items", in: b] != nil else { throw APIError.parse("'items' is missing") }
             let list = try b.array(o, "items")
             var out: [Submission] = []
@@ -357,8 +401,11 @@ public enum GeoAPI {
         /// JSONSerialization): keys sorted at every level, numbers and strings exactly as
         /// `JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])` writes them
         /// (GeoAPITests compares the two).
+        /// √χ²₂(0.95), as `json` computes it, once (per answer it cost 3k instructions).
+        static let k95 = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+
         public var jsonBytes: [UInt8] {
-            let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
+            let k = Self.k95
             let ax = covariance.principalAxes
             var deg = Angle.degrees(ax.azimuth).truncatingRemainder(dividingBy: 180)
             if deg < 0 { deg += 180 }
@@ -390,6 +437,14 @@ public enum GeoAPI {
     /// everything else (UTF-8) as is.
     static func appendString(_ s: String, to o: inout [UInt8]) {
         o.append(UInt8(ascii: "\""))
+        // A string with nothing to escape (every note and source name so far) in one copy.
+        var s = s
+        let plain = s.withUTF8 { u -> Bool in
+            for b in u where b < 0x20 || b == 0x22 || b == 0x5C || b == 0x2F { return false }
+            o.append(contentsOf: u)
+            return true
+        }
+        if plain { o.append(UInt8(ascii: "\"")); return }
         for b in s.utf8 {
             switch b {
             case 0x22, 0x5C, 0x2F: o.append(0x5C); o.append(b)
@@ -453,15 +508,25 @@ public enum GeoAPI {
     /// `locate` with a pipeline from `pipelines` (the server's: one prototype, pipelines kept and
     /// reset between requests instead of built per request).
     public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
-        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), bssids: Set(q.wifi.map(\.bssid)))
+        // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
+        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid))
         var notes: [String] = []
-        var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
-        for a in known.aps { knownBSSIDs.insert(a.bssid) }
-        var wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
+        var wifi: [WiFiObservation]
+        if known.aps.count <= 16 {
+            // A handful of known APs: compared by name (cheaper than hashing every name twice).
+            wifi = q.wifi.filter { w in known.aps.contains { $0.bssid == w.bssid } }
+        } else {
+            var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
+            for a in known.aps { knownBSSIDs.insert(a.bssid) }
+            wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
+        }
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
         var usable = known
         if wifi.isEmpty { usable.aps = [] }
-        let cellsKnown = Set(known.coverage.map(\.cell)).union(known.towers.map(\.cell))
+        // The distinct cells among the known towers and coverage areas (a handful: a list).
+        var cellsKnown: [CellID] = []
+        for c in known.coverage.lazy.map(\.cell) where !cellsKnown.contains(c) { cellsKnown.append(c) }
+        for c in known.towers.lazy.map(\.cell) where !cellsKnown.contains(c) { cellsKnown.append(c) }
         if let anchor = usable.anchor {
             let frame = LocalFrame(origin: Geodetic(latitude: anchor.latitude, longitude: anchor.longitude))
             var events = q.cells.map { TraceEvent(time: 0, payload: .cell($0)) }

@@ -49,6 +49,7 @@ public struct KnownRadios: Sendable {
         var ref = ReferenceData()
         for t in towers { ref.cells[t.cell] = t.site(frame: frame) }
         if !coverage.isEmpty { ref.cellCoverage = CellCoverageRecord.map(coverage, frame: frame) }
+        ref.accessPoints.reserveCapacity(aps.count)        // sized once: grown, it rehashed every name
         for a in aps {
             ref.accessPoints[a.bssid] = AccessPoint(bssid: a.bssid, position: frame.enu(Geodetic(latitude: a.position.latitude,
                                                                                                     longitude: a.position.longitude)),
@@ -114,6 +115,12 @@ public struct RadioChanges: Sendable, Equatable {
     public static let defaultRetention = 600.0
 }
 
+extension RadioLookup {
+    public func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String]) async throws -> KnownRadios {
+        try await lookup(cells: cells, bssids: Set(bssids))
+    }
+}
+
 /// Counts for /metrics and /health.
 public struct StoreStatistics: Sendable, Equatable {
     public var cells: Int, coverageAreas: Int, aps: Int, submissions: Int
@@ -124,6 +131,9 @@ public protocol RadioLookup: Sendable {
     /// The known towers, coverage areas (cells in description order, areas by TA) and APs (by
     /// name) of the request's radios.
     func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios
+    /// `lookup` of radios given as lists: `bssids` distinct (geolocate's parser drops repeats),
+    /// in any order. The same answer; the snapshot answers it without building a set of names.
+    func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String]) async throws -> KnownRadios
     /// Whole-cell coverage areas (TA −1) of the location areas (rat, mcc, mnc, area) of `cells`,
     /// for the ichnaea `lacf` fallback.
     func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord]

@@ -44,6 +44,19 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
     /// then coverage by TA; APs by name).
     func lookup(cells wanted: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
         try await followChanges()
+        return try await read(wanted, bssids)
+    }
+
+    /// `lookup` with the names as a list: a hit (every radio in the snapshot) needs no set of them.
+    func lookup(cells wanted: Set<CellID>, distinctBSSIDs bssids: [String]) async throws -> KnownRadios {
+        try await followChanges()
+        let sorted = bssids.sorted()
+        if let hit = lock.withLock({ assembleCached(wanted, sorted) }) { return hit }
+        return try await read(wanted, Set(bssids))
+    }
+
+    /// `lookup` after the change log was followed.
+    private func read(_ wanted: Set<CellID>, _ bssids: Set<String>) async throws -> KnownRadios {
         let (hit, gen, missingCells, missingAPs) = cached(wanted, bssids)
         if let hit { return hit }
         let got = try await store.lookup(cells: missingCells, bssids: missingAPs)
@@ -60,12 +73,12 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
     private func cached(_ wanted: Set<CellID>, _ bssids: Set<String>)
         -> (KnownRadios?, UInt64, Set<CellID>, Set<String>) {
         lock.withLock {
+            // A hit is `assemble`'s answer, assembled while the radios are found (one look-up of
+            // each instead of one to test and one to assemble); the first radio missing ends it.
+            if let hit = assembleCached(wanted, bssids.sorted()) { return (hit, generation, [], []) }
             var missingCells = Set<CellID>(), missingAPs = Set<String>()
             for c in wanted where cells[c] == nil { missingCells.insert(c) }
             for b in bssids where aps[b] == nil { missingAPs.insert(b) }
-            if missingCells.isEmpty && missingAPs.isEmpty {
-                return (assemble(wanted, bssids, fetchedCells: [:], fetchedAPs: [:]), generation, [], [])
-            }
             return (nil, generation, missingCells, missingAPs)
         }
     }
@@ -84,12 +97,33 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         }
     }
 
+    /// `assemble` with nothing fetched when every radio is in the snapshot, else nil. Under the lock.
+    private func assembleCached(_ wanted: Set<CellID>, _ sortedBSSIDs: [String]) -> KnownRadios? {
+        var out = KnownRadios()
+        for c in Self.order(wanted) {
+            guard let e = cells[c] else { return nil }
+            // The first cell's lists are shared, not copied (a request names one cell as a rule).
+            if out.towers.isEmpty { out.towers = e.towers } else { out.towers += e.towers }
+            if out.coverage.isEmpty { out.coverage = e.coverage } else { out.coverage += e.coverage }
+        }
+        out.aps.reserveCapacity(sortedBSSIDs.count)
+        for b in sortedBSSIDs {
+            guard let a = aps[b] else { return nil }
+            if let a { out.aps.append(a) }
+        }
+        return out
+    }
+
+    /// The cells in the order of the answer (by description).
+    private static func order(_ wanted: Set<CellID>) -> [CellID] {
+        wanted.count < 2 ? Array(wanted) : wanted.sorted { $0.description < $1.description }
+    }
+
     /// Under the lock.
     private func assemble(_ wanted: Set<CellID>, _ bssids: Set<String>, fetchedCells: [CellID: CellEntry],
                           fetchedAPs: [String: LearnedAP?]) -> KnownRadios {
         var out = KnownRadios()
-        let order = wanted.count < 2 ? Array(wanted) : wanted.sorted { $0.description < $1.description }
-        for c in order {
+        for c in Self.order(wanted) {
             guard let e = fetchedCells[c] ?? cells[c] else { continue }
             out.towers += e.towers
             out.coverage += e.coverage

@@ -65,7 +65,7 @@ public struct CellCoverageRecord: Sendable, Equatable {
 
     /// The records as a coverage map in `frame`.
     public static func map(_ records: [CellCoverageRecord], frame: LocalFrame) -> CellCoverageMap {
-        var areas: [CellCoverageMap.Key: CellCoverageMap.Area] = [:]
+        var areas = [CellCoverageMap.Key: CellCoverageMap.Area](minimumCapacity: records.count)
         for r in records {
             let p = frame.enu(r.position)
             areas[.init(cell: r.cell, timingAdvance: r.ta)] = .init(mean: SIMD2(p.x, p.y), covariance: r.covariance, count: r.count,
