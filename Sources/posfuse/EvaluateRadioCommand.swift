@@ -289,8 +289,11 @@ extension EvaluateRadio {
                                     "training_scans_kept": s.folds.reduce(0) { $0 + $1.keptScans },
                                     "training_scans_blocked": s.folds.reduce(0) { $0 + $1.removedScans }].merging(s.located.jsonMembers) { a, _ in a }
             if case .area(let r) = s.split { o["block_radius_m"] = r }
+            // Per test walk: its checkpoint scores per source (as the pooled `checkpoints`), so a
+            // figure's misses can be traced to walks.
             o["test_walks"] = s.folds.map { f -> [String: Any] in
-                ["walk": f.test, "training_scans_kept": f.keptScans, "training_scans_blocked": f.removedScans]
+                ["walk": f.test, "training_scans_kept": f.keptScans, "training_scans_blocked": f.removedScans,
+                 "checkpoints": f.result.scores.checkpoints.map { $0.json() }]
                     .merging(f.result.located.jsonMembers) { a, _ in a }
             }
             var est: [String: Any] = [:]

@@ -64,6 +64,9 @@ import TestSupport
         #expect(Set(replayed.compactMap { $0["source"] as? String }).isSuperset(of: ["wcl", "fingerprint", "ekf", "smoother"]))
         #expect(replayed.allSatisfy { ($0["scored"] as? Int ?? 0) > 0 })
         #expect(NSArray(array: replayed).isEqual(to: evaluated), "replay \(replayed)\nevaluate \(evaluated)")
+        // One test walk: its own checkpoint scores in `test_walks` are the split's pooled ones.
+        let perWalk = try #require((splits[0]["test_walks"] as? [[String: Any]])?.first?["checkpoints"] as? [[String: Any]])
+        #expect(NSArray(array: perWalk).isEqual(to: evaluated), "test_walks \(perWalk)\npooled \(evaluated)")
         let bad = dir.appendingPathComponent("bad.yaml")
         try "stages: {ekf: {gate_probability: 2}}\n".write(to: bad, atomically: true, encoding: .utf8)
         let x = try CLI.run(["evaluate", "radio", "--train", walks[0], "--test", walks[1], "--dataset", "ms-indoor", "--pipeline", bad.path])

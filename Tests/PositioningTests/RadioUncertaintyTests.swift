@@ -140,4 +140,57 @@ import Foundation
         #expect(cross > inSample, "cross-fitted \(cross) vs in-sample \(inSample)")
         print("crossFittedScaleCoversNewWalks: cross-fitted inside95 \(cross), in-sample \(inSample)")
     }
+
+    /// Walks whose fixes share one bias (the ms-indoor WiFi errors: β ≈ 0.99), with a bias
+    /// scale that differs from walk to walk: 5 inner folds of 4 walks × 6 fixes. The pooled
+    /// conformal k counts the 120 fixes as independent; the rule cautious over folds
+    /// (`CoverageScale.cautiousScale`) treats the folds as the units. Over 200 seeded fits, a
+    /// fresh fold's own 95 % NEES quantile lies within k·χ²₂(0.95) — it is covered as a whole —
+    /// in at least 5/6 of cases less a tolerance (the split-conformal rank over 5 folds gives
+    /// ≥ 5/6 for exchangeable folds), more often than under the pooled k, and the fixes of fresh
+    /// walks are inside their 95 % ellipse at least 95 % of the time.
+    @Test func scaleCautiousOverGroupsCoversNewFolds() throws {
+        var rng = SplitMix64(seed: 18)
+        func fold(_ g: Int) -> [RadioUncertaintyModel.Sample] {
+            (0..<4).flatMap { _ -> [RadioUncertaintyModel.Sample] in
+                let sb = 6 * exp(0.5 * rng.gaussian()), bias = SIMD2(sb * rng.gaussian(), sb * rng.gaussian())
+                return (0..<6).map { _ in
+                    .init(residual: bias + SIMD2(rng.gaussian(), rng.gaussian()), covariance: Covariance2(sigma: 3),
+                          features: .init(surveyDistance: 0, knownShare: 1, signalDistance: 15), group: g)
+                }
+            }
+        }
+        var coveredPooled = 0, coveredCautious = 0, insideCautious = 0.0, fits = 0
+        for _ in 0..<200 {
+            let train = (0..<5).flatMap(fold), fresh = fold(0)
+            guard let p = RadioUncertaintyModel.fit(train), let c = RadioUncertaintyModel.fit(train, scaleRule: .cautiousOverGroups) else { continue }
+            #expect(c.gamma == p.gamma && c.a == p.a && c.e == p.e, "the rule moves k only")
+            func nees(_ t: RadioUncertaintyModel.Term) -> [Double] {
+                fresh.map { t.covariance($0.covariance, $0.features).mahalanobis2($0.residual) ?? .infinity }
+            }
+            if let q = RadioStats.quantile(nees(p), 0.95), q <= RadioStats.chi2Two95 { coveredPooled += 1 }
+            if let q = RadioStats.quantile(nees(c), 0.95), q <= RadioStats.chi2Two95 { coveredCautious += 1 }
+            insideCautious += RadioStats.inside95(nees(c)) ?? 0
+            fits += 1
+        }
+        #expect(fits == 200)
+        let cp = Double(coveredPooled) / Double(fits), cc = Double(coveredCautious) / Double(fits)
+        insideCautious /= Double(fits)
+        #expect(cc >= 5.0 / 6 - 0.05, "folds covered whole, cautious \(cc)")
+        #expect(cc > cp, "cautious \(cc) vs pooled \(cp)")
+        #expect(insideCautious >= 0.95, "fixes inside95 \(insideCautious)")
+        print("scaleCautiousOverGroupsCoversNewFolds: folds covered whole pooled \(cp), cautious \(cc); fixes inside95 cautious \(insideCautious)")
+    }
+
+    /// Fewer than `CoverageScale.minFolds` folds with `CoverageScale.minFoldResiduals` out-of-fold
+    /// NEES: the cautious rule falls back to the pooled one (same k).
+    @Test func scaleCautiousFallsBackWithFewFolds() throws {
+        var rng = SplitMix64(seed: 7)
+        let s = (0..<2).flatMap { g in (0..<30).map { _ in
+            RadioUncertaintyModel.Sample(residual: SIMD2(5 * rng.gaussian(), 5 * rng.gaussian()), covariance: Covariance2(sigma: 3),
+                                         features: .init(surveyDistance: 0, knownShare: 1, signalDistance: 15), group: g)
+        } }
+        let p = try #require(RadioUncertaintyModel.fit(s)), c = try #require(RadioUncertaintyModel.fit(s, scaleRule: .cautiousOverGroups))
+        #expect(p.k == c.k)
+    }
 }

@@ -23,6 +23,11 @@ public struct RadioMapLearner: Sendable {
     public var innerFolds = 5
     /// Block radius of the uncertainty fit's inner folds, m (`RadioSplit.defaultRadius`).
     public var blockRadius = RadioMapLearner.defaultBlockRadius
+    /// How the model's coverage scale is taken from its inner folds: cautious over the folds of
+    /// walks by default (one walk's WiFi errors are one bias, so walks, not fixes, are the
+    /// exchangeable units; docs/radio.md, "The coverage scale over walks"); `.pooled`: the
+    /// conformal quantile over all fixes, the rule before session 18 (for comparison).
+    public var scaleRule: RadioUncertaintyModel.ScaleRule = .cautiousOverGroups
     /// Options of the WiFi stages whose fixes the model is fitted on (a pipeline file's).
     public var stages: [String: StageOptions] = [:]
 
@@ -67,7 +72,7 @@ public struct RadioMapLearner: Sendable {
         if fitUncertainty && walks.count >= 2 {
             var terms: [String: RadioUncertaintyModel.Term] = [:]
             out.residuals = uncertaintySamples(walks)
-            for (s, samples) in out.residuals { if let t = RadioUncertaintyModel.fit(samples) { terms[s.rawValue] = t } }
+            for (s, samples) in out.residuals { if let t = RadioUncertaintyModel.fit(samples, scaleRule: scaleRule) { terms[s.rawValue] = t } }
             if !terms.isEmpty { out.uncertainty = RadioUncertaintyModel(terms: terms) }
         }
         if fitStepLength { out.stepLength = StepLengthCalibration.fit(walks.map(Self.stepSegments)) }

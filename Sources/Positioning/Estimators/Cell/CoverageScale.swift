@@ -147,14 +147,25 @@ public enum CoverageScale {
         return s[j - 1]
     }
 
+    /// Step 3, the scale cautious over folds: each fold with at least `minFoldResiduals` values
+    /// gives s_f = Q₀.₉₅(d²_f)/χ²₂,₀.₉₅ (Q type 7), and the result is their `cautious` order
+    /// statistic (the largest while there are fewer than 19 folds); nil with fewer than
+    /// `minFolds` such folds. `d2PerFold`: 2-D squared Mahalanobis distances (NEES) of held-out
+    /// data, one array per fold. Also the WiFi uncertainty model's scale over its inner folds of
+    /// walks (`RadioUncertaintyModel.fit`, `scaleRule: .cautiousOverGroups`).
+    public static func cautiousScale(d2PerFold: [[Double]]) -> Double? {
+        let s = d2PerFold.filter { $0.count >= minFoldResiduals }
+            .compactMap { f in RadioStats.quantile(f, probability).map { $0 / RadioStats.chi2Two95 } }
+        return cautious(s, ascendingIsCautious: true)
+    }
+
     /// ν₀ and s of one kind from its per-fold residuals (model above); the model's (1, 1) with
     /// fewer than `minFolds` folds of at least `minFoldResiduals` residuals.
     public static func fitKind(perFold: [Int: [Residual]]) -> (priorDegrees: Double, scale: Double) {
         let folds = perFold.sorted { $0.key < $1.key }.map(\.value).filter { $0.count >= minFoldResiduals }
         guard folds.count >= minFolds else { return (CellCoverageMap.priorDegrees, 1) }
         let nu0 = priorDegrees(folds.flatMap { $0 })
-        let s = folds.compactMap { f in RadioStats.quantile(f.map { $0.d2(priorDegrees: nu0) }, probability).map { $0 / RadioStats.chi2Two95 } }
-        return (nu0, cautious(s, ascendingIsCautious: true) ?? 1)
+        return (nu0, cautiousScale(d2PerFold: folds.map { f in f.map { $0.d2(priorDegrees: nu0) } }) ?? 1)
     }
 
     /// The calibration of the map of `reports` (model above).

@@ -148,6 +148,16 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         return ErrorCorrelation.fit(curve, minBias: 0.05)
     }
 
+    /// How `fit` takes the coverage scale k from the out-of-group NEES.
+    public enum ScaleRule: String, Sendable {
+        /// The conformal quantile of all out-of-group NEES pooled: residuals exchangeable one by
+        /// one (UJIIndoorLoc's single scans, `KNNFingerprintFit.calibrate`).
+        case pooled
+        /// Cautious over the groups (`CoverageScale.cautiousScale`): residuals exchangeable group
+        /// by group (the radio map's inner folds of walks, `RadioMapLearner`).
+        case cautiousOverGroups
+    }
+
     /// Fewest residuals a term is fitted from.
     public static let minSamples = 20
 
@@ -167,22 +177,39 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
     /// samples to refit the shape on, or fewer than `minSamples` out-of-group NEES in all, q is
     /// taken from the in-sample NEES (same conformal rank).
     /// `crossFit: false` takes q from the in-sample NEES always (for comparison in tests).
-    public static func fit(_ samples: [Sample], crossFit: Bool = true) -> Term? {
+    ///
+    /// `scaleRule: .cautiousOverGroups` takes k instead from the groups as units: each group's
+    /// out-of-group NEES give s_g = Q₀.₉₅/χ²₂(0.95), and k is their cautious order statistic
+    /// (`CoverageScale.cautiousScale`: the largest while there are fewer than 19 groups), the
+    /// split-conformal rank over groups rather than over residuals. It is for residuals that are
+    /// not exchangeable one by one but group by group: the WiFi errors of one walk are one bias
+    /// (correlation β ≈ 0.99 over 20–46 s, docs/fusion.md), so a pooled quantile over fixes
+    /// counts one walk's bias as many independent draws, and a new walk unlike the training
+    /// walks falls outside whole (docs/radio.md, "The coverage scale over walks"). Fewer than
+    /// `CoverageScale.minFolds` groups of at least `CoverageScale.minFoldResiduals` out-of-group
+    /// NEES: the pooled rule.
+    public static func fit(_ samples: [Sample], crossFit: Bool = true, scaleRule: ScaleRule = .pooled) -> Term? {
         let s = samples.filter { $0.covariance.isValid && $0.residual.x.isFinite && $0.residual.y.isFinite }
         guard s.count >= minSamples, var t = shape(s) else { return nil }
-        var nees: [Double] = []
+        var nees: [Double] = [], perGroup: [[Double]] = []
         let groups = Dictionary(grouping: s.indices, by: { s[$0].group })
         if crossFit, groups.count >= 2, groups.values.allSatisfy({ s.count - $0.count >= minSamples / 2 }) {
             for g in groups.keys.sorted() {
                 let rest = s.filter { $0.group != g }
                 guard let tg = shape(rest) else { continue }
-                for i in groups[g]! { if let m = tg.covariance(s[i].covariance, s[i].features).mahalanobis2(s[i].residual) { nees.append(m) } }
+                let ng = groups[g]!.compactMap { tg.covariance(s[$0].covariance, s[$0].features).mahalanobis2(s[$0].residual) }
+                nees += ng
+                perGroup.append(ng)
             }
         }
-        if nees.count < minSamples {
-            nees = s.compactMap { t.covariance($0.covariance, $0.features).mahalanobis2($0.residual) }
+        if scaleRule == .cautiousOverGroups, let k = CoverageScale.cautiousScale(d2PerFold: perGroup), k > 0 {
+            t.k = k
+        } else {
+            if nees.count < minSamples {
+                nees = s.compactMap { t.covariance($0.covariance, $0.features).mahalanobis2($0.residual) }
+            }
+            if let q = conformalQuantile(nees, level: 0.95), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
         }
-        if let q = conformalQuantile(nees, level: 0.95), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
         t.samples = s.count
         t.correlation = correlation(s, term: t)
         t.heldOutMeanError = s.reduce(0) { $0 + ($1.residual.x * $1.residual.x + $1.residual.y * $1.residual.y).squareRoot() } / Double(s.count)
