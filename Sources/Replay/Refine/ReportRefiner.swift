@@ -39,7 +39,7 @@ public final class ReportRefiner {
     /// A new pipeline from the prototype per report instead of `reset()` (the reference of
     /// `RefineResetTests`; the same bytes).
     package var freshPipelinePerReport = false
-    private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
+    private var tiles: [SIMD2<Int>: Tile] = [:]
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
     static let tileDegrees = 0.05
@@ -96,7 +96,16 @@ public final class ReportRefiner {
         return options
     }
 
-    private func tile(_ lat: Double, _ lon: Double) throws -> (frame: LocalFrame, reference: ReferenceData) {
+    /// A cached tile: its frame and the pipeline context of its reports (header and reference data
+    /// in that frame), built once per tile. (Per report, building the context computed the frame's
+    /// trigonometry twice and copied the reference data: ≈ 3k instructions, docs/refine.md.)
+    private final class Tile {
+        let context: PipelineContext
+        let entries: Int
+        init(context: PipelineContext, entries: Int) { self.context = context; self.entries = entries }
+    }
+
+    private func tile(_ lat: Double, _ lon: Double) throws -> Tile {
         let key = SIMD2(Int((lat / Self.tileDegrees).rounded()), Int((lon / Self.tileDegrees).rounded()))
         if let t = tiles[key] { return t }
         let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
@@ -106,10 +115,11 @@ public final class ReportRefiner {
         let entries = Self.entryCount(ref)
         while let oldest = tileOrder.first, cachedEntries + entries > Self.maxCachedEntries || tiles.count >= 4096 {
             tileOrder.removeFirst()
-            if let t = tiles.removeValue(forKey: oldest) { cachedEntries -= Self.entryCount(t.reference) }
+            if let t = tiles.removeValue(forKey: oldest) { cachedEntries -= t.entries }
         }
-        tiles[key] = (frame, ref); tileOrder.append(key); cachedEntries += entries
-        return (frame, ref)
+        let t = Tile(context: PipelineContext(header: TraceHeader(origin: frame.origin), reference: ref), entries: entries)
+        tiles[key] = t; tileOrder.append(key); cachedEntries += entries
+        return t
     }
 
     static func entryCount(_ r: ReferenceData) -> Int {
@@ -222,18 +232,16 @@ public final class ReportRefiner {
     private var extra: ReferenceData?
 
     private func refine(_ r: ReportRecordParser.Report, scanner s: JSONLineScanner, into out: inout [UInt8]) throws -> Outcome {
-        let t = try tile(r.latitude, r.longitude)
-        let header = TraceHeader(origin: t.frame.origin)
-        var reference = t.reference
+        var context = try tile(r.latitude, r.longitude).context
         if let extra {
-            reference.accessPoints.merge(extra.accessPoints) { own, _ in own }
-            reference.cells.merge(extra.cells) { own, _ in own }
+            context.reference.accessPoints.merge(extra.accessPoints) { own, _ in own }
+            context.reference.cells.merge(extra.cells) { own, _ in own }
             if let c = extra.cellCoverage, !c.isEmpty {
-                reference.cellCoverage = CellCoverageMap(areas: (reference.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
+                context.reference.cellCoverage = CellCoverageMap(areas: (context.reference.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
             }
         }
-        let context = PipelineContext(header: header, reference: reference)
-        let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
+        let frame = context.frame
+        let reported = frame.en(latitude: r.latitude, longitude: r.longitude)
         // Reset before use, not after: a report that failed midway leaves nothing behind.
         if freshPipelinePerReport { pipeline = prototype.make() } else { pipeline.reset() }
 
@@ -271,7 +279,7 @@ public final class ReportRefiner {
 
         let best = fused.best ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
                                      source: .gnss)
-        let g = header.frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
+        let g = frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
         let status: Outcome.Status = used.count > 1 ? .refined : .reported
 
         // The Feature, keys in sorted order at every level (the order JSONSerialization's
@@ -282,7 +290,7 @@ public final class ReportRefiner {
         Self.writeEllipse(best.covariance, into: &out)
         if let id = r.id { out.append(literal: ",\"id\":"); out.append(jsonString: id) }
         if let o = objectFix {
-            let og = header.frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
+            let og = frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
             out.append(literal: ",\"object\":{")
             Self.writeEllipse(o.covariance, into: &out)
             out.append(literal: ",\"lat\":"); out.append(number: og.latitude)
