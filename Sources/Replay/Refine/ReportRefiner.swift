@@ -365,9 +365,10 @@ public final class ReportRefiner {
         for i in events.indices {
             for result in pipeline.process(events[i], context: context) {
                 switch result {
-                case .fix(let f) where f.source == .ekf && f.subject == Fix.defaultSubject: lastFused = f
-                case .fix(let f) where Subject.isObject(f.subject): objectFix = f
-                case .fix(let f) where !f.source.isFusion: producedBy[f.source, default: 0] += 1
+                case .fix(let f):       // one pattern, the conditions inside (see `FusionStage.process`)
+                    if f.source == .ekf && f.subject == Fix.defaultSubject { lastFused = f }
+                    else if Subject.isObject(f.subject) { objectFix = f }
+                    else if !f.source.isFusion { producedBy[f.source, default: 0] += 1 }
                 case .failure(let s, let t, _, let reason):
                     // "Missing input" of a stage whose own evidence type is absent is not news.
                     if case .missingInput = reason, let needs = Self.ownInput[s], evidenceKinds.isDisjoint(with: needs) { continue }

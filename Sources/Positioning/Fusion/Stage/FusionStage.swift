@@ -232,8 +232,11 @@ public final class FusionStage: PipelineStage {
         let superseded = supersededFixes(upstream)
         let scans = scanGroups(upstream, superseded: superseded)
         for r in upstream {
+            // One pattern per case, the conditions inside: each `case … where` that fails copied
+            // the result once more (a `StageResult` copy is ≈ 150 instructions).
             switch r {
-            case .fix(let f) where isLooseInput(f):
+            case .fix(let f):
+                guard isLooseInput(f) else { continue }
                 let key = SourceAt(source: f.source, subject: f.subject, time: f.time)
                 if superseded.contains(key) {
                     track(f.subject, context).counters[f.source, default: SourceCounters()].superseded += 1
@@ -250,8 +253,9 @@ public final class FusionStage: PipelineStage {
                 } else {
                     out += update(fix: f, context)
                 }
-            case .measurement(let m, _) where m.observedBlock == .velocity: continue     // applied above
-            case .measurement(let m, let subject) where tightMask & Self.bit(m.source) != 0 && !Subject.isObject(subject):
+            case .measurement(let m, let subject):
+                if m.observedBlock == .velocity { continue }     // applied above
+                guard tightMask & Self.bit(m.source) != 0 && !Subject.isObject(subject) else { continue }
                 let t = track(subject, context)
                 guard t.filter.isInitialized else { continue }
                 var model = m
