@@ -78,10 +78,10 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
         // the 128 nodes. `slot[i]` numbers the distinct values of h (at most `maxDistinct`, else
         // every node is its own); the residual evaluates exp once per distinct value and sums the
         // nodes in their own order, so each term, and the sum, are bit-identical to one exp per node.
-        return withUnsafeTemporaryAllocation(of: Double.self, capacity: 3 * n) { buffer in
+        return withUnsafeTemporaryAllocation(of: Double.self, capacity: 2 * n) { buffer in
         let h = UnsafeMutableBufferPointer(rebasing: buffer[0..<n])
         let distinct = UnsafeMutableBufferPointer(rebasing: buffer[n..<(2 * n)])
-        let terms = UnsafeMutableBufferPointer(rebasing: buffer[(2 * n)...])   // (1 − e, r/h·e) per distinct value
+        return withUnsafeTemporaryAllocation(of: SIMD2<Double>.self, capacity: Self.maxDistinct) { terms in   // (1 − e, r/h·e) per distinct value
         Self.quadratureTrig.withUnsafeBufferPointer { t in
             for i in 0..<n {
                 let c = t[2 * i], sn = t[2 * i + 1]
@@ -105,15 +105,13 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
             if k > 0 {
                 for j in 0..<k {
                     let e = exp(-r * r / (2 * distinct[j]))
-                    terms[2 * j] = 1 - e
-                    terms[2 * j + 1] = e > 0 ? r / distinct[j] * e : 0
+                    terms[j] = SIMD2(1 - e, e > 0 ? r / distinct[j] * e : 0)
                 }
-                for i in 0..<n {
-                    let j = Int(slot[i])
-                    acc += terms[2 * j]
-                    dacc += terms[2 * j + 1]       // + 0 where e = 0: dacc ≥ +0, so the sum is unchanged
-                }
-                return (acc / Double(n) - p, dacc / Double(n))
+                // Both sums in one lane-wise addition per node (each lane is the scalar sum in node
+                // order, the same doubles); + 0 where e = 0: dacc ≥ +0, so the sum is unchanged.
+                var sum = SIMD2<Double>()
+                for i in 0..<n { sum += terms[Int(slot[i])] }
+                return (sum[0] / Double(n) - p, sum[1] / Double(n))
             }
             for i in 0..<n {
                 let e = exp(-r * r / (2 * h[i]))
@@ -142,6 +140,7 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
             r = next
         }
         return r
+        }
         }
         }
     }

@@ -156,7 +156,7 @@ public struct PositionMeasurement: MeasurementModel {
         source = fix.source; time = fix.time
         z = [fix.position.x, fix.position.y]
         let c = fix.covariance.scaled(alpha * alpha)
-        noise = Matrix([[c.ee, c.en], [c.en, c.nn]])
+        noise = Matrix(rows: 2, cols: 2, data: [c.ee, c.en, c.en, c.nn])     // one array, not three (a fix per report and per scan)
         self.gateProbability = gateProbability
         errorCorrelation = fix.errorCorrelation
     }

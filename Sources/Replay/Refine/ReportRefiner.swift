@@ -39,7 +39,7 @@ public final class ReportRefiner {
     /// A new pipeline from the prototype per report instead of `reset()` (the reference of
     /// `RefineResetTests`; the same bytes).
     package var freshPipelinePerReport = false
-    private var tiles: [SIMD2<Int>: (frame: LocalFrame, reference: ReferenceData)] = [:]
+    private var tiles: [SIMD2<Int>: Tile] = [:]
     private var tileOrder: [SIMD2<Int>] = []          // oldest first, for eviction
     private var cachedEntries = 0
     static let tileDegrees = 0.05
@@ -96,7 +96,16 @@ public final class ReportRefiner {
         return options
     }
 
-    private func tile(_ lat: Double, _ lon: Double) throws -> (frame: LocalFrame, reference: ReferenceData) {
+    /// A cached tile: its frame and the pipeline context of its reports (header and reference data
+    /// in that frame), built once per tile. (Per report, building the context computed the frame's
+    /// trigonometry twice and copied the reference data: ≈ 3k instructions, docs/refine.md.)
+    private final class Tile {
+        let context: PipelineContext
+        let entries: Int
+        init(context: PipelineContext, entries: Int) { self.context = context; self.entries = entries }
+    }
+
+    private func tile(_ lat: Double, _ lon: Double) throws -> Tile {
         let key = SIMD2(Int((lat / Self.tileDegrees).rounded()), Int((lon / Self.tileDegrees).rounded()))
         if let t = tiles[key] { return t }
         let frame = LocalFrame(origin: Geodetic(latitude: Double(key.x) * Self.tileDegrees, longitude: Double(key.y) * Self.tileDegrees))
@@ -106,10 +115,11 @@ public final class ReportRefiner {
         let entries = Self.entryCount(ref)
         while let oldest = tileOrder.first, cachedEntries + entries > Self.maxCachedEntries || tiles.count >= 4096 {
             tileOrder.removeFirst()
-            if let t = tiles.removeValue(forKey: oldest) { cachedEntries -= Self.entryCount(t.reference) }
+            if let t = tiles.removeValue(forKey: oldest) { cachedEntries -= t.entries }
         }
-        tiles[key] = (frame, ref); tileOrder.append(key); cachedEntries += entries
-        return (frame, ref)
+        let t = Tile(context: PipelineContext(header: TraceHeader(origin: frame.origin), reference: ref), entries: entries)
+        tiles[key] = t; tileOrder.append(key); cachedEntries += entries
+        return t
     }
 
     static func entryCount(_ r: ReferenceData) -> Int {
@@ -222,18 +232,16 @@ public final class ReportRefiner {
     private var extra: ReferenceData?
 
     private func refine(_ r: ReportRecordParser.Report, scanner s: JSONLineScanner, into out: inout [UInt8]) throws -> Outcome {
-        let t = try tile(r.latitude, r.longitude)
-        let header = TraceHeader(origin: t.frame.origin)
-        var reference = t.reference
+        var context = try tile(r.latitude, r.longitude).context
         if let extra {
-            reference.accessPoints.merge(extra.accessPoints) { own, _ in own }
-            reference.cells.merge(extra.cells) { own, _ in own }
+            context.reference.accessPoints.merge(extra.accessPoints) { own, _ in own }
+            context.reference.cells.merge(extra.cells) { own, _ in own }
             if let c = extra.cellCoverage, !c.isEmpty {
-                reference.cellCoverage = CellCoverageMap(areas: (reference.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
+                context.reference.cellCoverage = CellCoverageMap(areas: (context.reference.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
             }
         }
-        let context = PipelineContext(header: header, reference: reference)
-        let reported = t.frame.en(latitude: r.latitude, longitude: r.longitude)
+        let frame = context.frame
+        let reported = frame.en(latitude: r.latitude, longitude: r.longitude)
         // Reset before use, not after: a report that failed midway leaves nothing behind.
         if freshPipelinePerReport { pipeline = prototype.make() } else { pipeline.reset() }
 
@@ -256,7 +264,9 @@ public final class ReportRefiner {
             }
         }
         var latest: Double?
-        for e in events where latest == nil || e.time > latest! { latest = e.time }
+        // By index, here and in `fuse`: `for e in events` copied each event (a memcpy of the
+        // payload and a retain and release of its references: ≈ 150 instructions per event).
+        for i in events.indices where latest == nil || events[i].time > latest! { latest = events[i].time }
         let reportTime = r.time ?? latest ?? 0
         // The reported position, as the phone's GNSS fix at the report time.
         events.append(TraceEvent(time: reportTime, payload: .gnss(GNSSFix(latitude: r.latitude, longitude: r.longitude,
@@ -271,7 +281,7 @@ public final class ReportRefiner {
 
         let best = fused.best ?? Fix(time: reportTime, position: reported, covariance: Covariance2(sigma: r.accuracy / 1.5096),
                                      source: .gnss)
-        let g = header.frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
+        let g = frame.geodetic(east: best.position.x, north: best.position.y, up: 0)
         let status: Outcome.Status = used.count > 1 ? .refined : .reported
 
         // The Feature, keys in sorted order at every level (the order JSONSerialization's
@@ -282,7 +292,7 @@ public final class ReportRefiner {
         Self.writeEllipse(best.covariance, into: &out)
         if let id = r.id { out.append(literal: ",\"id\":"); out.append(jsonString: id) }
         if let o = objectFix {
-            let og = header.frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
+            let og = frame.geodetic(east: o.position.x, north: o.position.y, up: 0)
             out.append(literal: ",\"object\":{")
             Self.writeEllipse(o.covariance, into: &out)
             out.append(literal: ",\"lat\":"); out.append(number: og.latitude)
@@ -338,7 +348,7 @@ public final class ReportRefiner {
         // The kinds of evidence present (one bit per payload kind: a `Set<String>` of type names
         // cost a hash and an insert per IMU sample).
         var evidenceKinds = EventKinds()
-        for e in events { evidenceKinds.formUnion(EventKinds(e.payload)) }
+        for i in events.indices { evidenceKinds.formUnion(EventKinds(events[i].payload)) }
         // A stage whose own evidence (`ownInput`) the report does not carry is not called: it
         // would return nothing (camloc without a photo, tdoa without an arrival) or only the
         // "missing input" failures skipped below (peer without a range), and no other stage
@@ -352,12 +362,13 @@ public final class ReportRefiner {
         var lastFused: Fix?
         var objectFix: Fix?
         var producedBy: [Source: Int] = [:]
-        for e in events {
-            for result in pipeline.process(e, context: context) {
+        for i in events.indices {
+            for result in pipeline.process(events[i], context: context) {
                 switch result {
-                case .fix(let f) where f.source == .ekf && f.subject == Fix.defaultSubject: lastFused = f
-                case .fix(let f) where Subject.isObject(f.subject): objectFix = f
-                case .fix(let f) where !f.source.isFusion: producedBy[f.source, default: 0] += 1
+                case .fix(let f):       // one pattern, the conditions inside (see `FusionStage.process`)
+                    if f.source == .ekf && f.subject == Fix.defaultSubject { lastFused = f }
+                    else if Subject.isObject(f.subject) { objectFix = f }
+                    else if !f.source.isFusion { producedBy[f.source, default: 0] += 1 }
                 case .failure(let s, let t, _, let reason):
                     // "Missing input" of a stage whose own evidence type is absent is not news.
                     if case .missingInput = reason, let needs = Self.ownInput[s], evidenceKinds.isDisjoint(with: needs) { continue }

@@ -163,6 +163,8 @@ public final class FusionStage: PipelineStage {
 
     public init(settings: Settings, emitting source: Source? = nil, recordEpochs: Bool = false) {
         self.settings = settings
+        looseMask = Self.mask(settings.inputs.filter { !settings.tight.contains($0) && !$0.isFusion })
+        tightMask = Self.mask(settings.tight)
         self.source = source ?? Source(rawValue: settings.kind.rawValue)!
         self.recordEpochs = recordEpochs
     }
@@ -230,8 +232,11 @@ public final class FusionStage: PipelineStage {
         let superseded = supersededFixes(upstream)
         let scans = scanGroups(upstream, superseded: superseded)
         for r in upstream {
+            // One pattern per case, the conditions inside: each `case … where` that fails copied
+            // the result once more (a `StageResult` copy is ≈ 150 instructions).
             switch r {
-            case .fix(let f) where isLooseInput(f):
+            case .fix(let f):
+                guard isLooseInput(f) else { continue }
                 let key = SourceAt(source: f.source, subject: f.subject, time: f.time)
                 if superseded.contains(key) {
                     track(f.subject, context).counters[f.source, default: SourceCounters()].superseded += 1
@@ -248,8 +253,9 @@ public final class FusionStage: PipelineStage {
                 } else {
                     out += update(fix: f, context)
                 }
-            case .measurement(let m, _) where m.observedBlock == .velocity: continue     // applied above
-            case .measurement(let m, let subject) where settings.tight.contains(m.source) && !Subject.isObject(subject):
+            case .measurement(let m, let subject):
+                if m.observedBlock == .velocity { continue }     // applied above
+                guard tightMask & Self.bit(m.source) != 0 && !Subject.isObject(subject) else { continue }
                 let t = track(subject, context)
                 guard t.filter.isInitialized else { continue }
                 var model = m
@@ -266,8 +272,15 @@ public final class FusionStage: PipelineStage {
     }
 
     private func isLooseInput(_ f: Fix) -> Bool {
-        settings.inputs.contains(f.source) && !settings.tight.contains(f.source) && !f.source.isFusion && !Subject.isObject(f.subject)
+        looseMask & Self.bit(f.source) != 0 && !Subject.isObject(f.subject)
     }
+
+    /// `settings.inputs` minus `settings.tight` and the fusion sources, and `settings.tight`, one bit
+    /// per source (`Source.ordinal`): tested for every upstream result, where a `Set<Source>`
+    /// look-up hashed the source each time.
+    private let looseMask: UInt16, tightMask: UInt16
+    @inline(__always) private static func bit(_ s: Source) -> UInt16 { 1 << UInt16(s.ordinal) }
+    private static func mask(_ sources: Set<Source>) -> UInt16 { sources.reduce(0) { $0 | bit($1) } }
 
     private struct SourceAt: Hashable { var source: Source; var subject: String; var time: Double }
     private struct ScanKey: Hashable { var subject: String; var time: Double }
@@ -289,7 +302,7 @@ public final class FusionStage: PipelineStage {
             && !superseded.contains(SourceAt(source: f.source, subject: f.subject, time: f.time)) {
             groups[ScanKey(subject: f.subject, time: f.time), default: []].append(f)
         }
-        return groups.filter { $0.value.count > 1 }
+        return groups.isEmpty ? groups : groups.filter { $0.value.count > 1 }
     }
 
     /// One fix for a scan's group: the fast covariance intersection of the members' R = α²Σ
