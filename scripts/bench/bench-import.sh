@@ -8,8 +8,8 @@ data="${1:-$root/../shared/data}"
 walks="$data/ms-indoor/site2/F3/path_data_files"
 if [ ! -d "$walks" ]; then echo "bench-import: no data at $walks, skipped"; exit 0; fi
 cd "$root"
-swift build -c release --product posfuse >/dev/null
-bin="$(swift build -c release --show-bin-path)/posfuse"
+swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --product posfuse >/dev/null
+bin="$(swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --show-bin-path)/posfuse"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 best=""

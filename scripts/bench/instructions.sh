@@ -14,8 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v valgrind >/dev/null || { echo "instructions: valgrind not installed (apt-get install valgrind), skipped"; exit 0; }
-swift build -c release --product posfuse-bench >/dev/null
-BENCH="$(swift build -c release --show-bin-path)/posfuse-bench"
+swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --product posfuse-bench >/dev/null
+BENCH="$(swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --show-bin-path)/posfuse-bench"
 W="$(mktemp -d /tmp/posfuse-instr.XXXXXX)"
 trap 'rm -rf "$W"' EXIT
 cp "$BENCH" "$W/bench" && strip --strip-debug "$W/bench"

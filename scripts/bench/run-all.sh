@@ -7,10 +7,12 @@
 # `SUMMARY|` lines of posfuse-bench), the instruction counts (instructions.sh, when valgrind is
 # installed) and the wall time of the whole run. The whole output is also kept in
 # .build/bench-data/run-all.log. About 5-8 minutes on the 2-core VM.
+# POSFUSE_SCRATCH=DIR: build in that SwiftPM scratch folder instead of .build (a second build
+# folder, e.g. a worktree's release build; every bench script here takes it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-swift build -c release --product posfuse-bench
-BENCH="$(swift build -c release --show-bin-path)/posfuse-bench"
+swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --product posfuse-bench
+BENCH="$(swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --show-bin-path)/posfuse-bench"
 mkdir -p .build/bench-data
 LOG=.build/bench-data/run-all.log
 START=$(date +%s)

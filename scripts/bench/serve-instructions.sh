@@ -22,8 +22,8 @@ command -v valgrind >/dev/null && command -v callgrind_control >/dev/null \
 N="${SERVE_INSTR_REQUESTS:-400}"
 PORT="${SERVE_INSTR_PORT:-18093}"
 if [ -n "${POSFUSE_BIN:-}" ]; then BIN="$POSFUSE_BIN"; else   # a given release binary, as serve-bench.sh takes it
-    swift build -c release --product posfuse >/dev/null 2>&1 || swift build -c release --product posfuse
-    BIN="$(swift build -c release --show-bin-path)/posfuse"
+    swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --product posfuse >/dev/null 2>&1 || swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --product posfuse
+    BIN="$(swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --show-bin-path)/posfuse"
 fi
 W="$(mktemp -d /tmp/posfuse-serve-instr.XXXXXX)"
 # callgrind cannot read the DWARF 5 debug info swiftc emits, so it runs on a copy without it.

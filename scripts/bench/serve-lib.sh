@@ -9,8 +9,8 @@ serve_prepare() {
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
     fi
     if [ -n "${POSFUSE_BIN:-}" ]; then BIN="$POSFUSE_BIN"; return 0; fi
-    swift build -c release --product posfuse >/dev/null
-    BIN="$(swift build -c release --show-bin-path)/posfuse"
+    swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --product posfuse >/dev/null
+    BIN="$(swift build -c release ${POSFUSE_SCRATCH:+--scratch-path "$POSFUSE_SCRATCH"} --show-bin-path)/posfuse"
 }
 serve_wait() {
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$1/health" >/dev/null && return 0; sleep 0.1; done
