@@ -211,13 +211,13 @@ final class FusionTrack {
             predictTime(to: original.time)
             var m = original
             let scale = accuracyScales[m.source]
-            if let s = scale, let pm = m as? PositionMeasurement { m = pm.scaled(s.value) }
+            if let s = scale, let pm = m.asPosition { m = pm.scaled(s.value) }
             defer {
-                if scale != nil, m is PositionMeasurement, let r = record, let nis = r.nis, r.outcome == .accepted || r.outcome == .gated {
+                if scale != nil, m.asPosition != nil, let r = record, let nis = r.nis, r.outcome == .accepted || r.outcome == .gated {
                     accuracyScales[m.source]!.observe(nis: nis)
                 }
             }
-            if gnssBias != nil, let pm = m as? PositionMeasurement,
+            if gnssBias != nil, let pm = m.asPosition,
                let family = Self.biasFamily(source: pm.source, correlation: pm.errorCorrelation), biasFamily == nil || biasFamily == family {
                 gnssBias!.adopt(pm.errorCorrelation)
                 record = updateWithBias(pm, gate: gate(m), adapting: family == .gnss)
