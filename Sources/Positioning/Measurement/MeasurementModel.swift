@@ -43,6 +43,12 @@ public protocol MeasurementModel: Sendable {
     var repeatIdentity: String? { get }
     /// Which 2-vector of the state the model's argument is: the position (default) or the velocity.
     var observedBlock: StateBlock { get }
+    /// `self as? PositionMeasurement` without a dynamic cast (nil by default; the filters ask
+    /// this for every update: a cast through the existential cost ~1,000 instructions).
+    var asPosition: PositionMeasurement? { get }
+    /// `self as? any InequalityMeasurement` without a dynamic cast (nil by default;
+    /// `InequalityMeasurement` answers itself).
+    var asInequality: (any InequalityMeasurement)? { get }
 }
 
 /// The 2-vector of the filter state a measurement model observes (`MeasurementModel.observedBlock`).
@@ -63,6 +69,8 @@ public enum StateBlock: String, Sendable {
 
 extension MeasurementModel {
     public var dimension: Int { z.count }
+    public var asPosition: PositionMeasurement? { nil }
+    public var asInequality: (any InequalityMeasurement)? { nil }
     public var gateProbability: Double? { 0.99 }
     public func innovation(_ h: [Double]) -> [Double] { zip(z, h).map { $0 - $1 } }
 
@@ -138,6 +146,7 @@ public struct RepeatedMeasurement: MeasurementModel {
 /// A loosely coupled position fix used as a measurement: z = p̂, h(p) = p, H = I₂,
 /// R = α²·Σ (α calibrated per source so NIS is χ²₂-consistent, `estimators.md` §7.4).
 public struct PositionMeasurement: MeasurementModel {
+    public var asPosition: PositionMeasurement? { self }
     public let source: Source
     public let time: Double
     public let z: [Double]
@@ -209,8 +218,16 @@ public enum Angle {
 /// χ² quantiles via GSL (`gsl_cdf_chisq_Pinv`).
 public enum ChiSquare {
     public static func quantile(_ p: Double, dof: Int) -> Double {
+        // The filters' gate (0.99, 1–4 degrees of freedom) from a table of the same GSL values:
+        // the inversion cost ~700 instructions per update.
+        if p == 0.99, dof >= 1, dof <= 4 { return gate99[dof - 1] }
         GSL.disableAbort()
         return gsl_cdf_chisq_Pinv(p, Double(dof))
     }
+
+    private static let gate99: [Double] = {
+        GSL.disableAbort()
+        return (1...4).map { gsl_cdf_chisq_Pinv(0.99, Double($0)) }
+    }()
 }
 import CGSL

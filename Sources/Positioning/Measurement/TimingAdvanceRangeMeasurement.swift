@@ -10,6 +10,10 @@ public protocol InequalityMeasurement: MeasurementModel {
     func isViolated(_ p: SIMD2<Double>) -> Bool
 }
 
+extension InequalityMeasurement {
+    public var asInequality: (any InequalityMeasurement)? { self }
+}
+
 /// A measurement of the slant range from the phone (at `phoneUp`) to an antenna at `site`:
 /// h(p) = √((E − b_E)² + (N − b_N)² + Δh²), H = [(E − b_E)/h, (N − b_N)/h] (H = [0, 0] at h = 0).
 public protocol SlantRangeMeasurement: MeasurementModel {

@@ -86,11 +86,11 @@ public final class ExtendedKalmanFilter: FusionFilter {
             return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: gate, outcome: .unobservable)
         }
         var gate = gate
-        if let iq = m as? any InequalityMeasurement {
+        if let iq = m.asInequality {
             guard iq.isViolated(p) else { return UpdateRecord(time: m.time, source: m.source, dimension: dim, nis: nil, gate: nil, outcome: .notViolated) }
             gate = nil
         }
-        if let pm = m as? PositionMeasurement {
+        if let pm = m.asPosition {
             let r = pm.covariance
             let out = KalmanAlgebra.updatePosition(mean: &mean, covariance: &covariance, z: SIMD2(pm.z[0], pm.z[1]),
                                                    ree: r.ee, ren: r.en, rnn: r.nn, gate: gate)

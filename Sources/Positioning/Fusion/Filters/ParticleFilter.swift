@@ -472,7 +472,7 @@ public final class ParticleFilter: FusionFilter {
         gatherAncestors()
         let (mu, p) = estimate()
         priorFactor = regularization > 0 ? p.cholesky : nil
-        if var model = gnssBias, let pm = m as? PositionMeasurement,
+        if var model = gnssBias, let pm = m.asPosition,
            let family = FusionTrack.biasFamily(source: pm.source, correlation: pm.errorCorrelation),
            biasFamily == nil || biasFamily == family {
             // GNSS fixes keep the stage's β, τ; a radio-map fix brings its own (as the ekf's block).
@@ -483,7 +483,7 @@ public final class ParticleFilter: FusionFilter {
         let velocity = m.observedBlock == .velocity
         // NIS from the cloud's moments (linearised): S = H P Hᵀ + R, for logging and gating.
         var nis: Double?
-        let isInequality = m is any InequalityMeasurement
+        let isInequality = m.asInequality != nil
         if !isInequality {
             let h = m.stateJacobian(mu, layout: motion.layout)!
             var s = m.noise
@@ -497,7 +497,7 @@ public final class ParticleFilter: FusionFilter {
             }
         }
         let ok: Bool
-        if let pm = m as? PositionMeasurement {
+        if let pm = m.asPosition {
             let r = pm.covariance
             ok = updatePosition(SIMD2(pm.z[0], pm.z[1]), ree: r.ee, ren: r.en, rnn: r.nn)
         } else {

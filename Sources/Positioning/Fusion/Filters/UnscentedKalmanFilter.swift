@@ -118,7 +118,7 @@ public final class UnscentedKalmanFilter: FusionFilter {
         }
         guard isInitialized else { return record(nil, gate, .uninitialized) }
         var gate = gate
-        if let iq = m as? any InequalityMeasurement {
+        if let iq = m.asInequality {
             guard iq.isViolated(SIMD2(mean[0], mean[1])) else { return record(nil, nil, .notViolated) }
             gate = nil
         }

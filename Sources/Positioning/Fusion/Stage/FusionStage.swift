@@ -259,7 +259,7 @@ public final class FusionStage: PipelineStage {
                 let t = track(subject, context)
                 guard t.filter.isInitialized else { continue }
                 var model = m
-                if settings.repeatInflation, let id = m.repeatIdentity, !(m is any InequalityMeasurement) {
+                if settings.repeatInflation, let id = m.repeatIdentity, m.asInequality == nil {
                     let k = t.repeatCount(of: "measurement:" + id, value: m.z)
                     if k > 1 { model = RepeatedMeasurement(m, repeat: k) }
                 }

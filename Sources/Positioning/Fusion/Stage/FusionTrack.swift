@@ -141,9 +141,15 @@ final class FusionTrack {
     /// k for this observation of `key`: one more than last time when `value` is unchanged, else 1
     /// (the `repeat_inflation` count).
     func repeatCount(of key: String, value: [Double]) -> Int {
-        let k = repeatRuns[key].map { $0.value == value ? $0.count + 1 : 1 } ?? 1
-        repeatRuns[key] = (value, k)
-        return k
+        // One look-up of the key (a read and a write hashed it twice); an absent key starts at
+        // count 0, which gives 1 whether or not `value` is empty.
+        Self.advance(&repeatRuns[key, default: (value: [], count: 0)], to: value)
+    }
+
+    private static func advance(_ run: inout (value: [Double], count: Int), to value: [Double]) -> Int {
+        run.count = run.value == value ? run.count + 1 : 1
+        run.value = value
+        return run.count
     }
 
     /// Starts (or restarts) the filter; clears the rewind history (the epoch log continues).
@@ -211,13 +217,13 @@ final class FusionTrack {
             predictTime(to: original.time)
             var m = original
             let scale = accuracyScales[m.source]
-            if let s = scale, let pm = m as? PositionMeasurement { m = pm.scaled(s.value) }
+            if let s = scale, let pm = m.asPosition { m = pm.scaled(s.value) }
             defer {
-                if scale != nil, m is PositionMeasurement, let r = record, let nis = r.nis, r.outcome == .accepted || r.outcome == .gated {
+                if scale != nil, m.asPosition != nil, let r = record, let nis = r.nis, r.outcome == .accepted || r.outcome == .gated {
                     accuracyScales[m.source]!.observe(nis: nis)
                 }
             }
-            if gnssBias != nil, let pm = m as? PositionMeasurement,
+            if gnssBias != nil, let pm = m.asPosition,
                let family = Self.biasFamily(source: pm.source, correlation: pm.errorCorrelation), biasFamily == nil || biasFamily == family {
                 gnssBias!.adopt(pm.errorCorrelation)
                 record = updateWithBias(pm, gate: gate(m), adapting: family == .gnss)
