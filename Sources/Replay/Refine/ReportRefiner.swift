@@ -356,7 +356,7 @@ public final class ReportRefiner {
         // and peer buffering its one fix, and their resets).
         var dormant: UInt64 = 0
         for (i, s) in pipeline.stageSources.enumerated() where i < 64 {
-            if let s, let needs = Self.ownEvidence(of: s), evidenceKinds.isDisjoint(with: needs) { dormant |= 1 << UInt64(i) }
+            if let s, let needs = Self.ownInput[s], evidenceKinds.isDisjoint(with: needs) { dormant |= 1 << UInt64(i) }
         }
         pipeline.dormant = dormant
         var lastFused: Fix?
@@ -410,14 +410,6 @@ public final class ReportRefiner {
     /// The evidence kind a stage works from, for stages that also see other sources' fixes
     /// (serve's geolocate leaves out the stages whose evidence it never builds).
     package static let ownInput: [Source: EventKinds] = [.peer: .peerRange, .camloc: .photo, .tdoa: .acoustic]
-
-    /// `ownInput[source]` (looked up only for the sources it lists).
-    private static func ownEvidence(of source: Source) -> EventKinds? {
-        switch source {
-        case .peer, .camloc, .tdoa: return ownInput[source]
-        default: return nil
-        }
-    }
 
     /// √χ²₂(0.95): the 95 % ellipse's semi-axes in units of the covariance's principal σ.
     static let k95 = ChiSquare.quantile(0.95, dof: 2).squareRoot()
