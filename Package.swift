@@ -37,8 +37,11 @@ let package = Package(
             pkgConfig: "gsl",
             providers: [.apt(["libgsl-dev"]), .brew(["gsl"])]
         ),
+        // exp over an array, bit-identical to the C library's (four at once with AVX2 + FMA): the
+        // 95 % radius's quadrature (`Covariance2.circularRadius`). C for the vector intrinsics.
+        .target(name: "CFastExp", path: "Sources/Positioning/CFastExp"),
         // Estimators, measurement models, filters. Depends on GSL only.
-        .target(name: "Positioning", dependencies: ["CGSL"], swiftSettings: hotPathSettings),
+        .target(name: "Positioning", dependencies: ["CGSL", "CFastExp"], exclude: ["CFastExp"], swiftSettings: hotPathSettings),
         // The Replay library: one target per module under Sources/Replay (docs/architecture.md
         // lists what lives where and draws the arrows; the compiler enforces them).
         // Formats: trace JSON Lines, reference.json, results JSON, pipeline YAML; progress.
@@ -109,7 +112,7 @@ let package = Package(
         // TestSupport (the CLI runner, package/shared-data paths, the seeded noise helpers, the
         // bundled-trace replay cache) that every Replay-side test target shares.
         .target(name: "TestSupport", dependencies: ["Replay", "Positioning"], path: "Tests/TestSupport"),
-        .testTarget(name: "PositioningTests", dependencies: ["Positioning", "CGSL"]),
+        .testTarget(name: "PositioningTests", dependencies: ["Positioning", "CGSL", "CFastExp"]),
         .testTarget(name: "TraceIOTests", dependencies: ["TraceIO", "Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Replay", "Positioning", "TestSupport"]),
         .testTarget(name: "ScoringTests", dependencies: ["Scoring", "Replay", "Positioning", "TestSupport"]),
