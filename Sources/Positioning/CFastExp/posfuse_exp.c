@@ -3,7 +3,7 @@
 // (Szabolcs Nagy, 2018): exp(x) = 2^(k/N) · exp(r), N = 128, x = k·ln2/N + r, |r| <= ln2/(2N),
 // exp(r) − 1 by a degree-5 polynomial, 2^(k/N) from a table of H[k]·(1 + T[k]). The operation
 // order (which products are fused) follows the FMA variant's machine code (glibc 2.36, x86-64,
-// read with objdump); docs/models.md §"The 95 % radius" explains why posfuse needs the same bits.
+// read with objdump); docs/refine.md ("The 95 % radius: exp in batches") says why posfuse needs the same bits.
 #include "posfuse_exp.h"
 #include <math.h>
 #include <stdint.h>

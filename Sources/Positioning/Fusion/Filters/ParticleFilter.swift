@@ -1,3 +1,4 @@
+import CFastExp
 import Foundation
 
 /// Sequential importance resampling particle filter (`pf`, `docs/models.md` §7.3).
@@ -49,7 +50,7 @@ import Foundation
 /// Seeded xoshiro256** + ziggurat normals: one seed, identical output.
 ///
 /// Speed (benchmark `posfuse-bench filters`, ≈ 17–18 ns per particle-step at 100k particles in
-/// the CV model): weights through a four-lane exp (`expNonPositive`), N_eff from the same pass,
+/// the CV model): weights through the batch exp (`posfuse_exp_batch`), N_eff from the same pass,
 /// branch-free systematic resampling into an ancestor index, and the gather of the ancestors'
 /// states fused into the next CV prediction (pointer swap instead of a copy).
 public final class ParticleFilter: FusionFilter {
@@ -364,24 +365,18 @@ public final class ParticleFilter: FusionFilter {
     private func commitWeights(maxLog mx: Double) -> Bool {
         guard mx.isFinite else { return false }
         let n = count
-        // Four lanes at a time (`expNonPositive`); the tail through the same function.
+        // The shifted log weights, their exp in one batch (`posfuse_exp_batch`: the C library's
+        // exp, four at a time where the CPU allows), then the sums four lanes at a time.
+        for i in 0..<n { lw[i] = b0[i] - mx }
+        posfuse_exp_batch(lw, w, n)
         var sum4 = SIMD4<Double>(), sq4 = SIMD4<Double>()
-        let m4 = SIMD4<Double>(repeating: mx)
         var i = 0
         while i + 4 <= n {
-            let l = UnsafeRawPointer(b0 + i).loadUnaligned(as: SIMD4<Double>.self) - m4
-            let e = expNonPositive(l)
-            UnsafeMutableRawPointer(lw + i).storeBytes(of: l, as: SIMD4<Double>.self)
-            UnsafeMutableRawPointer(w + i).storeBytes(of: e, as: SIMD4<Double>.self)
+            let e = UnsafeRawPointer(w + i).loadUnaligned(as: SIMD4<Double>.self)
             sum4 += e; sq4 += e * e
             i += 4
         }
-        while i < n {
-            let l = b0[i] - mx
-            let e = expNonPositive(SIMD4(repeating: l))[0]
-            lw[i] = l; w[i] = e; sum4[0] += e; sq4[0] += e * e
-            i += 1
-        }
+        while i < n { let e = w[i]; sum4[0] += e; sq4[0] += e * e; i += 1 }
         let sum = sum4.sum(), sq = sq4.sum()
         effectiveSampleSize = sum * sum / sq
         cached = nil
