@@ -92,7 +92,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-        ], path: "Sources/Replay/Server"),
+        ], path: "Sources/Replay/Server", swiftSettings: hotPathSettings),
         .executableTarget(name: "posfuse", dependencies: [
             "Positioning", "Replay", "PosfuseServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -79,10 +79,9 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
         // the 128 nodes. `slot[i]` numbers the distinct values of h (at most `maxDistinct`, else
         // every node is its own); the residual evaluates exp once per distinct value and sums the
         // nodes in their own order, so each term, and the sum, are bit-identical to one exp per node.
-        return withUnsafeTemporaryAllocation(of: Double.self, capacity: 3 * n) { buffer in
+        return withUnsafeTemporaryAllocation(of: Double.self, capacity: 2 * n) { buffer in
         let h = UnsafeMutableBufferPointer(rebasing: buffer[0..<n])
         let distinct = UnsafeMutableBufferPointer(rebasing: buffer[n..<(2 * n)])
-        let ex = UnsafeMutableBufferPointer(rebasing: buffer[(2 * n)..<(3 * n)])   // exponents, then their exp
         return withUnsafeTemporaryAllocation(of: SIMD2<Double>.self, capacity: Self.maxDistinct) { terms in   // (1 − e, r/h·e) per distinct value
         Self.quadratureTrig.withUnsafeBufferPointer { t in
             for i in 0..<n {
@@ -115,16 +114,11 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
                 for i in 0..<n { sum += terms[Int(slot[i])] }
                 return (sum[0] / Double(n) - p, sum[1] / Double(n))
             }
-            // Every node's exponent first, then exp of all of them at once (`posfuse_exp_batch`:
-            // the C library's exp, bit for bit, four at a time where the CPU allows), then the
-            // sums in node order as before.
-            for i in 0..<n { ex[i] = -r * r / (2 * h[i]) }
-            posfuse_exp_batch(ex.baseAddress!, ex.baseAddress!, n)
-            for i in 0..<n {
-                let e = ex[i]
-                acc += 1 - e
-                if e > 0 { dacc += r / h[i] * e }
-            }
+            // Per node e = exp(−r²/(2h)), acc += 1 − e, and dacc += r/h·e where e > 0, in node
+            // order: `posfuse_radius_sums` (C) computes the exponents, exp (the C library's, bit
+            // for bit) and the products four at a time and the sums in order, so both are the
+            // doubles of that loop written here (`distinctNodeExpIsBitIdentical`).
+            posfuse_radius_sums(h.baseAddress!, n, r, &acc, &dacc)
             return (acc / Double(n) - p, dacc / Double(n))
         }
         // Safeguarded Newton (bisection whenever a step leaves the bracket), from the radius of
