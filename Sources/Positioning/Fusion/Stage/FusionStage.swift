@@ -194,6 +194,14 @@ public final class FusionStage: PipelineStage {
     /// Epoch logs per phone (for the smoother), in order of the phones' first appearance.
     var epochLogs: [(device: String, epochs: [FilterEpoch])] { deviceOrder.compactMap { d in tracks[d].map { (d, $0.epochs) } } }
 
+    /// The reported region of a phone's GNSS fix from this filter's online consistency before it
+    /// (`FusionTrack.gnssFixRegion`; read by `GNSSStage` before this stage sees the fix): nil when
+    /// the phone has no track yet or nothing widens it.
+    public func gnssFixRegion(subject: String, time: Double, covariance: Covariance2) -> Covariance2? {
+        guard let t = tracks[subject], t.filter.isInitialized else { return nil }
+        return t.gnssFixRegion(covariance, time: time, inflation: settings.inflation[.gnss] ?? 1)
+    }
+
     // MARK: processing
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
@@ -236,8 +244,9 @@ public final class FusionStage: PipelineStage {
             // One pattern per case, the conditions inside: each `case … where` that fails copied
             // the result once more (a `StageResult` copy is ≈ 150 instructions).
             switch r {
-            case .fix(let f):
-                guard isLooseInput(f) else { continue }
+            case .fix(let reported):
+                guard isLooseInput(reported) else { continue }
+                let f = reported.filterInput
                 let key = SourceAt(source: f.source, subject: f.subject, time: f.time)
                 if superseded.contains(key) {
                     track(f.subject, context).counters[f.source, default: SourceCounters()].superseded += 1

@@ -173,6 +173,18 @@ public struct GNSSBias: Sendable, Equatable {
         return Covariance2(ee: ee, en: en, nn: nn).scaled(mu - 1)
     }
 
+    /// (μ − 1) U′ for a new GNSS fix at `t` whose bias covariance is `sb` (Σ_b = β R): the part of
+    /// that fix's own error the model does not explain. Under the model a fix's error b + w has
+    /// covariance U′ + R_w, U′ = φ²U + (1 − φ²)Σ_b the bias's covariance before any fix (U carried
+    /// to t); μ says the bias estimate has been μ× larger than that, so the fix's error
+    /// covariance is μU′ + R_w, its reported covariance plus this. nil while μ = 1, off or
+    /// unprimed. Read before the fix's update: causal (`GNSSStage`'s online widening).
+    public func fixExcess(at t: Double, stationary sb: Covariance2) -> Covariance2? {
+        guard let mu = disagreement?.value, mu > 1, stationary != nil else { return nil }
+        let a = pow(decay(t - time), 2), u = unconditional
+        return Covariance2(ee: a * u.ee + (1 - a) * sb.ee, en: a * u.en + (1 - a) * sb.en, nn: a * u.nn + (1 - a) * sb.nn).scaled(mu - 1)
+    }
+
     /// One observation of μ after an accepted fix: 2 d²/e with d² = b̂ᵀ U⁻¹ b̂ and
     /// e = 2 − tr(U⁻¹ B) (see the type's doc).
     mutating func observeBiasEstimate() {
