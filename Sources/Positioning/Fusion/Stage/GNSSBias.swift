@@ -132,10 +132,13 @@ public struct GNSSBias: Sendable, Equatable {
         crossE = phi * (f * crossE); crossN = phi * (f * crossN)
         bias *= phi
         let a = phi * phi
-        covariance = Covariance2(ee: a * covariance.ee + (1 - a) * sb.ee, en: a * covariance.en + (1 - a) * sb.en,
-                                 nn: a * covariance.nn + (1 - a) * sb.nn)
-        unconditional = Covariance2(ee: a * unconditional.ee + (1 - a) * sb.ee, en: a * unconditional.en + (1 - a) * sb.en,
-                                    nn: a * unconditional.nn + (1 - a) * sb.nn)
+        covariance = Self.relax(covariance, toward: sb, a)
+        unconditional = Self.relax(unconditional, toward: sb, a)
+    }
+
+    /// The Gauss–Markov covariance recursion a·c + (1 − a)·Σ_b, a = φ².
+    static func relax(_ c: Covariance2, toward sb: Covariance2, _ a: Double) -> Covariance2 {
+        Covariance2(ee: a * c.ee + (1 - a) * sb.ee, en: a * c.en + (1 - a) * sb.en, nn: a * c.nn + (1 - a) * sb.nn)
     }
 
     /// The block update for an accepted measurement of x alone with Jacobian rows `h` (1×4 each),
@@ -181,8 +184,8 @@ public struct GNSSBias: Sendable, Equatable {
     /// unprimed. Read before the fix's update: causal (`GNSSStage`'s online widening).
     public func fixExcess(at t: Double, stationary sb: Covariance2) -> Covariance2? {
         guard let mu = disagreement?.value, mu > 1, stationary != nil else { return nil }
-        let a = pow(decay(t - time), 2), u = unconditional
-        return Covariance2(ee: a * u.ee + (1 - a) * sb.ee, en: a * u.en + (1 - a) * sb.en, nn: a * u.nn + (1 - a) * sb.nn).scaled(mu - 1)
+        let phi = decay(t - time)
+        return Self.relax(unconditional, toward: sb, phi * phi).scaled(mu - 1)
     }
 
     /// One observation of μ after an accepted fix: 2 d²/e with d² = b̂ᵀ U⁻¹ b̂ and
