@@ -56,10 +56,13 @@ import TestSupport
     /// from the bias estimate (`gnss_bias_adaptive_window`, default 30) brings the ekf's, ukf's and
     /// smoother's 95 % regions into [0.85, 0.99] (issue 21); without it the ekf holds 0.78 / 0.77.
     /// The widening changes only the reported covariance: the errors are those without it.
+    /// The `gnss` source's own region is widened by the same online evidence before each fix
+    /// (`GNSSStage`, `widen_from_filter`): without it the phone's reported accuracy holds 0.67 /
+    /// 0.54 of its errors.
     @Test func urbanScenariosWiden() throws {
         for name in ["urban-canyon", "photo-landmark-downtown"] {
             guard let m = try BundledTraces.scores(name) else { return }
-            for f in ["ekf", "ukf", "smoother"] {
+            for f in ["gnss", "ekf", "ukf", "smoother"] {
                 #expect((0.85...0.99).contains(m[f]!.inside95!), "\(name) \(f) inside95 \(m[f]!.inside95!)")
             }
             let p = PackagePaths.root.appendingPathComponent("Traces/\(name)").path
@@ -68,6 +71,23 @@ import TestSupport
             let e = try #require(off.scores.sources.first { $0.key == "ekf" }?.statistics)
             #expect(e.inside95! < 0.85, "\(name) ekf without the widening: inside95 \(e.inside95!)")
             #expect(e.mean == m["ekf"]!.mean && e.p95 == m["ekf"]!.p95, "\(name): the widening moved the estimate")
+            let raw = try Replayer(options: ReplayOptions(stages: ["gnss": StageOptions(name: "gnss", values: ["widen_from_filter": .bool(false)])]))
+                .run(try TraceLocation.resolve(p))
+            let g = try #require(raw.scores.sources.first { $0.key == "gnss" }?.statistics)
+            let k = try #require(raw.scores.sources.first { $0.key == "ekf" }?.statistics)
+            #expect(g.inside95! < 0.85, "\(name) gnss without its widening: inside95 \(g.inside95!)")
+            #expect(g.mean == m["gnss"]!.mean, "\(name): the gnss widening moved the fixes")
+            #expect(k.mean == m["ekf"]!.mean && k.p95 == m["ekf"]!.p95 && k.anees == m["ekf"]!.anees && k.inside95 == m["ekf"]!.inside95,
+                    "\(name): the gnss widening reached the ekf")
+        }
+    }
+
+    /// Open sky (the simulated phone reports its accuracy right): the gnss widening must not make
+    /// the fixes' region over-cautious.
+    @Test func openSkyGNSSStaysHonest() throws {
+        for name in ["open-street", "photo-landmark"] {
+            guard let m = try BundledTraces.scores(name) else { return }
+            #expect((0.85...0.99).contains(m["gnss"]!.inside95!), "\(name) gnss inside95 \(m["gnss"]!.inside95!)")
         }
     }
 }

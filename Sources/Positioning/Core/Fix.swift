@@ -30,6 +30,11 @@ public struct Fix: Sendable, Equatable {
     /// the GNSS error model: the split of its covariance into a slowly varying bias and white
     /// noise, `GNSSErrorModel`); nil: the filter's own default (`gnss_bias_fraction`, `gnss_bias_tau_s`).
     public var errorCorrelation: ErrorCorrelation? = nil
+    /// The covariance a filter fusing this fix takes when it differs from the reported one: a GNSS
+    /// fix whose reported region the stage widened from a downstream filter's online consistency
+    /// (`GNSSStage`, option `widen_from_filter`) enters the filters with its estimator's own
+    /// covariance, so the filter's disagreement is not fed back into it. nil: `covariance`.
+    public var filterCovariance: Covariance2? = nil
 
     public init(time: Double, position: SIMD2<Double>, up: Double? = nil, covariance: Covariance2,
                 source: Source, subject: String = Fix.defaultSubject, usedCount: Int = 0,
@@ -37,6 +42,14 @@ public struct Fix: Sendable, Equatable {
         self.time = time; self.position = position; self.up = up; self.covariance = covariance
         self.source = source; self.subject = subject; self.usedCount = usedCount
         self.flags = flags; self.floor = floor; self.building = building
+    }
+
+    /// The fix as a filter takes it: `covariance` = `filterCovariance` when set.
+    public var filterInput: Fix {
+        guard let c = filterCovariance else { return self }
+        var f = self
+        f.covariance = c; f.filterCovariance = nil
+        return f
     }
 
     /// Subject of a trace's only (or primary) phone.

@@ -88,7 +88,9 @@ public protocol PipelineStage: AnyObject {
     /// Called once by `Pipeline.init` with the pipeline's stages and this stage's index: a stage
     /// may keep a reference to an earlier stage of the same pipeline whose result for the same
     /// event it would otherwise compute again (`HAPELStage` takes `WCLStage`'s fix of a first
-    /// scan). Default: nothing. A link is part of the pipeline's structure: `reset()` keeps it,
+    /// scan), or read, never change, a later stage's state, which before the later stage sees an
+    /// event holds only earlier events (`GNSSStage` reads the ekf's online scales to report a
+    /// fix's region; the ekf fuses the fix unwidened). Default: nothing. A link is part of the pipeline's structure: `reset()` keeps it,
     /// `fresh()` does not (the new pipeline links its own stages).
     func link(_ stages: [any PipelineStage], at index: Int)
 }

@@ -123,6 +123,29 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(norm(at20.position) < 3)
     }
 
+    /// A fix refused as singular counts toward the divergence restart like a gated one. Whatever
+    /// breaks the filter's covariance (here an indefinite P put in its place, as the bias block's
+    /// priming before session 18 did on a real drive, docs/fusion.md), every later fix has a
+    /// singular S and is refused: before the refusals counted, the filter stayed broken for the
+    /// rest of the trace (its reported variance negative); now the fifth refusal restarts it at
+    /// that fix and the track resumes.
+    @Test func singularUpdatesCountTowardTheRestart() throws {
+        let stage = FusionStage(settings: .init(kind: .ekf))
+        var rng = TestRNG(seed: 3)
+        let fixes = (0..<40).map { k in fix(Double(k), SIMD2(1 + 2 * rng.gaussian(), 1 + 2 * rng.gaussian()), sigma: 2) }
+        var out = run(stage, Array(fixes[..<10]))
+        let filter = try #require(stage.tracks[Fix.defaultSubject]?.filter)
+        filter.restore(FilterSnapshot(time: filter.time, mean: filter.mean, covariance: -100 * Mat4.identity, initialized: true, payload: nil))
+        out = run(stage, Array(fixes[10...]))
+        let c = try #require(stage.counters[.gnss])
+        #expect(c.singular == stage.settings.divergenceRejections, "\(c.singular) singular updates")
+        #expect(stage.reinitializations == 1)
+        let last = try #require(out.last)
+        #expect(last.covariance.ee > 0 && last.covariance.nn > 0 && last.covariance.determinant > 0, "\(last.covariance)")
+        #expect(last.covariance.trace < 20, "σ² \(last.covariance.trace) m² after 25 fixes of σ 2 m")
+        #expect(norm(last.position - SIMD2(1, 1)) < 4)
+    }
+
     /// A car (no IMU: constant velocity) at 15 m/s that turns 90° at 30°/s and later brakes to a
     /// stop, 1 Hz fixes with σ = 1 m. Under q₀ alone the filter, sure of its velocity, gates the
     /// fixes of the turn; the manoeuvre re-test (`cv_manoeuvre_accel_mps2`,

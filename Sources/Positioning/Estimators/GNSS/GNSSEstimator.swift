@@ -71,6 +71,16 @@ public struct GNSSEstimator: Sendable {
 /// When the fix reports a velocity (speed and course) and a velocity noise is known (option
 /// `velocity_sigma_mps`, else the error model's for the family), the stage also emits it as a
 /// `VelocityMeasurement` for the filters.
+///
+/// **Online widening (`widen_from_filter`, default on).** The reported accuracy, even calibrated,
+/// can be optimistic on a given day or street (a street canyon's multipath bias). The pipeline's
+/// `ekf` learns that online from the phone's earlier fixes: its GNSS accuracy scale λ (the fixes'
+/// innovations against its prediction) and the excess μ of its GNSS bias estimate over the bias
+/// model (the fixes against the motion model, `GNSSBias`). Before the ekf sees a fix, this stage
+/// reports the fix's region as λΣ + (μ − 1)U′ (`FusionStage.gnssFixRegion`): causal, since the
+/// filter's state then holds only earlier fixes. The filters still fuse the estimator's own Σ
+/// (`Fix.filterCovariance`): fed back, the widening would count the disagreement twice.
+/// Without an ekf, before its first fix, or while λ = μ = 1, the fix is reported as estimated.
 public final class GNSSStage: PipelineStage {
     public let estimator: GNSSEstimator
     public let errorModel: GNSSErrorModel?
@@ -80,10 +90,22 @@ public final class GNSSStage: PipelineStage {
     public let velocitySigma: Double?
     /// Its latency L (s): nil = the error model's with its σ_v, else 0.
     public let velocityLatency: Double?
+    /// Report each fix's region widened by the ekf's online consistency (see the type's doc).
+    public let widensFromFilter: Bool
+    /// The pipeline's ekf (`link`), when `widensFromFilter`.
+    private weak var filter: FusionStage?
     public init(estimator: GNSSEstimator = GNSSEstimator(), errorModel: GNSSErrorModel? = nil, handsetFamily: String? = nil,
-                families: HandsetFamilies = HandsetFamilies(), velocitySigma: Double? = nil, velocityLatency: Double? = nil) {
+                families: HandsetFamilies = HandsetFamilies(), velocitySigma: Double? = nil, velocityLatency: Double? = nil,
+                widensFromFilter: Bool = Options.widenFromFilter.flag) {
         self.estimator = estimator; self.errorModel = errorModel; self.handsetFamily = handsetFamily; self.families = families
-        self.velocitySigma = velocitySigma; self.velocityLatency = velocityLatency
+        self.velocitySigma = velocitySigma; self.velocityLatency = velocityLatency; self.widensFromFilter = widensFromFilter
+    }
+    /// Links the first later `ekf` stage that fuses GNSS fixes loosely: its state before an event
+    /// is read, never changed (a feedback of earlier fixes only; `reset()` keeps the link).
+    public func link(_ stages: [any PipelineStage], at index: Int) {
+        guard widensFromFilter else { return }
+        filter = stages[(index + 1)...].lazy.compactMap { $0 as? FusionStage }
+            .first { $0.source == .ekf && $0.settings.inputs.contains(.gnss) && !$0.settings.tight.contains(.gnss) }
     }
     public var sources: [Source] { [.gnss] }
     /// No per-trace state.
@@ -91,7 +113,8 @@ public final class GNSSStage: PipelineStage {
     /// GNSS fixes only.
     public var inputs: StageInputs { StageInputs(events: .gnss, upstream: false) }
     public func fresh() -> any PipelineStage {
-        GNSSStage(estimator: estimator, errorModel: errorModel, handsetFamily: handsetFamily, families: families, velocitySigma: velocitySigma, velocityLatency: velocityLatency)
+        GNSSStage(estimator: estimator, errorModel: errorModel, handsetFamily: handsetFamily, families: families, velocitySigma: velocitySigma,
+                  velocityLatency: velocityLatency, widensFromFilter: widensFromFilter)
     }
 
     /// The estimator for a phone: `estimator` with the error model's calibration of its family
@@ -119,10 +142,14 @@ public final class GNSSStage: PipelineStage {
         let e = estimator(device: event.device, header: context.header)
         switch e.estimate(g, time: event.time, subject: event.device, frame: context.frame) {
         case .success(let f):
-            guard let v = e.velocityMeasurement(g, time: event.time) else {
-                return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+            var reported = f
+            if let region = filter?.gnssFixRegion(subject: f.subject, time: f.time, covariance: f.covariance) {
+                reported.covariance = region; reported.filterCovariance = f.covariance
             }
-            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device), .measurement(v, subject: event.device)]
+            guard let v = e.velocityMeasurement(g, time: event.time) else {
+                return [.fix(reported), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+            }
+            return [.fix(reported), .measurement(PositionMeasurement(fix: f), subject: event.device), .measurement(v, subject: event.device)]
         case .failure(let r):
             return [.failure(source: .gnss, time: event.time, subject: event.device, reason: r)]
         }

@@ -19,8 +19,11 @@ extension GNSSStage {
             "σ per axis of the receiver's reported velocity (speed and course over\nground) as a filter measurement; default: the error model's for the\nfamily (none: not used); 0 = not used")
         public static let velocityLatency = OptionSpec.number(GNSSErrorModel.velocityLatencyOption, nil, unit: "s", example: 0.5,
             "the reported velocity is the motion this long before the fix; default:\nthe error model's with its σ (else 0)")
+        public static let widenFromFilter = OptionSpec.bool("widen_from_filter", true,
+            "report each fix's region widened by what the ekf learned online from\nthe earlier fixes (accuracy scale λ, bias excess μ); the filters fuse\nthe unwidened fix")
         public static let table = OptionTable(stage: "gnss", doc: "the phone's own GNSS fixes, passed through with a covariance", options: [
             accuracyConfidence, inflation, calibrationEdges, calibrationFactors, errorModel, handsetFamily, velocitySigma, velocityLatency,
+            widenFromFilter,
         ])
     }
 
@@ -31,7 +34,8 @@ extension GNSSStage {
                                            calibration: try GNSSAccuracyCalibration.from(options: o)),
                   errorModel: try GNSSErrorModel.from(options: o),
                   handsetFamily: try o.optionalString(Options.handsetFamily),
-                  velocitySigma: try velocitySigma(o), velocityLatency: try velocityLatency(o))
+                  velocitySigma: try velocitySigma(o), velocityLatency: try velocityLatency(o),
+                  widensFromFilter: try o.bool(Options.widenFromFilter))
     }
 
     static func velocityLatency(_ o: StageOptions) throws -> Double? {

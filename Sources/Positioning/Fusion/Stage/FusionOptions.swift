@@ -44,7 +44,7 @@ extension FusionStage {
         // Gating, health, output.
         public static let gateProbability = OptionSpec.number("gate_probability", 0.99, "χ² gate (1 = no gate)")
         public static let divergenceRejections = OptionSpec.integer("divergence_rejections", 5,
-            "consecutive gated fixes of one source → re-initialise there")
+            "consecutive gated (or singular) fixes of one source → re-initialise there")
         public static let history = OptionSpec.number("history_s", 10, unit: "s", "late inputs within this window rewind and replay")
         public static let outputInterval = OptionSpec.number("output_interval_s", 1, unit: "s", "at most one fix per interval from steps alone")
         // Heading and initialisation.

@@ -25,8 +25,8 @@ import Foundation
 ///
 /// **Gating and health.** χ² gate at the model's probability (default 0.99 → 9.21 for m = 2);
 /// accepted/gated counts and Σ NIS per source (`counters`). `divergence_rejections` (5)
-/// consecutive gated loose fixes of one source re-initialise the filter at the latest of them
-/// (§7.5). Late inputs rewind and replay within `history_s` (§7.1).
+/// consecutive refused loose fixes of one source (gated, or refused as singular) re-initialise
+/// the filter at the latest of them (§7.5). Late inputs rewind and replay within `history_s` (§7.1).
 ///
 /// **Initialisation.** At the first loose fix: p = fix, P_pp = Σ_fix; S1: ψ from the PDR heading
 /// with σ `initial_heading_sigma_deg` (no heading yet: waits up to 10 s, then starts at 0 with
@@ -157,7 +157,8 @@ public final class FusionStage: PipelineStage {
     let recordEpochs: Bool
     /// Keep every update's NIS (consistency evaluation).
     public var logNIS = false
-    private var tracks: [String: FusionTrack] = [:]
+    /// One filter per phone (read by tests through `@testable`).
+    private(set) var tracks: [String: FusionTrack] = [:]
     private var deviceOrder: [String] = []
     private var lastTrack: (String, FusionTrack)?
 
@@ -192,6 +193,14 @@ public final class FusionStage: PipelineStage {
     var layouts: [String: StateLayout] { tracks.mapValues { $0.filter.motion.layout } }
     /// Epoch logs per phone (for the smoother), in order of the phones' first appearance.
     var epochLogs: [(device: String, epochs: [FilterEpoch])] { deviceOrder.compactMap { d in tracks[d].map { (d, $0.epochs) } } }
+
+    /// The reported region of a phone's GNSS fix from this filter's online consistency before it
+    /// (`FusionTrack.gnssFixRegion`; read by `GNSSStage` before this stage sees the fix): nil when
+    /// the phone has no track yet or nothing widens it.
+    public func gnssFixRegion(subject: String, time: Double, covariance: Covariance2) -> Covariance2? {
+        guard let t = tracks[subject], t.filter.isInitialized else { return nil }
+        return t.gnssFixRegion(covariance, time: time, inflation: settings.inflation[.gnss] ?? 1)
+    }
 
     // MARK: processing
 
@@ -235,8 +244,9 @@ public final class FusionStage: PipelineStage {
             // One pattern per case, the conditions inside: each `case … where` that fails copied
             // the result once more (a `StageResult` copy is ≈ 150 instructions).
             switch r {
-            case .fix(let f):
-                guard isLooseInput(f) else { continue }
+            case .fix(let reported):
+                guard isLooseInput(reported) else { continue }
+                let f = reported.filterInput
                 let key = SourceAt(source: f.source, subject: f.subject, time: f.time)
                 if superseded.contains(key) {
                     track(f.subject, context).counters[f.source, default: SourceCounters()].superseded += 1
@@ -472,7 +482,10 @@ public final class FusionStage: PipelineStage {
         }
         t.startFix = nil
         if r.outcome == .gated, let again = retestAsManoeuvre(t, r) { r = again }
-        if r.outcome == .gated {
+        if r.outcome == .gated || r.outcome == .singular {
+            // A fix refused as singular (S not positive definite: the filter's covariance is broken)
+            // counts like a gated one: otherwise a broken state that refuses every fix is never
+            // restarted (FusionStageTests.singularUpdatesCountTowardTheRestart).
             t.consecutiveGated[f.source, default: 0] += 1
             if t.consecutiveGated[f.source]! >= settings.divergenceRejections {
                 // Divergence (§7.5): the filter disagrees with a run of this source's fixes.

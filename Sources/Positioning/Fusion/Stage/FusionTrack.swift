@@ -366,6 +366,20 @@ final class FusionTrack {
         return f
     }
 
+    /// The region of this phone's next GNSS fix (covariance Σ as its estimator reports it) under
+    /// what the filter has learned online from the fixes before it: λΣ, λ the GNSS accuracy scale
+    /// (the fixes' innovations against the filter's prediction, `AccuracyScale`), plus
+    /// (μ − 1)U′, the bias estimate's excess over its model (`GNSSBias.fixExcess`, with the
+    /// Σ_b = β α² λ Σ the filter will take for it). nil when neither has moved (λ = 1, μ = 1).
+    func gnssFixRegion(_ sigma: Covariance2, time t: Double, inflation alpha: Double) -> Covariance2? {
+        let lambda = accuracyScales[.gnss]?.value ?? 1
+        var out = lambda > 1 ? sigma.scaled(lambda) : nil
+        if biasFamily == .gnss, let b = gnssBias, let w = b.fixExcess(at: t, stationary: sigma.scaled(b.biasFraction * alpha * alpha * lambda)) {
+            out = (out ?? sigma) + w
+        }
+        return out
+    }
+
     /// Marks the last epoch as output; a particle filter's cloud is sealed there (its genealogy
     /// for `ParticleSmoother`).
     func markEmitted() {

@@ -132,10 +132,13 @@ public struct GNSSBias: Sendable, Equatable {
         crossE = phi * (f * crossE); crossN = phi * (f * crossN)
         bias *= phi
         let a = phi * phi
-        covariance = Covariance2(ee: a * covariance.ee + (1 - a) * sb.ee, en: a * covariance.en + (1 - a) * sb.en,
-                                 nn: a * covariance.nn + (1 - a) * sb.nn)
-        unconditional = Covariance2(ee: a * unconditional.ee + (1 - a) * sb.ee, en: a * unconditional.en + (1 - a) * sb.en,
-                                    nn: a * unconditional.nn + (1 - a) * sb.nn)
+        covariance = Self.relax(covariance, toward: sb, a)
+        unconditional = Self.relax(unconditional, toward: sb, a)
+    }
+
+    /// The Gauss–Markov covariance recursion a·c + (1 − a)·Σ_b, a = φ².
+    static func relax(_ c: Covariance2, toward sb: Covariance2, _ a: Double) -> Covariance2 {
+        Covariance2(ee: a * c.ee + (1 - a) * sb.ee, en: a * c.en + (1 - a) * sb.en, nn: a * c.nn + (1 - a) * sb.nn)
     }
 
     /// The block update for an accepted measurement of x alone with Jacobian rows `h` (1×4 each),
@@ -171,6 +174,18 @@ public struct GNSSBias: Sendable, Equatable {
         let ee = max(0, u.ee - c.ee), nn = max(0, u.nn - c.nn), lim = (ee * nn).squareRoot()
         let en = min(max(u.en - c.en, -lim), lim)
         return Covariance2(ee: ee, en: en, nn: nn).scaled(mu - 1)
+    }
+
+    /// (μ − 1) U′ for a new GNSS fix at `t` whose bias covariance is `sb` (Σ_b = β R): the part of
+    /// that fix's own error the model does not explain. Under the model a fix's error b + w has
+    /// covariance U′ + R_w, U′ = φ²U + (1 − φ²)Σ_b the bias's covariance before any fix (U carried
+    /// to t); μ says the bias estimate has been μ× larger than that, so the fix's error
+    /// covariance is μU′ + R_w, its reported covariance plus this. nil while μ = 1, off or
+    /// unprimed. Read before the fix's update: causal (`GNSSStage`'s online widening).
+    public func fixExcess(at t: Double, stationary sb: Covariance2) -> Covariance2? {
+        guard let mu = disagreement?.value, mu > 1, stationary != nil else { return nil }
+        let phi = decay(t - time)
+        return Self.relax(unconditional, toward: sb, phi * phi).scaled(mu - 1)
     }
 
     /// One observation of μ after an accepted fix: 2 d²/e with d² = b̂ᵀ U⁻¹ b̂ and
