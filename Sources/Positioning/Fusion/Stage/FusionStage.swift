@@ -270,7 +270,7 @@ public final class FusionStage: PipelineStage {
                 guard t.filter.isInitialized else { continue }
                 var model = m
                 if settings.repeatInflation, let id = m.repeatIdentity, m.asInequality == nil {
-                    let k = t.repeatCount(of: "measurement:" + id, value: m.z)
+                    let k = t.repeatCount(of: .measurement(id), value: m.z)
                     if k > 1 { model = RepeatedMeasurement(m, repeat: k) }
                 }
                 if let r = t.apply(.update(model), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
@@ -358,7 +358,7 @@ public final class FusionStage: PipelineStage {
             // The k-th identical fix in a row (a serving cell, a TA that has not changed) carries no
             // new information about the position: R × k, so n repeats add ≈ ln n, not n, fixes' worth.
             let c = f.covariance
-            let k = t.repeatCount(of: "fix:" + f.source.rawValue, value: [f.position.x, f.position.y, c.ee, c.en, c.nn])
+            let k = t.repeatCount(of: .fix(f.source), value: [f.position.x, f.position.y, c.ee, c.en, c.nn])
             alpha *= Double(k).squareRoot()
         }
         return alpha
@@ -498,8 +498,10 @@ public final class FusionStage: PipelineStage {
                 t.previousGated[f.source] = f
             }
         } else if r.outcome == .accepted {
-            t.consecutiveGated[f.source] = 0
-            t.previousGated[f.source] = nil
+            // An absent source counts 0 (`default: 0` above): removing it is the reset, and with
+            // nothing gated (most tracks) neither dictionary is touched.
+            if !t.consecutiveGated.isEmpty { t.consecutiveGated[f.source] = nil }
+            if !t.previousGated.isEmpty { t.previousGated[f.source] = nil }
             if f.source == .gnss, t.platform != nil {
                 // `platform: auto`: an accepted fix's R (α² λ Σ, without the repeat factor) bounds
                 // the speed it shows (`PlatformEvidence`); gated outliers never count.

@@ -86,7 +86,10 @@ final class FusionTrack {
     var startFix: Fix?
     /// Per observed thing (a loose source, or a tight measurement's `repeatIdentity`): the last
     /// value seen and how many times in a row it has come unchanged (`repeatCount`).
-    private var repeatRuns: [String: (value: [Double], count: Int)] = [:]
+    private var repeatRuns: [RepeatKey: (value: [Double], count: Int)] = [:]
+    /// What `repeatCount` counts runs of: a loose source's fixes, or one tight measurement's
+    /// `repeatIdentity` (an enum, not a "fix:"/"measurement:" string: no string built per fix).
+    enum RepeatKey: Hashable { case fix(Source), measurement(String) }
     var reinitializations = 0
     var rewinds = 0
     var tooLate = 0
@@ -140,7 +143,7 @@ final class FusionTrack {
 
     /// k for this observation of `key`: one more than last time when `value` is unchanged, else 1
     /// (the `repeat_inflation` count).
-    func repeatCount(of key: String, value: [Double]) -> Int {
+    func repeatCount(of key: RepeatKey, value: [Double]) -> Int {
         // One look-up of the key (a read and a write hashed it twice); an absent key starts at
         // count 0, which gives 1 whether or not `value` is empty.
         Self.advance(&repeatRuns[key, default: (value: [], count: 0)], to: value)
