@@ -83,7 +83,7 @@ struct RadioMapBuild: ParsableCommand {
                 "; uncertainty model for " + m.terms.keys.sorted().map { k in
                     let t = m.terms[k]!
                     let c = t.correlation.map { String(format: ", error correlation β %.2f τ %.0f s", $0.biasFraction, $0.correlationTime) } ?? ""
-                    return "\(k) (\(t.samples) residuals\(c))"
+                    return "\(k) (\((t.form ?? .linear).rawValue), \(t.samples) residuals\(c))"
                 }.joined(separator: ", ")
             } ?? "; no uncertainty model (needs two or more walks with truth)"
             let steps = map.stepLength.map {

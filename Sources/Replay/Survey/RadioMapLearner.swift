@@ -28,6 +28,10 @@ public struct RadioMapLearner: Sendable {
     /// exchangeable units; docs/radio.md, "The coverage scale over walks"); `.pooled`: the
     /// conformal quantile over all fixes, the rule before session 18 (for comparison).
     public var scaleRule: RadioUncertaintyModel.ScaleRule = .cautiousOverGroups
+    /// The forms of the novelty width σₓ tried per source; the one with the smaller likelihood
+    /// over the inner folds is kept (`RadioUncertaintyModel.fit`, docs/radio.md, "The exponential
+    /// novelty form"). `[.linear]`: the model before session 19 (for comparison).
+    public var forms: [RadioUncertaintyModel.Form] = [.linear, .exponential]
     /// Options of the WiFi stages whose fixes the model is fitted on (a pipeline file's).
     public var stages: [String: StageOptions] = [:]
 
@@ -72,7 +76,9 @@ public struct RadioMapLearner: Sendable {
         if fitUncertainty && walks.count >= 2 {
             var terms: [String: RadioUncertaintyModel.Term] = [:]
             out.residuals = uncertaintySamples(walks)
-            for (s, samples) in out.residuals { if let t = RadioUncertaintyModel.fit(samples, scaleRule: scaleRule) { terms[s.rawValue] = t } }
+            for (s, samples) in out.residuals {
+                if let t = RadioUncertaintyModel.fit(samples, scaleRule: scaleRule, forms: forms) { terms[s.rawValue] = t }
+            }
             if !terms.isEmpty { out.uncertainty = RadioUncertaintyModel(terms: terms) }
         }
         if fitStepLength { out.stepLength = StepLengthCalibration.fit(walks.map(Self.stepSegments)) }

@@ -9,7 +9,8 @@ import Foundation
 /// map was learned from, the map's answer can be wrong by tens of metres while the estimator is
 /// sure of it. The model adds an isotropic term driven by evidence of novelty, and rescales:
 ///
-///   P′ = k · (γ² P + σₓ² I),   σₓ = a + b·d + c·(1 − u) + e·δ/10 dB
+///   P′ = k · (γ² P + σₓ² I),   σₓ = a + b·d + c·(1 − u) + e·δ/10 dB          (`Form.linear`)
+///                             or σₓ = a · exp(b·d/10 m + c·(1 − u) + e·δ/10 dB)   (`Form.exponential`)
 ///
 /// * d: distance from the fix to the nearest surveyed place (a point of the map's fingerprint
 ///   survey: where the training walks' scans were taken), m; 0 when the map has no survey;
@@ -18,6 +19,10 @@ import Foundation
 /// * δ: signal-space distance from the scan to the nearest survey point: RMS difference in dB
 ///   over the APs either heard (an AP missing on one side counts at −100 dBm), 0 without a survey.
 ///
+/// The exponential form grows the width by a constant factor per unit of evidence (its σₓ is
+/// convex in the features), the linear form by a constant step; which of the two a source gets is
+/// chosen on the training walks by cross-validated likelihood over the inner folds (`fit`,
+/// `forms`; docs/radio.md, "The exponential novelty form").
 /// γ, a, b, c, e ≥ 0 are fitted per source by maximum likelihood of the residuals under
 /// N(0, γ²P + σₓ²I) (GSL Nelder–Mead simplex); then k scales the whole covariance so that 95 % of
 /// residuals the shape was NOT fitted on fall inside their 95 % ellipse (NEES ≤ χ²₂(0.95)):
@@ -27,6 +32,12 @@ import Foundation
 /// `posfuse radiomap build`, docs/radio.md); the fitted model is stored in the radio map and the
 /// WiFi stages apply it whenever their reference data carries it.
 public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
+    /// How σₓ grows with the novelty features (formulas above).
+    public enum Form: String, Sendable, Equatable, Codable, CaseIterable {
+        case linear
+        case exponential
+    }
+
     public struct Term: Sendable, Equatable, Codable {
         public var gamma: Double
         public var a: Double
@@ -45,13 +56,23 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         /// fusion stages fuse, of one scan's WiFi fixes, only the sources with the smallest
         /// (docs/fusion.md, "Which WiFi source the filters fuse"); nil in maps written before it.
         public var heldOutMeanError: Double?
+        /// The form of σₓ; nil (maps written before it) = linear.
+        public var form: Form?
+        /// Out-of-inner-fold negative log-likelihood per residual of each form tried (Σ(ln det P′ + NEES)/n
+        /// with k = 1, `fit`): the evidence the form was chosen on; nil when one form was fitted.
+        public var crossValidatedNLL: [String: Double]?
         public init(gamma: Double = 1, a: Double = 0, b: Double = 0, c: Double = 0, e: Double = 0, k: Double = 1, samples: Int = 0,
-                    correlation: ErrorCorrelation? = nil, heldOutMeanError: Double? = nil) {
+                    correlation: ErrorCorrelation? = nil, heldOutMeanError: Double? = nil, form: Form? = nil) {
             self.gamma = gamma; self.a = a; self.b = b; self.c = c; self.e = e; self.k = k; self.samples = samples
-            self.correlation = correlation; self.heldOutMeanError = heldOutMeanError
+            self.correlation = correlation; self.heldOutMeanError = heldOutMeanError; self.form = form
         }
 
-        public func sigmaX(_ f: Features) -> Double { a + b * f.surveyDistance + c * (1 - f.knownShare) + e * f.signalDistance / 10 }
+        public func sigmaX(_ f: Features) -> Double {
+            switch form ?? .linear {
+            case .linear: return a + b * f.surveyDistance + c * (1 - f.knownShare) + e * f.signalDistance / 10
+            case .exponential: return a * exp(b * f.surveyDistance / 10 + c * (1 - f.knownShare) + e * f.signalDistance / 10)
+            }
+        }
 
         public func covariance(_ p: Covariance2, _ f: Features) -> Covariance2 {
             let s2 = sigmaX(f) * sigmaX(f), g2 = gamma * gamma
@@ -188,20 +209,48 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
     /// walks falls outside whole (docs/radio.md, "The coverage scale over walks"). Fewer than
     /// `CoverageScale.minFolds` groups of at least `CoverageScale.minFoldResiduals` out-of-group
     /// NEES: the pooled rule.
-    public static func fit(_ samples: [Sample], crossFit: Bool = true, scaleRule: ScaleRule = .pooled) -> Term? {
+    ///
+    /// `forms`: the forms of σₓ to try. With more than one (the radio map learner tries both),
+    /// each is fitted as above and the one with the smallest cross-validated negative
+    /// log-likelihood Σ_g Σ_{i∈g} (ln det P′ᵢ + NEESᵢ) (k = 1; the shape refitted without group g,
+    /// the same refits the coverage scale takes its out-of-group NEES from) is kept: model choice
+    /// by held-out likelihood over the training walks' inner folds (Stone, "Cross-validatory choice
+    /// and assessment of statistical predictions", JRSS B 36(2), 1974). The first form wins ties
+    /// and is taken when the groups do not allow cross-fitting.
+    public static func fit(_ samples: [Sample], crossFit: Bool = true, scaleRule: ScaleRule = .pooled,
+                           forms: [Form] = [.linear]) -> Term? {
         let s = samples.filter { $0.covariance.isValid && $0.residual.x.isFinite && $0.residual.y.isFinite }
-        guard s.count >= minSamples, var t = shape(s) else { return nil }
-        var nees: [Double] = [], perGroup: [[Double]] = []
+        guard s.count >= minSamples else { return nil }
         let groups = Dictionary(grouping: s.indices, by: { s[$0].group })
-        if crossFit, groups.count >= 2, groups.values.allSatisfy({ s.count - $0.count >= minSamples / 2 }) {
-            for g in groups.keys.sorted() {
-                let rest = s.filter { $0.group != g }
-                guard let tg = shape(rest) else { continue }
-                let ng = groups[g]!.compactMap { tg.covariance(s[$0].covariance, s[$0].features).mahalanobis2(s[$0].residual) }
-                nees += ng
-                perGroup.append(ng)
+        let canCrossFit = crossFit && groups.count >= 2 && groups.values.allSatisfy({ s.count - $0.count >= minSamples / 2 })
+        var best: (t: Term, nees: [Double], perGroup: [[Double]], nll: Double)?
+        var nllByForm: [String: Double] = [:]
+        for form in forms.isEmpty ? [.linear] : forms {
+            guard let t = shape(s, form: form) else { continue }
+            var nees: [Double] = [], perGroup: [[Double]] = [], nll = 0.0, counted = 0
+            if canCrossFit {
+                for g in groups.keys.sorted() {
+                    let rest = s.filter { $0.group != g }
+                    guard let tg = shape(rest, form: form, start: t) else { continue }
+                    var ng: [Double] = []
+                    for i in groups[g]! {
+                        let p = tg.covariance(s[i].covariance, s[i].features)
+                        guard let m = p.mahalanobis2(s[i].residual) else { continue }
+                        ng.append(m)
+                        let det = p.ee * p.nn - p.en * p.en
+                        if det > 0 { nll += log(det) + m; counted += 1 }
+                    }
+                    nees += ng
+                    perGroup.append(ng)
+                }
             }
+            let perResidual = counted > 0 ? nll / Double(counted) : .infinity
+            if forms.count > 1 { nllByForm[form.rawValue] = perResidual }
+            if best == nil || perResidual < best!.nll { best = (t, nees, perGroup, perResidual) }
         }
+        guard let chosen = best else { return nil }
+        var t = chosen.t, nees = chosen.nees
+        let perGroup = chosen.perGroup
         if scaleRule == .cautiousOverGroups, let k = CoverageScale.cautiousScale(d2PerFold: perGroup), k > 0 {
             t.k = k
         } else {
@@ -211,6 +260,7 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
             if let q = conformalQuantile(nees, level: 0.95), q > 0 { t.k = q / RadioUncertaintyModel.chi2Two95 }
         }
         t.samples = s.count
+        if !nllByForm.isEmpty { t.crossValidatedNLL = nllByForm }
         t.correlation = correlation(s, term: t)
         t.heldOutMeanError = s.reduce(0) { $0 + ($1.residual.x * $1.residual.x + $1.residual.y * $1.residual.y).squareRoot() } / Double(s.count)
         return t
@@ -224,11 +274,15 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         return v[min(max(rank, 1), v.count) - 1]
     }
 
-    /// Step 1: γ, a, b, c, e by maximum likelihood (k = 1).
-    static func shape(_ s: [Sample]) -> Term? {
+    /// Step 1: γ, a, b, c, e by maximum likelihood (k = 1). `start`: a fitted term to start the
+    /// exponential form's simplex from (the refits without one group; the linear form always
+    /// starts from its fixed point, as it did before the exponential form existed).
+    static func shape(_ s: [Sample], form: Form = .linear, start: Term? = nil) -> Term? {
         guard !s.isEmpty else { return nil }
         // θ = (ln γ, √a, √b, √c, √e): unconstrained, every coefficient ≥ 0.
-        func term(_ x: [Double]) -> Term { Term(gamma: exp(x[0]), a: x[1] * x[1], b: x[2] * x[2], c: x[3] * x[3], e: x[4] * x[4]) }
+        func term(_ x: [Double]) -> Term {
+            Term(gamma: exp(x[0]), a: x[1] * x[1], b: x[2] * x[2], c: x[3] * x[3], e: x[4] * x[4], form: form == .linear ? nil : form)
+        }
         func nll(_ x: [Double]) -> Double {
             let t = term(x)
             var sum = 0.0
@@ -240,9 +294,20 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
             }
             return sum
         }
-        let x0 = [0.0, 2.0.squareRoot(), 0.5, 1, 0.5]
-        let x = NelderMead.minimize(nll, start: x0, step: 0.5) ?? x0
-        return term(x)
+        switch form {
+        case .linear:
+            let x0 = [0.0, 2.0.squareRoot(), 0.5, 1, 0.5]
+            let x = NelderMead.minimize(nll, start: x0, step: 0.5) ?? x0
+            return term(x)
+        case .exponential:
+            // a = 4 m, each factor e^0.09 per unit at the start; the simplex is restarted from
+            // its result once (the exponential surface is steeper than the linear one).
+            var x0: [Double] = [0, 2, 0.3, 0.3, 0.3]
+            if let t = start { x0 = [log(max(t.gamma, 1e-6)), t.a.squareRoot(), t.b.squareRoot(), t.c.squareRoot(), t.e.squareRoot()] }
+            var x = NelderMead.minimize(nll, start: x0, step: 0.5) ?? x0
+            x = NelderMead.minimize(nll, start: x, step: 0.25) ?? x
+            return term(x)
+        }
     }
 
     /// χ²₂ 95 % quantile.
