@@ -296,7 +296,8 @@ import Foundation
         #expect(throws: ConfigurationError.self) { try FingerprintStage.knnEstimator(bad) }
     }
 
-    /// The fit chooses the floor rule on its inner split: a building of three floors, 11 places
+    /// The fit chooses the floor rule on its inner split (when the grid holds both; the default
+    /// grid holds the majority alone, `Grid.classFloorRules`): a building of three floors, 11 places
     /// each 5 m apart, two APs per floor (RSS −40 − 20 log₁₀ d − 10 dB per floor between AP and
     /// place, seeded 1 dB noise). Group 0 surveyed every floor, group 1 floors 0 and 2 only, so a
     /// group-0 sample on floor 1, its own group left out, has only floor-0 and floor-2 neighbours at
@@ -323,7 +324,7 @@ import Foundation
         var grid = KNNFingerprintFit.Grid()
         grid.classMatchers = [(.positive, .euclidean, -105)]; grid.classKs = [2]; grid.weightExponents = [0]
         grid.classSharedExponents = [0]; grid.representations = [.positive]; grid.distances = [.euclidean]; grid.ks = [1]
-        grid.calibrate = false
+        grid.calibrate = false; grid.classFloorRules = [.vote, .mean]
         let both = KNNFingerprintFit.score(samples, map: map, pointGroups: groups, grid: grid)
         grid.classFloorRules = [.vote]
         let majority = KNNFingerprintFit.score(samples, map: map, pointGroups: groups, grid: grid)
