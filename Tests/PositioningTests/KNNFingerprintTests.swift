@@ -266,6 +266,75 @@ import Foundation
         #expect(throws: ConfigurationError.self) { try FingerprintStage.knnEstimator(bad) }
     }
 
+    /// `FloorRule.mean` by hand: floor 1 was surveyed elsewhere (point C, 50 m away, hearing
+    /// only c); a scan between floors 0 and 2 (a, b at −65 dBm) is √50 from A (floor 0) and B
+    /// (floor 2) alike and √(40² + 40² + 55²) from C. With class_k 2 and plain votes the majority
+    /// is a tie that the nearer-first rule gives to floor 0; the mean rule gives the weighted mean
+    /// floor (0 + 2)/2 = 1, and the k = 1 position follows the floor to C.
+    @Test func meanFloorRuleGivesTheFloorBetween() throws {
+        let map = FingerprintMap(points: [P(position: .zero, floor: 0, rss: ["a": -60, "b": -70], building: 0),
+                                          P(position: .zero, floor: 2, rss: ["a": -70, "b": -60], building: 0),
+                                          P(position: SIMD2(50, 0), floor: 1, rss: ["c": -50], building: 0)], threshold: -100)
+        #expect(map.buildingFloors[0] == [0, 1, 2])
+        let s = scan(["a": -65, "b": -65])
+        var e = KNNFingerprintEstimator(k: 1, classK: 2, representation: .positive, distance: .euclidean, weightExponent: 0)
+        let m0 = try e.match(s, map: map).get()
+        #expect(m0.floor == 0 && m0.position == SIMD2(0, 0))
+        e.classFloor = .mean
+        let m1 = try e.match(s, map: map).get()
+        #expect(m1.floor == 1 && m1.position == SIMD2(50, 0) && m1.building == 0)
+        // Ties between two floors go to the one with more weight, then the nearer voter's, then the
+        // lower; a voter without a floor, or no surveyed floor, leaves the choice to the majority (nil).
+        #expect(e.meanFloor([0, 1], [1, 1], surveyed: [0, 1, 2]) == 0 && e.meanFloor([1, 0], [1, 1], surveyed: [0, 1, 2]) == 1)
+        #expect(e.meanFloor([0, 2, 2, 2], [1, 1, 1, 1], surveyed: [0, 1, 2]) == 2)   // mean 1.5: floor 2 has weight 3, floor 1 none
+        #expect(e.meanFloor([0, 2], [1, 3], surveyed: [0, 2, 3]) == 2)               // mean 1.5, floor 1 not surveyed
+        #expect(e.meanFloor([2, 0], [1, 1], surveyed: [0, 2, 3]) == 2)               // mean 1, 0 and 2 tie in weight: the nearer
+        #expect(e.meanFloor([0, nil], [1, 1], surveyed: [0, 1]) == nil && e.meanFloor([0], [1], surveyed: []) == nil)
+        // The option reads back; an unknown rule is a configuration error.
+        #expect(try FingerprintStage.knnEstimator(FingerprintStage.options(e)) == e)
+        var bad = FingerprintStage.options(e); bad.values["class_floor"] = .string("median")
+        #expect(throws: ConfigurationError.self) { try FingerprintStage.knnEstimator(bad) }
+    }
+
+    /// The fit chooses the floor rule on its inner split (when the grid holds both; the default
+    /// grid holds the majority alone, `Grid.classFloorRules`): a building of three floors, 11 places
+    /// each 5 m apart, two APs per floor (RSS −40 − 20 log₁₀ d − 10 dB per floor between AP and
+    /// place, seeded 1 dB noise). Group 0 surveyed every floor, group 1 floors 0 and 2 only, so a
+    /// group-0 sample on floor 1, its own group left out, has only floor-0 and floor-2 neighbours at
+    /// its place: the majority picks one of them, the mean rule the floor between. With both rules
+    /// in the grid the fit picks `mean`; with the majority alone it misses the floor-1 samples.
+    @Test func fitChoosesMeanFloorWhereAFloorIsUnsurveyed() {
+        var rng = SplitMix64(seed: 23)
+        var points: [P] = [], groups: [Int] = []
+        func rss(x: Double, floor f: Int) -> [String: Double] {
+            var r: [String: Double] = [:]
+            for af in 0..<3 { for (n, ax) in [0.0, 50].enumerated() {
+                let v = -40 - 20 * log10(max(1, abs(x - ax))) - 10 * Double(abs(f - af)) + rng.gaussian()
+                if v > -100 { r["f\(af)a\(n)"] = v }
+            } }
+            return r
+        }
+        for g in 0..<2 { for f in 0..<3 where g == 0 || f != 1 { for x in stride(from: 0.0, through: 50, by: 5) {
+            points.append(P(position: SIMD2(x, 0), floor: f, rss: rss(x: x, floor: f), building: 0)); groups.append(g)
+        } } }
+        let map = FingerprintMap(points: points, threshold: -100)
+        let samples = points.indices.map { i in
+            KNNFingerprintFit.Sample(scan: scan(points[i].rss), truth: points[i].position, building: 0, floor: points[i].floor, group: groups[i])
+        }
+        var grid = KNNFingerprintFit.Grid()
+        grid.classMatchers = [(.positive, .euclidean, -105)]; grid.classKs = [2]; grid.weightExponents = [0]
+        grid.classSharedExponents = [0]; grid.representations = [.positive]; grid.distances = [.euclidean]; grid.ks = [1]
+        grid.calibrate = false; grid.classFloorRules = [.vote, .mean]
+        let both = KNNFingerprintFit.score(samples, map: map, pointGroups: groups, grid: grid)
+        grid.classFloorRules = [.vote]
+        let majority = KNNFingerprintFit.score(samples, map: map, pointGroups: groups, grid: grid)
+        #expect(both[0].estimator.classFloor == .mean && majority[0].estimator.classFloor == .vote)
+        // 11 of the 55 samples stand on floor 1, where only their own group surveyed: the majority
+        // misses them all (44/55); the mean rule gets 52/55 (3 misses among the other floors' samples).
+        #expect(majority[0].buildingFloorHit <= 44.0 / 55 + 1e-12)
+        #expect(both[0].buildingFloorHit >= 50.0 / 55 && both[0].buildingFloorHit - majority[0].buildingFloorHit >= 6.0 / 55)
+    }
+
     /// The wknn options written by `FingerprintStage.options` read back to the same estimator,
     /// vote distances and calibration included; the calibrated covariance is
     /// k · (γ² S + (a + c·(1 − u) + e·δ/10)² I) with δ = 10 · d_nearest / distanceScale.

@@ -167,7 +167,7 @@ public enum UJIIndoorLocEvaluation {
     /// One line of a fitted configuration: position match, vote, calibration.
     public static func describe(_ e: KNNFingerprintEstimator) -> String {
         let c = e.classMatcher
-        var s = "\(e.representation.rawValue)/\(e.distance.rawValue) k=\(e.k) g=\(e.weightExponent); vote \(c.representation.rawValue)/\(c.distance.rawValue)@\(c.notHeard) dBm class_k=\(e.classK) shared_h=\(e.classSharedExponent)"
+        var s = "\(e.representation.rawValue)/\(e.distance.rawValue) k=\(e.k) g=\(e.weightExponent); vote \(c.representation.rawValue)/\(c.distance.rawValue)@\(c.notHeard) dBm class_k=\(e.classK) shared_h=\(e.classSharedExponent) floor=\(e.classFloor.rawValue)"
         if let t = e.calibration {
             s += String(format: "; cov k=%.2f gamma=%.2f a=%.2f m c=%.2f m e=%.2f m d0=%.3g", t.k, t.gamma, t.a, t.c, t.e, e.distanceScale)
         }

@@ -43,6 +43,9 @@ public struct FingerprintMap: Sendable, Equatable {
     let positions: [SIMD2<Double>]
     let floors: [Int?]
     let buildings: [Int?]
+    /// The floors surveyed in each building (nil key: points without a building), ascending;
+    /// points without a floor are not counted.
+    let buildingFloors: [Int?: [Int]]
     /// Columns heard at point i: `heardColumns[heardStart[i]..<heardStart[i + 1]]`.
     let heardColumns: [Int]
     let heardStart: [Int]
@@ -61,6 +64,9 @@ public struct FingerprintMap: Sendable, Equatable {
         bssids = names; index = idx
         positions = points.map(\.position); floors = points.map(\.floor); buildings = points.map(\.building)
         values = v; heardColumns = cols; heardStart = start
+        var bf: [Int?: Set<Int>] = [:]
+        for p in points { if let f = p.floor { bf[p.building, default: []].insert(f) } }
+        buildingFloors = bf.mapValues { $0.sorted() }
     }
 
     public var isEmpty: Bool { points.isEmpty }

@@ -38,6 +38,8 @@ extension FingerprintStage {
             "the vote's not-heard RSS (default: the position's)")
         public static let classSharedExponent = OptionSpec.number("class_shared_exponent", knn.classSharedExponent,
             "each voter's weight times (scan APs it heard too)^exponent; 0 = off")
+        public static let classFloor = OptionSpec.choice("class_floor", knn.classFloor.rawValue, FloorRule.allCases.map(\.rawValue),
+            "floor from the building's voters: vote (weighted majority) | mean\n(surveyed floor nearest their weighted mean floor)")
         public static let covK = OptionSpec.number("cov_k", nil, example: 1,
             "the fitted covariance (KNNFingerprintFit), used when cov_k is set;\nthe other cov_ keys then default to gamma 1, a/c/e 0, scale 1")
         public static let covGamma = OptionSpec.number("cov_gamma", nil, example: 1)
@@ -55,7 +57,7 @@ extension FingerprintStage {
                                               doc: "WiFi fingerprinting against the reference's survey (silent without one)",
                                               options: [method, k, classK, representation, distance, weightExponent, classify, notHeard, sigma0,
                                                         knnMinAPs, knnMaxAge, classRepresentation, classDistance, classNotHeard,
-                                                        classSharedExponent, covK, covGamma, covA, covC, covE, covDistanceScale],
+                                                        classSharedExponent, classFloor, covK, covGamma, covA, covC, covE, covDistanceScale],
                                               includes: [bayesTable])
     }
 }

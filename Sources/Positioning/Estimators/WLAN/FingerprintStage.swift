@@ -13,7 +13,8 @@
 /// `distance` (sorensen; euclidean, manhattan, neyman), `weight_exponent` (1), `classify` (true),
 /// `not_heard_dbm` (−105), `sigma0_m` (none: the survey's quantisation), `min_aps` (1), `max_age_s` (none); the building/floor
 /// vote's `class_representation` (+ `binary`), `class_distance`, `class_not_heard_dbm` (default: the
-/// position's) and `class_shared_exponent` h (0: each voter weighs n^h by the scan APs it shares); the fitted covariance `cov_k`, `cov_gamma`, `cov_a_m`, `cov_c_m`, `cov_e_m`,
+/// position's), `class_shared_exponent` h (0: each voter weighs n^h by the scan APs it shares) and
+/// `class_floor` (vote: weighted majority; mean: the surveyed floor nearest the voters' weighted mean); the fitted covariance `cov_k`, `cov_gamma`, `cov_a_m`, `cov_c_m`, `cov_e_m`,
 /// `cov_distance_scale` (absent = spread + the survey's quantisation s²/12, or `sigma0_m`²).
 public final class FingerprintStage: PipelineStage {
     public enum Method: String, Sendable, CaseIterable { case bayes, wknn }
@@ -108,6 +109,11 @@ public final class FingerprintStage: PipelineStage {
         }
         e.classSharedExponent = try o.double("class_shared_exponent", default: e.classSharedExponent)
         guard e.classSharedExponent >= 0 else { throw ConfigurationError(path: "\(o.name).class_shared_exponent", reason: "must be ≥ 0") }
+        let floorRule = try o.string("class_floor", default: e.classFloor.rawValue)
+        guard let rule = FloorRule(rawValue: floorRule) else {
+            throw ConfigurationError(path: "\(o.name).class_floor", reason: "expected vote or mean, got '\(floorRule)'")
+        }
+        e.classFloor = rule
         // The covariance calibration (KNNFingerprintFit.calibrate): present when cov_k is given.
         if o.values["cov_k"] != nil {
             var t = RadioUncertaintyModel.Term()
@@ -141,6 +147,7 @@ public final class FingerprintStage: PipelineStage {
         if let d = e.classDistance { v["class_distance"] = .string(d.rawValue) }
         if let m = e.classNotHeard { v["class_not_heard_dbm"] = .number(m) }
         if e.classSharedExponent != 0 { v["class_shared_exponent"] = .number(e.classSharedExponent) }
+        if e.classFloor != .vote { v["class_floor"] = .string(e.classFloor.rawValue) }
         if let t = e.calibration {
             v["cov_k"] = .number(t.k); v["cov_gamma"] = .number(t.gamma); v["cov_a_m"] = .number(t.a)
             v["cov_c_m"] = .number(t.c); v["cov_e_m"] = .number(t.e); v["cov_distance_scale"] = .number(e.distanceScale)

@@ -79,6 +79,18 @@ public enum FingerprintDistance: String, Sendable, CaseIterable, Codable {
     }
 }
 
+/// How the floor is chosen from the weighted votes of the nearest points of the voted building
+/// (`KNNFingerprintEstimator.classFloor`; docs/radio.md, "Fingerprint kNN"):
+/// - `vote`: the floor with the largest total weight (weighted majority);
+/// - `mean`: the floor numbers read as ordered values: the building's surveyed floor nearest to
+///   the weighted mean f̄ = Σ wᵢ fᵢ / Σ wᵢ of the voters' floors (kNN regression of the floor
+///   number, rounded; ties go to the floor with more vote weight, then the nearer voter's). Voters split
+///   between the floors below and above a place no one surveyed (floor 0 and floor 2 around a
+///   floor-1 scan) give the floor between them, which no majority can.
+public enum FloorRule: String, Sendable, CaseIterable, Codable {
+    case vote, mean
+}
+
 /// Weighted k-nearest-neighbour WLAN fingerprinting on a `FingerprintMap`, with the building
 /// and then the floor classified before the position (docs/radio.md, "Fingerprint kNN"):
 ///
@@ -86,7 +98,8 @@ public enum FingerprintDistance: String, Sendable, CaseIterable, Codable {
 /// 2. building: the `classK` nearest points vote with weight w_i = n_i^h/(d_i + ε)^g, n_i the
 ///    number of the scan's APs that point i heard too and h = `classSharedExponent` (0: the
 ///    distance weight alone);
-/// 3. floor: the `classK` nearest points of that building vote likewise;
+/// 3. floor: the `classK` nearest points of that building vote likewise (`classFloor`: the
+///    weighted majority, or the surveyed floor nearest to the voters' weighted mean floor);
 /// 4. position: the `k` nearest points of that building and floor, p̂ = Σ w_i p_i / Σ w_i.
 /// g = `weightExponent` (0 = plain average, the kNN of RADAR), ε = 10⁻⁹ of the distance scale.
 /// With `classify` off, steps 2–3 are skipped: p̂ is the mean of the k nearest points over all
@@ -135,6 +148,9 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
     public var classNotHeard: Double?
     /// Exponent h of the shared-AP factor n_i^h in the building and floor votes (0 = off).
     public var classSharedExponent: Double
+    /// How the voters of the building choose the floor: weighted majority or nearest to their
+    /// weighted mean floor (`FloorRule`).
+    public var classFloor: FloorRule
     /// Covariance calibration fitted on a blocked inner split (`KNNFingerprintFit.calibrate`);
     /// nil = the neighbour spread + the quantisation (or `sigma0`²) per axis.
     public var calibration: RadioUncertaintyModel.Term?
@@ -146,12 +162,12 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
                 weightExponent: Double = 1, classify: Bool = true, notHeard: Double = -105, sigma0: Double? = nil,
                 minAPs: Int = 1, maxAge: Double? = nil, classRepresentation: RSSRepresentation? = nil,
                 classDistance: FingerprintDistance? = nil, classNotHeard: Double? = nil, classSharedExponent: Double = 0,
-                calibration: RadioUncertaintyModel.Term? = nil, distanceScale: Double = 1) {
+                classFloor: FloorRule = .vote, calibration: RadioUncertaintyModel.Term? = nil, distanceScale: Double = 1) {
         self.k = k; self.classK = classK; self.representation = representation; self.distance = distance
         self.weightExponent = weightExponent; self.classify = classify; self.notHeard = notHeard
         self.sigma0 = sigma0; self.minAPs = minAPs; self.maxAge = maxAge
         self.classRepresentation = classRepresentation; self.classDistance = classDistance; self.classNotHeard = classNotHeard
-        self.classSharedExponent = classSharedExponent
+        self.classSharedExponent = classSharedExponent; self.classFloor = classFloor
         self.calibration = calibration; self.distanceScale = distanceScale
     }
 
@@ -305,8 +321,36 @@ public struct KNNFingerprintEstimator: Sendable, Equatable, Codable {
         let near = Array(order.prefix(Swift.max(classK, 1)))
         let building = vote(near.map { buildings[$0] }, near.map(w))
         let inBuilding = Self.first(Swift.max(classK, 1), d: d, order: order) { buildings[$0] == building }
-        let floor = vote(inBuilding.map { floors[$0] }, inBuilding.map(w))
+        let labels = inBuilding.map { floors[$0] }, weights = inBuilding.map(w)
+        let floor: Int?
+        switch classFloor {
+        case .vote: floor = vote(labels, weights)
+        case .mean: floor = meanFloor(labels, weights, surveyed: map.buildingFloors[building] ?? []) ?? vote(labels, weights)
+        }
         return (building, floor)
+    }
+
+    /// `FloorRule.mean`: the floor of `surveyed` nearest to the weighted mean of `labels` (nearest
+    /// voter first); ties go to the floor with more weight among the voters, then to the floor of
+    /// the nearer voter (as `vote` does), then the lower. nil (the caller falls back to the
+    /// majority) when a voter has no floor, the weights sum to 0 or nothing was surveyed.
+    func meanFloor(_ labels: [Int?], _ weights: [Double], surveyed: [Int]) -> Int? {
+        var sw = 0.0, sf = 0.0, byFloor: [Int: Double] = [:], seen: [Int: Int] = [:]
+        for (n, (l, w)) in zip(labels, weights).enumerated() {
+            guard let f = l else { return nil }
+            sw += w; sf += w * Double(f); byFloor[f, default: 0] += w
+            if seen[f] == nil { seen[f] = n }
+        }
+        guard sw > 0, sw.isFinite, !surveyed.isEmpty else { return nil }
+        let mean = sf / sw
+        // Ascending floors; a floor replaces the best only when strictly preferred, so the lower wins the last tie.
+        func rank(_ f: Int) -> (Double, Double, Int) { (abs(Double(f) - mean), -(byFloor[f] ?? 0), seen[f] ?? Int.max) }
+        var best = surveyed[0]
+        for f in surveyed.dropFirst() {
+            let a = rank(f), b = rank(best)
+            if a.0 < b.0 - 1e-12 || (abs(a.0 - b.0) <= 1e-12 && (a.1 < b.1 || (a.1 == b.1 && a.2 < b.2))) { best = f }
+        }
+        return best
     }
 
     /// The `count` nearest points that `keep` accepts, from `order` (the nearest points, nearest
