@@ -75,7 +75,7 @@ import Foundation
         #expect(abs(one.covariance.ee - (e.kappa * 50 + e.sigma0 * e.sigma0)) < 1e-9)
     }
 
-    /// Merging past the short-list limit (`GroupIndex`: linear search up to 16 groups, a
+    /// Merging past the short-list limit (`SmallIndex`: linear search up to 16 groups, a
     /// dictionary beyond): 60 BSSIDs in 30 radio groups of two, the scan listing each group's
     /// second member 30 entries after its first, with a repeated entry. Every anchor is its
     /// group's mean position with the strongest member's RSS and model, and the list is

@@ -95,7 +95,7 @@ public struct WCLEstimator: Sendable, Equatable {
     }
 
     /// Steps 1–2: usable, merged anchors of a scan, strongest first (no r_min / K cut).
-    /// Groups are kept in a list in order of first appearance (`GroupIndex` finds a group in it);
+    /// Groups are kept in a list in order of first appearance (`SmallIndex` finds a group in it);
     /// the result's order (RSS, then id; ids are unique) does not depend on that order.
     ///
     /// A group of one MAC ("mac:" + MAC, no radio group, no nibble merging) whose entries were
@@ -108,7 +108,7 @@ public struct WCLEstimator: Sendable, Equatable {
         struct Group { var id: String; var sum: SIMD3<Double>; var count: Int; var best: Double; var ap: AccessPoint }
         var groups: [Group] = []
         groups.reserveCapacity(scan.accessPoints.count)
-        var byID = GroupIndex<String>(), byEntry = GroupIndex<Dictionary<String, AccessPoint>.Index>()
+        var byID = SmallIndex<String>(), byEntry = SmallIndex<Dictionary<String, AccessPoint>.Index>()
         for o in scan.accessPoints {
             guard o.rss.isFinite else { continue }
             if let seen = o.lastSeen {
@@ -139,33 +139,6 @@ public struct WCLEstimator: Sendable, Equatable {
             return WCLAnchor(id: v.id, position: SIMD2(mean.x, mean.y), rss: v.best, p0: v.ap.p0,
                              pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor, up: mean.z)
         }.sorted { $0.rss != $1.rss ? $0.rss > $1.rss : $0.id < $1.id }
-    }
-
-    /// Where a group sits in the list of groups, by a key of it: a linear search while there are
-    /// few keys (a scan's handful of APs: cheaper than hashing every key twice into a growing
-    /// dictionary; measured with callgrind, a third of `mergedAnchors`' instructions went to that),
-    /// a dictionary past `linearLimit` keys.
-    struct GroupIndex<Key: Hashable> {
-        static var linearLimit: Int { 16 }
-        private var keys: [(key: Key, at: Int)] = []
-        private var byKey: [Key: Int]?
-        func find(_ key: Key) -> Int? {
-            if let byKey { return byKey[key] }
-            for k in keys where k.key == key { return k.at }
-            return nil
-        }
-        mutating func append(_ key: Key, at position: Int) {
-            if byKey != nil {
-                byKey![key] = position
-            } else if keys.count < Self.linearLimit {
-                keys.append((key, position))
-            } else {
-                var d = [Key: Int](minimumCapacity: 2 * keys.count + 2)
-                for k in keys { d[k.key] = k.at }
-                d[key] = position
-                byKey = d; keys = []
-            }
-        }
     }
 
     /// Step 3: the K strongest anchors above r_min.

@@ -1,0 +1,16 @@
+import Testing
+@testable import Positioning
+
+/// `Source.ordinal` is a hand-written switch (hashing, equality and `<` go by it, and the fusion
+/// stage's source masks shift a `UInt16` by it): it must be each case's position in `allCases`,
+/// so `<` keeps the declaration order that sorted outputs (`sources_used`) rely on, and fit in
+/// the masks' 16 bits.
+@Suite struct SourceOrdinalTests {
+    @Test func ordinalIsThePositionInAllCases() {
+        for (i, s) in Source.allCases.enumerated() {
+            #expect(Int(s.ordinal) == i, "\(s): ordinal \(s.ordinal), position \(i)")
+        }
+        #expect(Source.allCases.count <= 16)
+        #expect(Source.allCases == Source.allCases.sorted())
+    }
+}
