@@ -16,11 +16,4 @@ import Positioning
             }
         }
     }
-
-    @Test func insertIsASet() {
-        var index = SmallIndex<Int>(), set = Set<Int>()
-        for i in [3, 5, 3, 7, 5, 9] + Array(0..<40) + [20, 39, 41] {
-            #expect(index.insert(i) == set.insert(i).inserted, "\(i)")
-        }
-    }
 }

@@ -178,14 +178,24 @@ void posfuse_exp_batch(const double *x, double *y, long n) {
     else for (long i = 0; i < n; i++) y[i] = exp(x[i]);
 }
 
+// The residual's per-node values written once: x_i = (−r·r)/(2 h_i), and after exp
+// t_i = r/h_i · e_i where e_i > 0 (else 0), for i in [from, n): the whole of the portable path
+// and the tail of the four-wide one.
+static void exponents1(const double *h, long from, long n, double r, double *x) {
+    for (long i = from; i < n; i++) x[i] = (-r * r) / (2 * h[i]);
+}
+static void slopes1(const double *h, long from, long n, double r, const double *e, double *t) {
+    for (long i = from; i < n; i++) t[i] = e[i] > 0 ? r / h[i] * e[i] : 0;
+}
+
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
-// x_i = (−r·r)/(2 h_i) and, after exp, t_i = r/h_i · e_i where e_i > 0 (else 0), four at a time.
+// The same, four at a time (the same IEEE operations per lane).
 __attribute__((target("avx2,fma")))
 static void exponents4(const double *h, long n, double r, double *x) {
     const __m256d num = _mm256_set1_pd(-r * r), two = _mm256_set1_pd(2);
     long i = 0;
     for (; i + 4 <= n; i += 4) _mm256_storeu_pd(x + i, _mm256_div_pd(num, _mm256_mul_pd(two, _mm256_loadu_pd(h + i))));
-    for (; i < n; i++) x[i] = (-r * r) / (2 * h[i]);
+    exponents1(h, i, n, r, x);
 }
 __attribute__((target("avx2,fma")))
 static void slopes4(const double *h, long n, double r, const double *e, double *t) {
@@ -196,7 +206,7 @@ static void slopes4(const double *h, long n, double r, const double *e, double *
         __m256d v = _mm256_mul_pd(_mm256_div_pd(rr, _mm256_loadu_pd(h + i)), ev);
         _mm256_storeu_pd(t + i, _mm256_and_pd(v, _mm256_cmp_pd(ev, zero, _CMP_GT_OQ)));
     }
-    for (; i < n; i++) t[i] = e[i] > 0 ? r / h[i] * e[i] : 0;
+    slopes1(h, i, n, r, e, t);
 }
 #endif
 
@@ -219,9 +229,9 @@ void posfuse_radius_sums(const double *h, long n, double r, double *acc, double 
 #endif
         {
             (void)wide;
-            for (long i = 0; i < m; i++) x[i] = (-r * r) / (2 * hh[i]);
-            for (long i = 0; i < m; i++) x[i] = exp(x[i]);
-            for (long i = 0; i < m; i++) t[i] = x[i] > 0 ? r / hh[i] * x[i] : 0;
+            exponents1(hh, 0, m, r, x);
+            posfuse_exp_batch(x, x, m);
+            slopes1(hh, 0, m, r, x, t);
         }
         for (long i = 0; i < m; i++) {
             a += 1 - x[i];

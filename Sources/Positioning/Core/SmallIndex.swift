@@ -38,11 +38,4 @@ public struct SmallIndex<Key: Hashable> {
             byKey = d; keys = []
         }
     }
-
-    /// As a set: adds `key` when absent; true when it was absent.
-    @inlinable public mutating func insert(_ key: Key) -> Bool {
-        guard find(key) == nil else { return false }
-        append(key, at: 0)
-        return true
-    }
 }
