@@ -12,5 +12,31 @@ import Testing
         }
         #expect(Source.allCases.count <= 16)
         #expect(Source.allCases == Source.allCases.sorted())
+        #expect(Source.caseCount == Source.allCases.count)
+    }
+
+    /// `SourceMap` behaves as a `[Source: Value]` dictionary: the same values after the same
+    /// writes (a seeded sequence of sets, removals and `default:` updates), iteration in
+    /// declaration order, an untouched map empty.
+    @Test func sourceMapActsAsADictionary() {
+        var map = SourceMap<Int>(), dict: [Source: Int] = [:]
+        #expect(map.isEmpty && map[.gnss] == nil && Array(map).isEmpty)
+        map[.wcl] = nil                                     // removing from an empty map allocates nothing
+        #expect(map.isEmpty)
+        var g = SplitMix64(seed: 7)
+        for step in 0..<500 {
+            let s = Source.allCases[Int(g.next() % UInt64(Source.caseCount))]
+            switch g.next() % 4 {
+            case 0: map[s] = step; dict[s] = step
+            case 1: map[s] = nil; dict[s] = nil
+            case 2: map[s, default: 0] += 3; dict[s, default: 0] += 3
+            default: if step % 97 == 0 { map.removeAll(); dict.removeAll() }
+            }
+            for c in Source.allCases { #expect(map[c] == dict[c]) }
+            #expect(map.isEmpty == dict.isEmpty)
+        }
+        #expect(map.dictionary == dict)
+        #expect(map.map(\.source) == dict.keys.sorted())
     }
 }
+

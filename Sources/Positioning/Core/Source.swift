@@ -17,7 +17,12 @@ public enum Source: String, CaseIterable, Sendable, Codable, Hashable, Comparabl
     case smoother
 
     /// Stand-alone estimators, as opposed to fusion filters.
-    public var isFusion: Bool { [.ekf, .ukf, .pf, .smoother].contains(self) }
+    public var isFusion: Bool {
+        switch self {
+        case .ekf, .ukf, .pf, .smoother: return true
+        default: return false
+        }
+    }
 
     /// Declaration order (the order of `allCases`).
     public static func < (a: Source, b: Source) -> Bool { a.ordinal < b.ordinal }
@@ -29,8 +34,11 @@ public enum Source: String, CaseIterable, Sendable, Codable, Hashable, Comparabl
     public static func == (a: Source, b: Source) -> Bool { a.ordinal == b.ordinal }
     public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
 
+    /// The number of cases (the last case's ordinal + 1; `SourceOrdinalTests` checks it is `allCases.count`).
+    @inlinable public static var caseCount: Int { Int(Source.smoother.ordinal) + 1 }
+
     /// The case's position in `allCases`.
-    @inline(__always) var ordinal: UInt8 {
+    @inlinable @inline(__always) public var ordinal: UInt8 {
         switch self {
         case .gnss: return 0
         case .cell: return 1
@@ -49,3 +57,66 @@ public enum Source: String, CaseIterable, Sendable, Codable, Hashable, Comparabl
         }
     }
 }
+
+/// A map from `Source` to `Value` stored by the case's position (`Source.ordinal`): a look-up is
+/// an index, not a hash. `FusionTrack` keeps its per-source counters, gate runs and accuracy
+/// scales in these (four `[Source: …]` dictionaries cost ≈ 3k instructions per refined report in
+/// hashing, growth and copies: docs/refine.md, session 20). The slots are allocated on the first
+/// write (an empty map allocates nothing); iteration is in declaration order. Inlinable, so the
+/// code that uses it is specialised for its `Value` (a generic call across modules went through
+/// the runtime's metadata look-ups and cost more than the hashing it replaces).
+public struct SourceMap<Value>: Sequence {
+    @usableFromInline var slots: ContiguousArray<Value?> = []
+
+    @inlinable public init() {}
+
+    @inlinable public subscript(key: Source) -> Value? {
+        get { slots.isEmpty ? nil : slots[Int(key.ordinal)] }
+        set {
+            if slots.isEmpty { guard newValue != nil else { return }; slots = ContiguousArray(repeating: nil, count: Source.caseCount) }
+            slots[Int(key.ordinal)] = newValue
+        }
+    }
+
+    @inlinable public subscript(key: Source, default value: @autoclosure () -> Value) -> Value {
+        get { self[key] ?? value() }
+        _modify {
+            if slots.isEmpty { slots = ContiguousArray(repeating: nil, count: Source.caseCount) }
+            let i = Int(key.ordinal)
+            if slots[i] == nil { slots[i] = value() }
+            yield &slots[i]!
+        }
+    }
+
+    /// No source has a value.
+    @inlinable public var isEmpty: Bool { slots.allSatisfy { $0 == nil } }
+    /// Removes every value (keeps the storage).
+    @inlinable public mutating func removeAll() {
+        guard !slots.isEmpty else { return }
+        for i in slots.indices { slots[i] = nil }
+    }
+
+    /// The (source, value) pairs in declaration order.
+    public struct Iterator: IteratorProtocol {
+        @usableFromInline let slots: ContiguousArray<Value?>
+        @usableFromInline var i = 0
+        @inlinable init(_ slots: ContiguousArray<Value?>) { self.slots = slots }
+        @inlinable public mutating func next() -> (source: Source, value: Value)? {
+            while i < slots.count {
+                defer { i += 1 }
+                if let v = slots[i] { return (Source.allCases[i], v) }
+            }
+            return nil
+        }
+    }
+    @inlinable public func makeIterator() -> Iterator { Iterator(slots) }
+
+    /// The same pairs as a dictionary (the public counters' type).
+    @inlinable public var dictionary: [Source: Value] {
+        var out: [Source: Value] = [:]
+        for (s, v) in self { out[s] = v }
+        return out
+    }
+}
+
+extension SourceMap: Sendable where Value: Sendable {}

@@ -380,7 +380,7 @@ public final class ReportRefiner {
         for r in pipeline.finish(context: context) { if case .fix(let f) = r, Subject.isObject(f.subject) { objectFix = f } }
 
         var used: [String] = [], gated: [String: Int] = [:], contained: Set<String> = []
-        for (s, c) in fusion.counters.sorted(by: { $0.key < $1.key }) {
+        for (s, c) in fusion.sourceCounters {                      // in declaration order
             // The filter's own source labels its magnetometer heading updates; a fix `combined` into a
             // scan's covariance intersection was used through it.
             if c.accepted > 0 || c.initializations > 0 || c.combined > 0 { used.append(s.isFusion ? "magnetometer-heading" : s.rawValue) }

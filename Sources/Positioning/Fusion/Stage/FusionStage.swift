@@ -151,7 +151,7 @@ public final class FusionStage: PipelineStage {
     }
     /// The per-phone filters; `settings`, `source`, `recordEpochs` and `logNIS` are configuration.
     public func reset() {
-        tracks = [:]; deviceOrder = []; lastTrack = nil
+        tracks.removeAll(keepingCapacity: true); deviceOrder.removeAll(keepingCapacity: true); lastTrack = nil
     }
     /// Keep per-epoch filter history for the RTS smoother (`SmootherStage`).
     let recordEpochs: Bool
@@ -173,14 +173,16 @@ public final class FusionStage: PipelineStage {
     // MARK: diagnostics
 
     /// Per-source update counters, summed over phones.
-    public var counters: [Source: SourceCounters] {
+    public var counters: [Source: SourceCounters] { sourceCounters.dictionary }
+    /// The same counters by source, in declaration order (no dictionary built).
+    public var sourceCounters: SourceMap<SourceCounters> {
         // One phone (a report): its own counters, the same values as the sum below gives.
         if deviceOrder.count == 1, let t = tracks[deviceOrder[0]] { return t.counters }
-        var out: [Source: SourceCounters] = [:]
+        var sum = SourceMap<SourceCounters>()
         for t in deviceOrder.compactMap({ tracks[$0] }) {
-            for (s, c) in t.counters { out[s, default: SourceCounters()].add(c) }
+            for (s, c) in t.counters { sum[s, default: SourceCounters()].add(c) }
         }
-        return out
+        return sum
     }
     public var reinitializations: Int { tracks.values.reduce(0) { $0 + $1.reinitializations } }
     public var rewinds: Int { tracks.values.reduce(0) { $0 + $1.rewinds } }
@@ -491,8 +493,8 @@ public final class FusionStage: PipelineStage {
                 // Divergence (§7.5): the filter disagrees with a run of this source's fixes.
                 t.reinitializations += 1
                 let previous = t.previousGated[f.source]
-                t.consecutiveGated = [:]
-                t.previousGated = [:]
+                t.consecutiveGated.removeAll()
+                t.previousGated.removeAll()
                 _ = initialize(t, at: f, keepingHeading: true, previous: previous, prescaled: prescaled)
             } else {
                 t.previousGated[f.source] = f
@@ -500,8 +502,8 @@ public final class FusionStage: PipelineStage {
         } else if r.outcome == .accepted {
             // An absent source counts 0 (`default: 0` above): removing it is the reset, and with
             // nothing gated (most tracks) neither dictionary is touched.
-            if !t.consecutiveGated.isEmpty { t.consecutiveGated[f.source] = nil }
-            if !t.previousGated.isEmpty { t.previousGated[f.source] = nil }
+            t.consecutiveGated[f.source] = nil
+            t.previousGated[f.source] = nil
             if f.source == .gnss, t.platform != nil {
                 // `platform: auto`: an accepted fix's R (α² λ Σ, without the repeat factor) bounds
                 // the speed it shows (`PlatformEvidence`); gated outliers never count.

@@ -78,10 +78,10 @@ public struct FilterEpoch: Sendable {
 final class FusionTrack {
     let filter: any FusionFilter
     var pdr: PedestrianDeadReckoning
-    var counters: [Source: SourceCounters] = [:]
-    var consecutiveGated: [Source: Int] = [:]
+    var counters = SourceMap<SourceCounters>()
+    var consecutiveGated = SourceMap<Int>()
     /// The previous fix of the current run of gated fixes, per source (two-point re-initialisation).
-    var previousGated: [Source: Fix] = [:]
+    var previousGated = SourceMap<Fix>()
     /// The fix of a one-point S2 start, until the next fix of its source is accepted.
     var startFix: Fix?
     /// Per observed thing (a loose source, or a tight measurement's `repeatIdentity`): the last
@@ -122,13 +122,13 @@ final class FusionTrack {
         source == .gnss ? .gnss : correlation != nil ? .radio : nil
     }
     /// Sources whose fixes' R is scaled by a calibrated accuracy scale (`AccuracyScale`), with the scale.
-    var accuracyScales: [Source: AccuracyScale] = [:]
+    var accuracyScales = SourceMap<AccuracyScale>()
     /// NIS of every update in order (time, source, m, NIS, accepted) when logging is on.
     var nisLog: [(time: Double, source: Source, dimension: Int, nis: Double, accepted: Bool)] = []
 
     private struct HistoryEntry {
         var input: FusionInput; var before: FilterSnapshot; var stride: StrideInterpolation; var bias: GNSSBias?; var family: BiasFamily?
-        var scales: [Source: AccuracyScale]; var epochCount: Int
+        var scales: SourceMap<AccuracyScale>; var epochCount: Int
     }
     private var history: [HistoryEntry] = []
     let historySeconds: Double
