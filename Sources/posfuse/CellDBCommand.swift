@@ -24,7 +24,7 @@ struct CellDBBuild: ParsableCommand {
         With walks on 3 or more days the coverage map is calibrated on its own walks: each day's walks are located from the map of the other days; the tail weight of the predictive (prior degrees ν₀) is fitted so that 95 % of those reports fall inside their 95 % ellipse, then a scale s that holds on the worst of the days; one (ν₀, s) for whole-cell areas, one for (cell, TA) areas (docs/radio.md, "Coverage calibration"). Every area stores the resulting factor on its covariance (column scale; reference.json "scale"); replay, refine and serve use it without an option.
 
         Examples:
-          posfuse celldb build ../shared/data/lte-ta-walks/lacolyoc \\
+          posfuse celldb build lte-walks/lacolyoc \\
             --db cells.sqlite --reference-json cells.json
           posfuse refine reports.jsonl --cell-db cells.sqlite --lines
           posfuse replay my-walk/ --cell-db cells.sqlite

@@ -56,7 +56,7 @@ import TestSupport
     }
 }
 
-/// Real recordings (skipped without `../shared/data`): imported strictly, they replay.
+/// Real recordings (skipped without them, docs/data.md): imported strictly, they replay.
 @Suite struct ImportedTraceReplayCLITests {
     static var data: URL? { SharedData.folder }
 

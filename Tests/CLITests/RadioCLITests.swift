@@ -24,7 +24,7 @@ import TestSupport
         #expect((o?["ta_radial"] as? [[String: Any]])?.first?["ta_unit"] as? String == "lte_16ts")
     }
 
-    /// Issue 20 item 2, one path (skips without ../shared/data): `evaluate radio --train A B C
+    /// Issue 20 item 2, one path (skips without the real recordings, docs/data.md): `evaluate radio --train A B C
     /// --test D` gives exactly the checkpoint figures of `radiomap build A B C` + `import
     /// ms-indoor D` + `replay D --radio-map` with the same pipeline; the area-blocked split drops
     /// training scans; a bad pipeline value exits 65.
@@ -78,7 +78,7 @@ import TestSupport
 
     /// GNSS recordings with --train: each handset calibrated on the training drive says so
     /// (`calibrated_on`); without --train nothing is learned. In-sample here (one drive in
-    /// ../shared/data): the mechanics, not a figure (the time split is `gsdcCalibrationTimeSplit`).
+    /// the real recordings, docs/data.md): the mechanics, not a figure (the time split is `gsdcCalibrationTimeSplit`).
     @Test func gsdcTrainCalibratesPerHandset() throws {
         guard let drive = SharedData.url("gsdc2020/2020-05-14-US-MTV-1") else { return }
         func run(_ args: [String]) throws -> [String: Any] {

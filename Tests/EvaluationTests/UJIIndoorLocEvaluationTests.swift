@@ -71,7 +71,7 @@ import TestSupport
         #expect(o.buildingHits == rows.count && o.floorHits == rows.count)
     }
 
-    /// Real data (skips without ../shared/data): on the phone/user split of the training file
+    /// Real data (skips without the real recordings, docs/data.md): on the phone/user split of the training file
     /// (the first four groups as folds, 80 seeded test rows each, the estimator at its documented
     /// configuration), the kNN fingerprint estimator beats plain kNN (k = 3, Euclidean,
     /// −105 dBm) measured in the same run, on mean error and on building+floor hits.

@@ -237,7 +237,7 @@ extension CellSiteDatabaseTests {
 }
 
 @Suite struct RadioRealDataTests {
-    /// LTE walks (skips without ../shared/data): towers from 10 walks, scored on 4.
+    /// LTE walks (skips without the real recordings, docs/data.md): towers from 10 walks, scored on 4.
     @Test func lteWalksTrainTest() throws {
         guard let dir = SharedData.url("lte-ta-walks/lacolyoc") else { return }
         let urls = try expandInputs([dir.path], extensions: ["csv"])
@@ -263,7 +263,7 @@ extension CellSiteDatabaseTests {
 
 /// The coverage map's calibration (`CoverageScale`, fitted on the training walks alone) on the
 /// LTE walks split in time, both ways (`posfuse evaluate radio --train A --test B`; figures in
-/// docs/radio.md): the targets hold on the test walks. Skipped without ../shared/data.
+/// docs/radio.md): the targets hold on the test walks. Skipped without the real recordings (docs/data.md).
 @Suite struct CoverageScaleRealDataTests {
     @Test func timeSplitsBothWays() throws {
         guard let dir = SharedData.url("lte-ta-walks/lacolyoc") else { return }
@@ -284,7 +284,7 @@ extension CellSiteDatabaseTests {
 }
 
 /// The filters over the phone's own fixes on real GNSS recordings (`posfuse evaluate radio
-/// --dataset gsdc|gnsslogger`); skipped without ../shared/data.
+/// --dataset gsdc|gnsslogger`); skipped without the real recordings (docs/data.md).
 @Suite struct GNSSFusionRealDataTests {
     /// GSDC 2020 drive, two phones against the SPAN track. The chipset fixes are already
     /// filtered by the phone: the ekf must not lose them (before the manoeuvre re-test it was
