@@ -159,6 +159,44 @@ import Testing
         #expect(whiteDefaults.map(\.filtered) == whiteDefaults1.map(\.filtered))
         #expect(whiteDefaults.map(\.filtered) != white.prefix(20).map(\.filtered))
     }
+    /// `radio_map_inflation` applies where the bias block takes the radio-map fix: in a filter
+    /// started by such a fix (the block primed with it) the source's `inflation` plays no part;
+    /// while GNSS fixes hold the block the radio-map fix enters white, at the source's α, exactly
+    /// like a fix without the correlation.
+    @Test func radioMapInflationOnlyWhereTheBlockTakesTheFix() throws {
+        let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
+        let correlation = ErrorCorrelation(biasFraction: 0.9, correlationTime: 25)
+        func run(gnssFirst: Bool, carry: Bool, wclInflation: Double = 1.5) throws -> Fix {
+            var s = FusionStage.Settings(kind: .ekf)
+            s.layout = .cv; s.adaptiveAccuracy = []; s.gateProbability = nil; s.inflation[.wcl] = wclInflation
+            let stage = FusionStage(settings: s)
+            var last: Fix?
+            var upstream: [(Double, Fix)] = []
+            if gnssFirst {
+                for k in 0..<3 { upstream.append((Double(k), Fix(time: Double(k), position: SIMD2(Double(k), 0), covariance: Covariance2(sigma: 4), source: .gnss))) }
+            }
+            for k in 3..<6 {
+                var f = Fix(time: Double(k), position: SIMD2(Double(k) + 2, 1), covariance: Covariance2(sigma: 6), source: .wcl)
+                if carry { f.errorCorrelation = correlation }
+                upstream.append((Double(k), f))
+            }
+            for (t, f) in upstream {
+                for r in stage.process(TraceEvent(time: t, payload: .wifi(WiFiScan(accessPoints: []))), upstream: [.fix(f)], context: context) {
+                    if case .fix(let y) = r { last = y }
+                }
+            }
+            return try #require(last)
+        }
+        let heldByGNSS = try run(gnssFirst: true, carry: true), white = try run(gnssFirst: true, carry: false)
+        #expect(heldByGNSS.position == white.position && heldByGNSS.covariance == white.covariance)
+        #expect(try run(gnssFirst: true, carry: true, wclInflation: 3).covariance != heldByGNSS.covariance)
+        let byBlock = try run(gnssFirst: false, carry: true)
+        #expect(try run(gnssFirst: false, carry: true, wclInflation: 3) == byBlock)
+        let whiteStart = try run(gnssFirst: false, carry: false)
+        #expect(try run(gnssFirst: false, carry: false, wclInflation: 3).covariance != whiteStart.covariance)
+        #expect(byBlock.covariance != whiteStart.covariance)
+    }
+
     /// One scan's WiFi fixes that carry a correlation share the one bias state, so they enter as
     /// one update (their covariance intersection, `combined` in the counters); fixes 8 m apart
     /// with 1 % white noise would otherwise contradict each other through the shared bias (the

@@ -334,7 +334,7 @@ public final class FusionStage: PipelineStage {
         var lead: (Fix, Double)?
         for f in group where f.covariance.determinant > 0 && f.position.x.isFinite && f.position.y.isFinite {
             // As `update`: the fix that starts the filter is not counted as a repeat.
-            let a = t.filter.isInitialized ? alpha(f, t) : baseInflation(f, t), r = f.covariance.scaled(a * a)
+            let a = t.filter.isInitialized ? alpha(f, t) : baseInflation(f, t, starting: true), r = f.covariance.scaled(a * a)
             members.append((f.position, r))
             if lead == nil || r.trace < lead!.1 { lead = (f, r.trace) }
         }
@@ -375,9 +375,11 @@ public final class FusionStage: PipelineStage {
 
     /// α of a loose fix before the repeat factor: `radioMapInflation` for a fix carrying its radio
     /// map's error correlation that the bias block will take (the block is on and not serving
-    /// GNSS fixes), else the source's `inflation`.
-    private func baseInflation(_ f: Fix, _ t: FusionTrack) -> Double {
-        if settings.gnssBias != nil, FusionTrack.biasFamily(source: f.source, correlation: f.errorCorrelation) == .radio, t.biasFamily != .gnss {
+    /// GNSS fixes; `starting`: the fix (re)starts the filter, which primes the block with its
+    /// family), else the source's `inflation`.
+    private func baseInflation(_ f: Fix, _ t: FusionTrack, starting: Bool = false) -> Double {
+        if settings.gnssBias != nil, FusionTrack.biasFamily(source: f.source, correlation: f.errorCorrelation) == .radio,
+           starting || t.biasFamily != .gnss {
             return settings.radioMapInflation
         }
         return settings.inflation[f.source] ?? 1
@@ -570,7 +572,7 @@ public final class FusionStage: PipelineStage {
     /// filter that lost a vehicle restarts at its speed instead of at rest (at rest ± 1.5 m/s it
     /// would gate the next fixes again and cycle through re-initialisations).
     private func initialize(_ t: FusionTrack, at f: Fix, keepingHeading: Bool = false, previous: Fix? = nil, prescaled: Bool = false) -> Bool {
-        let alpha2 = prescaled ? 1 : pow(baseInflation(f, t), 2) * (t.accuracyScales[f.source]?.value ?? 1)
+        let alpha2 = prescaled ? 1 : pow(baseInflation(f, t, starting: true), 2) * (t.accuracyScales[f.source]?.value ?? 1)
         let c = f.covariance.scaled(alpha2)
         let layout: StateLayout
         switch settings.layout {
