@@ -83,9 +83,13 @@ import Testing
     @Test func correlatedWiFiFixesAreConsistentThroughTheBiasBlock() {
         let correlation = ErrorCorrelation(biasFraction: 0.9, correlationTime: 25)
         let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
-        func run(seed: UInt64, carry: Bool) -> (filtered: Double, smoothed: Double, rmse: (Double, Double)) {
+        // `defaultInflation`: the stage's default α per source (wcl 1.5) instead of none; the
+        // fixes that carry the correlation then take `radioMapInflation` (`radio_map_inflation`).
+        func run(seed: UInt64, carry: Bool, defaultInflation: Bool = false, radioMapInflation: Double = 1) -> (filtered: Double, smoothed: Double, rmse: (Double, Double)) {
             var s = FusionStage.Settings(kind: .ekf)
-            s.inflation = [:]; s.gateProbability = nil; s.layout = .cv; s.adaptiveAccuracy = []
+            if !defaultInflation { s.inflation = [:] }
+            s.radioMapInflation = radioMapInflation
+            s.gateProbability = nil; s.layout = .cv; s.adaptiveAccuracy = []
             s.motion.constantVelocity.q = 0.05                    // a walker at about 1 m/s, slowly turning
             let filter = FusionStage(settings: s), smoother = SmootherStage(settings: s)
             var rng = SplitMix64(seed: seed)
@@ -137,7 +141,62 @@ import Testing
         let (wf, wl) = meanAndLimit(white.map(\.filtered)), ws = meanAndLimit(white.map(\.smoothed)).mean
         #expect(wf > 2 + wl, "fixes taken as independent: filtered ANEES \(wf)")
         #expect(ws > 4, "fixes taken as independent: smoothed ANEES \(ws)")
+        // The stage's defaults (wcl α 1.5 in `inflation`): a fix that carries its map's correlation
+        // enters at α = `radio_map_inflation` (1), so the same 300 runs are consistent as they are;
+        // with the white-noise α of 1.5 on top of the bias block (before session 20) the region was
+        // 2.25 times too large in variance: ANEES below the band.
+        let defaults = (0..<300).map { run(seed: 5000 + UInt64($0), carry: true, defaultInflation: true) }
+        #expect(defaults.map(\.filtered) == runs.map(\.filtered) && defaults.map(\.smoothed) == runs.map(\.smoothed))
+        let twice = (0..<300).map { run(seed: 5000 + UInt64($0), carry: true, defaultInflation: true, radioMapInflation: 1.5) }
+        for (name, v) in [("filtered", twice.map(\.filtered)), ("smoothed", twice.map(\.smoothed))] {
+            let (m, limit) = meanAndLimit(v)
+            #expect(m < 2 - limit, "α 1.5 over the bias block: \(name) ANEES \(m)")
+        }
+        // Fixes without the map's correlation keep the source's α (1.5): `radio_map_inflation`
+        // does not touch them.
+        let whiteDefaults = (0..<20).map { run(seed: 5000 + UInt64($0), carry: false, defaultInflation: true, radioMapInflation: 3) }
+        let whiteDefaults1 = (0..<20).map { run(seed: 5000 + UInt64($0), carry: false, defaultInflation: true) }
+        #expect(whiteDefaults.map(\.filtered) == whiteDefaults1.map(\.filtered))
+        #expect(whiteDefaults.map(\.filtered) != white.prefix(20).map(\.filtered))
     }
+    /// `radio_map_inflation` applies where the bias block takes the radio-map fix: in a filter
+    /// started by such a fix (the block primed with it) the source's `inflation` plays no part;
+    /// while GNSS fixes hold the block the radio-map fix enters white, at the source's α, exactly
+    /// like a fix without the correlation.
+    @Test func radioMapInflationOnlyWhereTheBlockTakesTheFix() throws {
+        let context = PipelineContext(header: TraceHeader(origin: Geodetic(latitude: 48.0, longitude: 11.0)))
+        let correlation = ErrorCorrelation(biasFraction: 0.9, correlationTime: 25)
+        func run(gnssFirst: Bool, carry: Bool, wclInflation: Double = 1.5) throws -> Fix {
+            var s = FusionStage.Settings(kind: .ekf)
+            s.layout = .cv; s.adaptiveAccuracy = []; s.gateProbability = nil; s.inflation[.wcl] = wclInflation
+            let stage = FusionStage(settings: s)
+            var last: Fix?
+            var upstream: [(Double, Fix)] = []
+            if gnssFirst {
+                for k in 0..<3 { upstream.append((Double(k), Fix(time: Double(k), position: SIMD2(Double(k), 0), covariance: Covariance2(sigma: 4), source: .gnss))) }
+            }
+            for k in 3..<6 {
+                var f = Fix(time: Double(k), position: SIMD2(Double(k) + 2, 1), covariance: Covariance2(sigma: 6), source: .wcl)
+                if carry { f.errorCorrelation = correlation }
+                upstream.append((Double(k), f))
+            }
+            for (t, f) in upstream {
+                for r in stage.process(TraceEvent(time: t, payload: .wifi(WiFiScan(accessPoints: []))), upstream: [.fix(f)], context: context) {
+                    if case .fix(let y) = r { last = y }
+                }
+            }
+            return try #require(last)
+        }
+        let heldByGNSS = try run(gnssFirst: true, carry: true), white = try run(gnssFirst: true, carry: false)
+        #expect(heldByGNSS.position == white.position && heldByGNSS.covariance == white.covariance)
+        #expect(try run(gnssFirst: true, carry: true, wclInflation: 3).covariance != heldByGNSS.covariance)
+        let byBlock = try run(gnssFirst: false, carry: true)
+        #expect(try run(gnssFirst: false, carry: true, wclInflation: 3) == byBlock)
+        let whiteStart = try run(gnssFirst: false, carry: false)
+        #expect(try run(gnssFirst: false, carry: false, wclInflation: 3).covariance != whiteStart.covariance)
+        #expect(byBlock.covariance != whiteStart.covariance)
+    }
+
     /// One scan's WiFi fixes that carry a correlation share the one bias state, so they enter as
     /// one update (their covariance intersection, `combined` in the counters); fixes 8 m apart
     /// with 1 % white noise would otherwise contradict each other through the shared bias (the

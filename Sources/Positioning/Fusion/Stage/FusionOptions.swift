@@ -17,6 +17,8 @@ extension FusionStage {
             "of one scan's wcl/hapel/fingerprint/rss fixes from a learned radio map\n(they carry the map's error correlation), fuse only the sources with the\nsmallest error on held-out walks (`radiomap build` stores it); false:\nthe covariance intersection of all of them (docs/fusion.md)")
         public static let inflation = OptionSpec.map("inflation", ["gnss": 1, "wcl": 1.5, "hapel": 1.5, "fingerprint": 1.5, "cell": 1.5, "cell-ta": 1.5],
             "α per source: R = α² Σ_fix (others 1; gnss 3\nby default where gnss_bias is false: the white-noise stand-in)")
+        public static let radioMapInflation = OptionSpec.number("radio_map_inflation", 1,
+            "α of a WiFi fix that carries its radio map's fitted error correlation\n(`radiomap build`) while the bias states are on: the correlation is\nmodelled, so `inflation`'s white-noise stand-in would count it twice\n(docs/fusion.md, \"The WiFi inflation under the bias block\")")
         /// α of GNSS fixes when the bias states are off (`gnss_bias: false`): α² ≈ τ/Δt stands in
         /// for an error correlation time τ ≈ 10 s at 1 Hz.
         public static let whiteNoiseGNSSInflation = 3.0
@@ -103,7 +105,7 @@ extension FusionStage {
 
         /// The options every filter reads.
         public static let ekf = OptionTable(stage: "ekf", doc: "extended Kalman filter over PDR", options: [
-            layout, inputs, tight, supersede, combineScanFixes, bestWiFiSource, inflation, gnssBias, gnssBiasTau, gnssBiasFraction, gnssBiasAdaptiveWindow,
+            layout, inputs, tight, supersede, combineScanFixes, bestWiFiSource, inflation, radioMapInflation, gnssBias, gnssBiasTau, gnssBiasFraction, gnssBiasAdaptiveWindow,
             adaptiveAccuracy, adaptiveAccuracyWindow, repeatInflation, gateProbability, divergenceRejections, history,
             outputInterval, headingSigma, headingSigmaFromField, headingInterval, initialHeadingSigma, initialScaleSigma,
             initialSpeedSigma, weinbergK, stepLengthSigmaFraction, stepHeadingSigma, stepScaleSigma, positionDiffusion,

@@ -89,6 +89,15 @@ public final class FusionStage: PipelineStage {
         /// (α² ≈ τ/Δt stands in for an error correlation time τ ≈ 10 s at 1 Hz); others 1.
         /// Measured effect in docs/fusion.md and docs/consistency.md.
         public var inflation: [Source: Double]
+        /// α of a loose fix that carries its radio map's fitted error correlation
+        /// (`Fix.errorCorrelation`, `RadioUncertaintyModel`) when the bias states are on and not
+        /// taken by GNSS fixes: the fix then enters through the bias block, which models the
+        /// scan-to-scan correlation that `inflation`'s α² ≈ τ/Δt stands in for, and the map's
+        /// covariance is already calibrated on held-out walks (k), so 1.5 would count the
+        /// correlation twice (the GNSS analogue: α 1 with the bias states, 3 without). Option
+        /// `radio_map_inflation` (1); measured in docs/fusion.md, "The WiFi inflation under the
+        /// bias block".
+        public var radioMapInflation = Options.radioMapInflation.number
         public static let defaultInflation: [Source: Double] = Options.inflationBySource.merging([.gnss: Options.whiteNoiseGNSSInflation]) { $1 }
         /// The GNSS bias states (the Kalman filters' `GNSSBias` block, the particles' own bias in
         /// the particle filter); nil = off.
@@ -327,7 +336,7 @@ public final class FusionStage: PipelineStage {
         var lead: (Fix, Double)?
         for f in group where f.covariance.determinant > 0 && f.position.x.isFinite && f.position.y.isFinite {
             // As `update`: the fix that starts the filter is not counted as a repeat.
-            let a = t.filter.isInitialized ? alpha(f, t) : (settings.inflation[f.source] ?? 1), r = f.covariance.scaled(a * a)
+            let a = t.filter.isInitialized ? alpha(f, t) : baseInflation(f, t, starting: true), r = f.covariance.scaled(a * a)
             members.append((f.position, r))
             if lead == nil || r.trace < lead!.1 { lead = (f, r.trace) }
         }
@@ -355,7 +364,7 @@ public final class FusionStage: PipelineStage {
     /// α of a loose fix: the source's inflation, × √k for the k-th identical fix in a row
     /// (`repeat_inflation`; counts the fix, so call once per fix).
     private func alpha(_ f: Fix, _ t: FusionTrack) -> Double {
-        var alpha = settings.inflation[f.source] ?? 1
+        var alpha = baseInflation(f, t)
         if settings.repeatInflation {
             // The k-th identical fix in a row (a serving cell, a TA that has not changed) carries no
             // new information about the position: R × k, so n repeats add ≈ ln n, not n, fixes' worth.
@@ -364,6 +373,18 @@ public final class FusionStage: PipelineStage {
             alpha *= Double(k).squareRoot()
         }
         return alpha
+    }
+
+    /// α of a loose fix before the repeat factor: `radioMapInflation` for a fix carrying its radio
+    /// map's error correlation that the bias block will take (the block is on and not serving
+    /// GNSS fixes; `starting`: the fix (re)starts the filter, which primes the block with its
+    /// family), else the source's `inflation`.
+    private func baseInflation(_ f: Fix, _ t: FusionTrack, starting: Bool = false) -> Double {
+        if settings.gnssBias != nil, FusionTrack.biasFamily(source: f.source, correlation: f.errorCorrelation) == .radio,
+           starting || t.biasFamily != .gnss {
+            return settings.radioMapInflation
+        }
+        return settings.inflation[f.source] ?? 1
     }
 
     /// The loose fixes of this event that a fix of a superseding source (`Settings.superseding`)
@@ -553,7 +574,7 @@ public final class FusionStage: PipelineStage {
     /// filter that lost a vehicle restarts at its speed instead of at rest (at rest ± 1.5 m/s it
     /// would gate the next fixes again and cycle through re-initialisations).
     private func initialize(_ t: FusionTrack, at f: Fix, keepingHeading: Bool = false, previous: Fix? = nil, prescaled: Bool = false) -> Bool {
-        let alpha2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
+        let alpha2 = prescaled ? 1 : pow(baseInflation(f, t, starting: true), 2) * (t.accuracyScales[f.source]?.value ?? 1)
         let c = f.covariance.scaled(alpha2)
         let layout: StateLayout
         switch settings.layout {
@@ -624,6 +645,10 @@ extension FusionStage {
         if !(try o.bool(O.supersede)) { s.superseding = [:] }
         s.scanCombined = try o.bool(O.combineScanFixes) ? Settings.scanCombinable : []
         s.bestWiFiSource = try o.bool(O.bestWiFiSource)
+        s.radioMapInflation = try o.double(O.radioMapInflation)
+        guard s.radioMapInflation > 0, s.radioMapInflation.isFinite else {
+            throw ConfigurationError(path: "\(o.name).\(O.radioMapInflation.key)", reason: "expected a number > 0, got \(s.radioMapInflation)")
+        }
         if try o.bool(O.gnssBias) {
             let tau = try o.double(O.gnssBiasTau), beta = try o.double(O.gnssBiasFraction)
             guard tau > 0, tau.isFinite else { throw ConfigurationError(path: "\(o.name).\(O.gnssBiasTau.key)", reason: "expected a time > 0 s, got \(tau)") }
