@@ -14,3 +14,15 @@ import Testing
         #expect(Source.allCases == Source.allCases.sorted())
     }
 }
+
+/// `RAT` hashes and compares by the same kind of hand-written ordinal (a `CellID` key hashed its
+/// radio's name): distinct per case, and equality still that of the cases.
+@Suite struct RATOrdinalTests {
+    @Test func ordinalIsThePositionInAllCases() {
+        for (i, r) in RAT.allCases.enumerated() {
+            #expect(Int(r.ordinal) == i, "\(r): ordinal \(r.ordinal), position \(i)")
+            for s in RAT.allCases { #expect((r == s) == (r.rawValue == s.rawValue)) }
+        }
+        #expect(Set(RAT.allCases).count == RAT.allCases.count)
+    }
+}

@@ -236,6 +236,38 @@ public enum GeoAPI {
             return 17
         }
     }
+    /// The 48-bit value of a MAC in `mac`'s normalized spelling ("aa:bb:cc:dd:ee:ff", lowercase),
+    /// nil for any other string. Two normalized spellings are equal exactly when their values
+    /// are, and order as their values do (fixed width, lowercase hex digits in ASCII order), so
+    /// names are compared as one integer (a String comparison or hash of 17 bytes costs a few
+    /// hundred instructions; geolocate makes dozens per request).
+    @inline(__always) static func macValue(_ s: String) -> UInt64? {
+        // Six octets "hh" at 3k, 3k+1, a colon at 3k+2: no loop over the 17 bytes, one test at the end.
+        s.utf8.withContiguousStorageIfAvailable { u -> UInt64? in
+            guard u.count == 17 else { return nil }
+            var v: UInt64 = 0, bad: UInt8 = 0
+            for k in 0..<6 {
+                let hi = hexNibble(u[3 * k]), lo = hexNibble(u[3 * k + 1])
+                if k < 5 { bad |= u[3 * k + 2] ^ UInt8(ascii: ":") }
+                bad |= (hi | lo) & 0xF0
+                v = v << 8 | UInt64(hi << 4 | lo)
+            }
+            return bad == 0 ? v : nil
+        } ?? nil
+    }
+    /// The value of a lowercase hex digit, 0xFF for any other byte.
+    @inline(__always) private static func hexNibble(_ b: UInt8) -> UInt8 {
+        let d = b &- UInt8(ascii: "0")
+        if d < 10 { return d }
+        let a = b &- UInt8(ascii: "a")
+        return a < 6 ? a &+ 10 : 0xFF
+    }
+    /// Whether two names are the same: by `macValue` when both are normalized MACs, else as strings.
+    @inline(__always) static func sameName(_ a: String, _ av: UInt64?, _ b: String, _ bv: UInt64?) -> Bool {
+        if let av, let bv { return av == bv }
+        return a == b
+    }
+
     /// The lowercase hex digit of 0...15.
     @inline(__always) private static func hexDigit(_ x: UInt8) -> UInt8 { x < 10 ? UInt8(ascii: "0") + x : UInt8(ascii: "a") + x - 10 }
 
@@ -319,10 +351,17 @@ public enum GeoAPI {
             // Repeats by name: among a handful of APs compared with the ones kept (cheaper than
             // hashing each name), in a set past 16.
             var seen = list.count > 16 ? Set<String>(minimumCapacity: list.count) : nil
+            var values: [UInt64?] = []                       // `macValue` of each kept name (compared as integers)
             q.wifi.reserveCapacity(list.count)
+            values.reserveCapacity(seen == nil ? list.count : 0)
             for d in list {
                 guard let w = wifi(d, b) else { q.droppedWiFi += 1; continue }
-                let repeated = seen != nil ? !seen!.insert(w.bssid).inserted : q.wifi.contains { $0.bssid == w.bssid }
+                let repeated: Bool
+                if seen != nil { repeated = !seen!.insert(w.bssid).inserted } else {
+                    let v = macValue(w.bssid)
+                    repeated = q.wifi.indices.contains { sameName(q.wifi[$0].bssid, values[$0], w.bssid, v) }
+                    if !repeated { values.append(v) }
+                }
                 if repeated { q.droppedWiFi += 1; continue }
                 q.wifi.append(w)
             }
@@ -509,12 +548,18 @@ public enum GeoAPI {
     /// reset between requests instead of built per request).
     public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
         // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
-        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid))
+        let qv = q.wifi.map { macValue($0.bssid) }             // the names as integers: compared and found as such
+        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid), values: qv)
         var notes: [String] = []
         var wifi: [WiFiObservation]
         if known.aps.count <= 16 {
-            // A handful of known APs: compared by name (cheaper than hashing every name twice).
-            wifi = q.wifi.filter { w in known.aps.contains { $0.bssid == w.bssid } }
+            // A handful of known APs: compared by name (cheaper than hashing every name twice),
+            // as integers (`macValue`).
+            let kv = known.apValues.flatMap { $0.count == known.aps.count ? $0 : nil } ?? known.aps.map { macValue($0.bssid) }
+            wifi = []
+            for (i, w) in q.wifi.enumerated() where known.aps.indices.contains(where: { sameName(known.aps[$0].bssid, kv[$0], w.bssid, qv[i]) }) {
+                wifi.append(w)
+            }
         } else {
             var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
             for a in known.aps { knownBSSIDs.insert(a.bssid) }
@@ -522,7 +567,7 @@ public enum GeoAPI {
         }
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
         var usable = known
-        if wifi.isEmpty { usable.aps = [] }
+        if wifi.isEmpty { usable.aps = []; usable.apECEF = [] }
         // The distinct cells among the known towers and coverage areas (a handful: a list).
         var cellsKnown: [CellID] = []
         for c in known.coverage.lazy.map(\.cell) where !cellsKnown.contains(c) { cellsKnown.append(c) }
