@@ -81,6 +81,10 @@ public enum GeoAPI {
     /// Foundation's NSNumber does on Linux), and the integer literal -0 is +0.
     struct Body {
         let s: JSONLineScanner
+        /// The top-level array read once by `read(deferring:)`: its offset and its elements' members.
+        var deferredStart = -1
+        var deferredMembers: [JField] = []
+        var deferredBounds: [(start: Int, end: Int)] = []
 
         /// One scanned object: its members.
         struct Object {
@@ -94,7 +98,14 @@ public enum GeoAPI {
         /// Runs `parse` on the top-level object of `body` (an empty body is an empty object).
         /// A body the caller gives up (`consuming`) gets the scanner's terminator appended in
         /// place, without a copy when its storage has a spare byte.
-        static func read<R>(_ body: consuming [UInt8], _ parse: (Body, Object) throws -> R) throws -> R {
+        /// `deferring`: a top-level array member (geolocate's `wifiAccessPoints`, most of a body)
+        /// whose elements are validated by the object scans that read them (`array` then takes
+        /// their members) instead of by the whole-body scan and again by those scans. The same
+        /// answers and errors: the body is still validated whole before `parse` runs (an
+        /// element that is not valid JSON is "not JSON", as the whole-body scan found it; the
+        /// element scans count nesting from the body's top), and an array with a repeated key or
+        /// an element that is not an object is validated by the whole-body scan as before.
+        static func read<R>(_ body: consuming [UInt8], deferring key: StaticString? = nil, _ parse: (Body, Object) throws -> R) throws -> R {
             var bytes = consume body
             let n = bytes.count
             bytes.append(0)                                  // the scanner's terminator
@@ -102,16 +113,50 @@ public enum GeoAPI {
                 var s = JSONLineScanner(p: buf.baseAddress!, count: n)
                 s.maxDepth = 512
                 var top: [JField] = []
+                var b = Body(s: s)
                 if n > 0 {
-                    do throws(LineIssue) { try s.line(into: &top) } catch {
+                    do throws(LineIssue) {
+                        if let key { try b.readDeferring(key, into: &top) } else { try s.line(into: &top) }
+                    } catch {
                         if s.isSingleValue(), ReportRecordParser.validUTF8(s.p, 0, n) { throw APIError.parse("the body must be a JSON object") }
                         throw APIError.parse("the body is not JSON")
                     }
                     guard ReportRecordParser.validUTF8(s.p, 0, n) else { throw APIError.parse("the body is not JSON") }
                 }
-                let b = Body(s: s)
                 return try parse(b, Object(fields: top[...]))
             }
+        }
+
+        /// The whole-body scan of `read(deferring:)`: the top level with the array `key` only
+        /// delimited, then each of its elements (all objects) scanned once, members kept.
+        private mutating func readDeferring(_ key: StaticString, into top: inout [JField]) throws(LineIssue) {
+            var elements: [JField] = []
+            let deferred = try s.line(into: &top, deferring: key, elements: &elements)
+            guard deferred > 0 else { return }
+            guard deferred == 1, let f = top.last(where: { $0.kind == .array && $0.keyLength == key.utf8CodeUnitCount
+                                                             && memcmp(s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }) else {
+                top.removeAll(); try s.line(into: &top); return
+            }
+            if elements.isEmpty {
+                // An empty array, or one with an element that is not an object: the whole-body scan.
+                var i = f.start + 1
+                while s.p[i] == 0x20 || s.p[i] == 0x09 || s.p[i] == 0x0A || s.p[i] == 0x0D { i += 1 }
+                if s.p[i] != UInt8(ascii: "]") { top.removeAll(); try s.line(into: &top) }
+                return
+            }
+            // An element sits two levels below the body's top (body, array): nesting inside it
+            // is counted from there, as the whole-body scan counts it.
+            var inner = s
+            inner.maxDepth = s.maxDepth - 2
+            deferredMembers.reserveCapacity(elements.count * 4)
+            deferredBounds.reserveCapacity(elements.count)
+            for e in elements {
+                let first = deferredMembers.count
+                let end = try inner.object(at: e.start, into: &deferredMembers)
+                guard end == e.end else { throw LineIssue.json("element ends at column \(end + 1)") }
+                deferredBounds.append((first, deferredMembers.count))
+            }
+            deferredStart = f.start
         }
 
         func object(_ f: JField?) -> Object? {
@@ -125,6 +170,7 @@ public enum GeoAPI {
         func array(_ o: Object, _ key: StaticString) throws -> [Object] {
             guard let f = o[key, in: self], f.kind != .null else { return [] }
             guard f.kind == .array else { throw APIError.parse("'\(key)' must be an array") }
+            if f.start == deferredStart { return deferredBounds.map { Object(fields: deferredMembers[$0.start..<$0.end]) } }
             // The whole body was validated by `read`'s scan, so the array is well formed: each
             // element is scanned once, by the object scan that also finds where it ends (before, a
             // pass validated the elements again and another delimited them: a third of the parse),
@@ -340,7 +386,7 @@ public enum GeoAPI {
 
     /// Parses a geolocate body.
     public static func query(_ body: consuming [UInt8]) throws -> Query {
-        try Body.read(consume body) { b, o in
+        try Body.read(consume body, deferring: "wifiAccessPoints") { b, o in
             var q = Query()
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
