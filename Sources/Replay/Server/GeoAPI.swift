@@ -99,12 +99,10 @@ public enum GeoAPI {
         /// A body the caller gives up (`consuming`) gets the scanner's terminator appended in
         /// place, without a copy when its storage has a spare byte.
         /// `deferring`: a top-level array member (geolocate's `wifiAccessPoints`, most of a body)
-        /// whose elements are validated by the object scans that read them (`array` then takes
-        /// their members) instead of by the whole-body scan and again by those scans. The same
-        /// answers and errors: the body is still validated whole before `parse` runs (an
-        /// element that is not valid JSON is "not JSON", as the whole-body scan found it; the
-        /// element scans count nesting from the body's top), and an array with a repeated key or
-        /// an element that is not an object is validated by the whole-body scan as before.
+        /// whose elements the whole-body scan reads as it validates them (`array` then takes
+        /// their members) instead of validating them and leaving them to be scanned again. The
+        /// same answers and errors: the body is validated whole before `parse` runs; an array
+        /// with a repeated key or an element that is not an object is read by `array` as before.
         static func read<R>(_ body: consuming [UInt8], deferring key: StaticString? = nil, _ parse: (Body, Object) throws -> R) throws -> R {
             var bytes = consume body
             let n = bytes.count
@@ -127,35 +125,16 @@ public enum GeoAPI {
             }
         }
 
-        /// The whole-body scan of `read(deferring:)`: the top level with the array `key` only
-        /// delimited, then each of its elements (all objects) scanned once, members kept.
+        /// The whole-body scan of `read(deferring:)`: validates the body and reads the array
+        /// `key`'s elements in the same pass (`JSONLineScanner.line(into:reading:…)`); `array`
+        /// takes them when that array is the member the body's last `key` names.
         private mutating func readDeferring(_ key: StaticString, into top: inout [JField]) throws(LineIssue) {
-            var elements: [JField] = []
-            let deferred = try s.line(into: &top, deferring: key, elements: &elements)
-            guard deferred > 0 else { return }
-            guard deferred == 1, let f = top.last(where: { $0.kind == .array && $0.keyLength == key.utf8CodeUnitCount
-                                                             && memcmp(s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }) else {
-                top.removeAll(); try s.line(into: &top); return
-            }
-            if elements.isEmpty {
-                // An empty array, or one with an element that is not an object: the whole-body scan.
-                var i = f.start + 1
-                while s.p[i] == 0x20 || s.p[i] == 0x09 || s.p[i] == 0x0A || s.p[i] == 0x0D { i += 1 }
-                if s.p[i] != UInt8(ascii: "]") { top.removeAll(); try s.line(into: &top) }
-                return
-            }
-            // An element sits two levels below the body's top (body, array): nesting inside it
-            // is counted from there, as the whole-body scan counts it.
-            var inner = s
-            inner.maxDepth = s.maxDepth - 2
-            deferredMembers.reserveCapacity(elements.count * 4)
-            deferredBounds.reserveCapacity(elements.count)
-            for e in elements {
-                let first = deferredMembers.count
-                let end = try inner.object(at: e.start, into: &deferredMembers)
-                guard end == e.end else { throw LineIssue.json("element ends at column \(end + 1)") }
-                deferredBounds.append((first, deferredMembers.count))
-            }
+            var starts: [Int] = []
+            deferredMembers.reserveCapacity(32)
+            try s.line(into: &top, reading: key, elements: &deferredMembers, bounds: &deferredBounds, readStarts: &starts)
+            guard starts.count == 1, let f = top.last(where: { $0.keyLength == key.utf8CodeUnitCount
+                                                             && memcmp(s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }),
+                  f.kind == .array, f.start == starts[0] else { deferredMembers = []; deferredBounds = []; return }
             deferredStart = f.start
         }
 
