@@ -25,4 +25,12 @@ import Testing
         }
         #expect(Set(RAT.allCases).count == RAT.allCases.count)
     }
+
+    /// The ordinal's hash is the one both enums use (not the raw value's, which a
+    /// `String`-backed enum would otherwise take from `RawRepresentable`).
+    @Test func hashIsTheOrdinals() {
+        func ordinalHash(_ o: UInt8) -> Int { var h = Hasher(); h.combine(o); return h.finalize() }
+        for r in RAT.allCases { #expect(r.hashValue == ordinalHash(r.ordinal)) }
+        for s in Source.allCases { #expect(s.hashValue == ordinalHash(s.ordinal)) }
+    }
 }
