@@ -198,8 +198,11 @@ public enum GeoAPI {
         /// body is valid UTF-8, so they are the bytes of `string(f)`).
         func mac(_ f: JField?) -> String? {
             guard let f, f.kind == .string else { return nil }
-            if !f.escaped, let m = GeoAPI.asciiMAC(utf8: UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)) {
-                return m.isEmpty ? nil : m
+            if !f.escaped {
+                let u = UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)
+                // Already the normalized spelling (most clients'): its bytes are `asciiMAC`'s result.
+                if let v = GeoAPI.macValue(utf8: u) { return v == 0 || v == 0xFFFF_FFFF_FFFF ? nil : String(decoding: u, as: UTF8.self) }
+                if let m = GeoAPI.asciiMAC(utf8: u) { return m.isEmpty ? nil : m }
             }
             return GeoAPI.mac(string(f))
         }
@@ -267,18 +270,20 @@ public enum GeoAPI {
     /// names are compared as one integer (a String comparison or hash of 17 bytes costs a few
     /// hundred instructions; geolocate makes dozens per request).
     @inline(__always) static func macValue(_ s: String) -> UInt64? {
+        s.utf8.withContiguousStorageIfAvailable { macValue(utf8: $0) } ?? nil
+    }
+    /// `macValue` of a spelling's UTF-8 bytes.
+    @inline(__always) static func macValue(utf8 u: UnsafeBufferPointer<UInt8>) -> UInt64? {
         // Six octets "hh" at 3k, 3k+1, a colon at 3k+2: no loop over the 17 bytes, one test at the end.
-        s.utf8.withContiguousStorageIfAvailable { u -> UInt64? in
-            guard u.count == 17 else { return nil }
-            var v: UInt64 = 0, bad: UInt8 = 0
-            for k in 0..<6 {
-                let hi = hexNibble(u[3 * k]), lo = hexNibble(u[3 * k + 1])
-                if k < 5 { bad |= u[3 * k + 2] ^ UInt8(ascii: ":") }
-                bad |= (hi | lo) & 0xF0
-                v = v << 8 | UInt64(hi << 4 | lo)
-            }
-            return bad == 0 ? v : nil
-        } ?? nil
+        guard u.count == 17 else { return nil }
+        var v: UInt64 = 0, bad: UInt8 = 0
+        for k in 0..<6 {
+            let hi = hexNibble(u[3 * k]), lo = hexNibble(u[3 * k + 1])
+            if k < 5 { bad |= u[3 * k + 2] ^ UInt8(ascii: ":") }
+            bad |= (hi | lo) & 0xF0
+            v = v << 8 | UInt64(hi << 4 | lo)
+        }
+        return bad == 0 ? v : nil
     }
     /// The value of a lowercase hex digit, 0xFF for any other byte.
     @inline(__always) private static func hexNibble(_ b: UInt8) -> UInt8 {
