@@ -119,3 +119,35 @@ final class CountingStore: LocationStore, @unchecked Sendable {
         try await other.close(); try await a.close()
     }
 }
+
+/// The snapshot keys APs by their MAC's value and sorts the values (`RadioSnapshot.APKey`), and
+/// geolocate compares names by value (`GeoAPI.macValue`, `sameName`): on seeded names (normalized
+/// MACs, and other spellings a store might hold) the order is the names' order and equality the
+/// names' equality.
+@Suite struct MACValueTests {
+    @Test func valuesOrderAndCompareAsNames() {
+        var rng = Xoshiro256(seed: 23)
+        let hex = Array("0123456789abcdef")
+        for _ in 0..<2_000 {
+            var names: [String] = []
+            for _ in 0..<(1 + Int(rng.next() % 12)) {
+                var s = (0..<6).map { _ in String([hex[Int(rng.next() % 16)], hex[Int(rng.next() % 16)]]) }.joined(separator: ":")
+                switch rng.next() % 10 {
+                case 0: s = s.uppercased()                               // not normalized: compared as a name
+                case 1: s = String(s.dropLast())
+                case 2: s = "radio-" + s
+                default: break
+                }
+                if !names.contains(s) { names.append(s) }
+            }
+            if rng.next() % 3 == 0 { names = names.map { $0.lowercased() }.filter { $0.count == 17 } }   // all normalized
+            #expect(RadioSnapshot.APKey.sorted(names) == names.sorted().map(RadioSnapshot.APKey.init))
+            for a in names {
+                #expect((GeoAPI.macValue(a) != nil) == (a.count == 17 && a == a.lowercased() && !a.hasPrefix("radio")))
+                for b in names {
+                    #expect(GeoAPI.sameName(a, GeoAPI.macValue(a), b, GeoAPI.macValue(b)) == (a == b))
+                }
+            }
+        }
+    }
+}

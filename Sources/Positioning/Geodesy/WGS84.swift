@@ -86,8 +86,11 @@ public struct LocalFrame: Sendable, Equatable {
     }
 
     /// Geodetic → local ENU (m).
-    public func enu(_ g: Geodetic) -> SIMD3<Double> {
-        let e = ECEF(g)
+    public func enu(_ g: Geodetic) -> SIMD3<Double> { enu(ECEF(g)) }
+
+    /// ECEF → local ENU (m): `enu` of a point whose ECEF is already known (serve's snapshot keeps
+    /// each known radio's, computed once: the same doubles as `enu` of its geodetic position).
+    public func enu(_ e: ECEF) -> SIMD3<Double> {
         let dx = e.x - o.x, dy = e.y - o.y, dz = e.z - o.z
         return SIMD3(-sl * dx + cl * dy,
                      -sp * cl * dx - sp * sl * dy + cp * dz,

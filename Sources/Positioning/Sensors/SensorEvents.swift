@@ -57,7 +57,24 @@ public struct WiFiScan: Sendable, Equatable {
 }
 
 /// Radio access technology.
-public enum RAT: String, Sendable, Codable, CaseIterable { case gsm, umts, lte, nr }
+public enum RAT: String, Sendable, Codable, CaseIterable {
+    case gsm, umts, lte, nr
+    // Equality and hashing by case, not by raw value (as `Source` does): the default of a
+    // `String`-backed enum hashes its name, and every `CellID` and coverage-map key hashes its
+    // RAT (serve's geolocate: several per request). Same equality; no output depends on a
+    // dictionary's order (hash seeds differ from process to process).
+    public static func == (a: RAT, b: RAT) -> Bool { a.ordinal == b.ordinal }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
+    /// The case's position in `allCases`.
+    @inline(__always) var ordinal: UInt8 {
+        switch self {
+        case .gsm: return 0
+        case .umts: return 1
+        case .lte: return 2
+        case .nr: return 3
+        }
+    }
+}
 
 /// The unit of a raw timing-advance integer (`docs/models.md` §1.1).
 public enum TimingAdvanceUnit: String, Sendable, Codable, CaseIterable {

@@ -81,6 +81,10 @@ public enum GeoAPI {
     /// Foundation's NSNumber does on Linux), and the integer literal -0 is +0.
     struct Body {
         let s: JSONLineScanner
+        /// The top-level array read once by `read(deferring:)`: its offset and its elements' members.
+        var deferredStart = -1
+        var deferredMembers: [JField] = []
+        var deferredBounds: [(start: Int, end: Int)] = []
 
         /// One scanned object: its members.
         struct Object {
@@ -94,7 +98,12 @@ public enum GeoAPI {
         /// Runs `parse` on the top-level object of `body` (an empty body is an empty object).
         /// A body the caller gives up (`consuming`) gets the scanner's terminator appended in
         /// place, without a copy when its storage has a spare byte.
-        static func read<R>(_ body: consuming [UInt8], _ parse: (Body, Object) throws -> R) throws -> R {
+        /// `deferring`: a top-level array member (geolocate's `wifiAccessPoints`, most of a body)
+        /// whose elements the whole-body scan reads as it validates them (`array` then takes
+        /// their members) instead of validating them and leaving them to be scanned again. The
+        /// same answers and errors: the body is validated whole before `parse` runs; an array
+        /// with a repeated key or an element that is not an object is read by `array` as before.
+        static func read<R>(_ body: consuming [UInt8], deferring key: StaticString? = nil, _ parse: (Body, Object) throws -> R) throws -> R {
             var bytes = consume body
             let n = bytes.count
             bytes.append(0)                                  // the scanner's terminator
@@ -102,16 +111,31 @@ public enum GeoAPI {
                 var s = JSONLineScanner(p: buf.baseAddress!, count: n)
                 s.maxDepth = 512
                 var top: [JField] = []
+                var b = Body(s: s)
                 if n > 0 {
-                    do throws(LineIssue) { try s.line(into: &top) } catch {
+                    do throws(LineIssue) {
+                        if let key { try b.readDeferring(key, into: &top) } else { try s.line(into: &top) }
+                    } catch {
                         if s.isSingleValue(), ReportRecordParser.validUTF8(s.p, 0, n) { throw APIError.parse("the body must be a JSON object") }
                         throw APIError.parse("the body is not JSON")
                     }
                     guard ReportRecordParser.validUTF8(s.p, 0, n) else { throw APIError.parse("the body is not JSON") }
                 }
-                let b = Body(s: s)
                 return try parse(b, Object(fields: top[...]))
             }
+        }
+
+        /// The whole-body scan of `read(deferring:)`: validates the body and reads the array
+        /// `key`'s elements in the same pass (`JSONLineScanner.line(into:reading:…)`); `array`
+        /// takes them when that array is the member the body's last `key` names.
+        private mutating func readDeferring(_ key: StaticString, into top: inout [JField]) throws(LineIssue) {
+            var starts: [Int] = []
+            deferredMembers.reserveCapacity(32)
+            try s.line(into: &top, reading: key, elements: &deferredMembers, bounds: &deferredBounds, readStarts: &starts)
+            guard starts.count == 1, let f = top.last(where: { $0.keyLength == key.utf8CodeUnitCount
+                                                             && memcmp(s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }),
+                  f.kind == .array, f.start == starts[0] else { deferredMembers = []; deferredBounds = []; return }
+            deferredStart = f.start
         }
 
         func object(_ f: JField?) -> Object? {
@@ -125,6 +149,7 @@ public enum GeoAPI {
         func array(_ o: Object, _ key: StaticString) throws -> [Object] {
             guard let f = o[key, in: self], f.kind != .null else { return [] }
             guard f.kind == .array else { throw APIError.parse("'\(key)' must be an array") }
+            if f.start == deferredStart { return deferredBounds.map { Object(fields: deferredMembers[$0.start..<$0.end]) } }
             // The whole body was validated by `read`'s scan, so the array is well formed: each
             // element is scanned once, by the object scan that also finds where it ends (before, a
             // pass validated the elements again and another delimited them: a third of the parse),
@@ -173,8 +198,11 @@ public enum GeoAPI {
         /// body is valid UTF-8, so they are the bytes of `string(f)`).
         func mac(_ f: JField?) -> String? {
             guard let f, f.kind == .string else { return nil }
-            if !f.escaped, let m = GeoAPI.asciiMAC(utf8: UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)) {
-                return m.isEmpty ? nil : m
+            if !f.escaped {
+                let u = UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)
+                // Already the normalized spelling (most clients'): its bytes are `asciiMAC`'s result.
+                if let v = GeoAPI.macValue(utf8: u) { return v == 0 || v == 0xFFFF_FFFF_FFFF ? nil : String(decoding: u, as: UTF8.self) }
+                if let m = GeoAPI.asciiMAC(utf8: u) { return m.isEmpty ? nil : m }
             }
             return GeoAPI.mac(string(f))
         }
@@ -236,6 +264,40 @@ public enum GeoAPI {
             return 17
         }
     }
+    /// The 48-bit value of a MAC in `mac`'s normalized spelling ("aa:bb:cc:dd:ee:ff", lowercase),
+    /// nil for any other string. Two normalized spellings are equal exactly when their values
+    /// are, and order as their values do (fixed width, lowercase hex digits in ASCII order), so
+    /// names are compared as one integer (a String comparison or hash of 17 bytes costs a few
+    /// hundred instructions; geolocate makes dozens per request).
+    @inline(__always) static func macValue(_ s: String) -> UInt64? {
+        s.utf8.withContiguousStorageIfAvailable { macValue(utf8: $0) } ?? nil
+    }
+    /// `macValue` of a spelling's UTF-8 bytes.
+    @inline(__always) static func macValue(utf8 u: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        // Six octets "hh" at 3k, 3k+1, a colon at 3k+2: no loop over the 17 bytes, one test at the end.
+        guard u.count == 17 else { return nil }
+        var v: UInt64 = 0, bad: UInt8 = 0
+        for k in 0..<6 {
+            let hi = hexNibble(u[3 * k]), lo = hexNibble(u[3 * k + 1])
+            if k < 5 { bad |= u[3 * k + 2] ^ UInt8(ascii: ":") }
+            bad |= (hi | lo) & 0xF0
+            v = v << 8 | UInt64(hi << 4 | lo)
+        }
+        return bad == 0 ? v : nil
+    }
+    /// The value of a lowercase hex digit, 0xFF for any other byte.
+    @inline(__always) private static func hexNibble(_ b: UInt8) -> UInt8 {
+        let d = b &- UInt8(ascii: "0")
+        if d < 10 { return d }
+        let a = b &- UInt8(ascii: "a")
+        return a < 6 ? a &+ 10 : 0xFF
+    }
+    /// Whether two names are the same: by `macValue` when both are normalized MACs, else as strings.
+    @inline(__always) static func sameName(_ a: String, _ av: UInt64?, _ b: String, _ bv: UInt64?) -> Bool {
+        if let av, let bv { return av == bv }
+        return a == b
+    }
+
     /// The lowercase hex digit of 0...15.
     @inline(__always) private static func hexDigit(_ x: UInt8) -> UInt8 { x < 10 ? UInt8(ascii: "0") + x : UInt8(ascii: "a") + x - 10 }
 
@@ -308,7 +370,7 @@ public enum GeoAPI {
 
     /// Parses a geolocate body.
     public static func query(_ body: consuming [UInt8]) throws -> Query {
-        try Body.read(consume body) { b, o in
+        try Body.read(consume body, deferring: "wifiAccessPoints") { b, o in
             var q = Query()
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
@@ -319,10 +381,17 @@ public enum GeoAPI {
             // Repeats by name: among a handful of APs compared with the ones kept (cheaper than
             // hashing each name), in a set past 16.
             var seen = list.count > 16 ? Set<String>(minimumCapacity: list.count) : nil
+            var values: [UInt64?] = []                       // `macValue` of each kept name (compared as integers)
             q.wifi.reserveCapacity(list.count)
+            values.reserveCapacity(seen == nil ? list.count : 0)
             for d in list {
                 guard let w = wifi(d, b) else { q.droppedWiFi += 1; continue }
-                let repeated = seen != nil ? !seen!.insert(w.bssid).inserted : q.wifi.contains { $0.bssid == w.bssid }
+                let repeated: Bool
+                if seen != nil { repeated = !seen!.insert(w.bssid).inserted } else {
+                    let v = macValue(w.bssid)
+                    repeated = q.wifi.indices.contains { sameName(q.wifi[$0].bssid, values[$0], w.bssid, v) }
+                    if !repeated { values.append(v) }
+                }
                 if repeated { q.droppedWiFi += 1; continue }
                 q.wifi.append(w)
             }
@@ -509,12 +578,18 @@ public enum GeoAPI {
     /// reset between requests instead of built per request).
     public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
         // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
-        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid))
+        let qv = q.wifi.map { macValue($0.bssid) }             // the names as integers: compared and found as such
+        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid), values: qv)
         var notes: [String] = []
         var wifi: [WiFiObservation]
         if known.aps.count <= 16 {
-            // A handful of known APs: compared by name (cheaper than hashing every name twice).
-            wifi = q.wifi.filter { w in known.aps.contains { $0.bssid == w.bssid } }
+            // A handful of known APs: compared by name (cheaper than hashing every name twice),
+            // as integers (`macValue`).
+            let kv = known.apValues.flatMap { $0.count == known.aps.count ? $0 : nil } ?? known.aps.map { macValue($0.bssid) }
+            wifi = []
+            for (i, w) in q.wifi.enumerated() where known.aps.indices.contains(where: { sameName(known.aps[$0].bssid, kv[$0], w.bssid, qv[i]) }) {
+                wifi.append(w)
+            }
         } else {
             var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
             for a in known.aps { knownBSSIDs.insert(a.bssid) }
@@ -522,7 +597,7 @@ public enum GeoAPI {
         }
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
         var usable = known
-        if wifi.isEmpty { usable.aps = [] }
+        if wifi.isEmpty { usable.aps = []; usable.apECEF = [] }
         // The distinct cells among the known towers and coverage areas (a handful: a list).
         var cellsKnown: [CellID] = []
         for c in known.coverage.lazy.map(\.cell) where !cellsKnown.contains(c) { cellsKnown.append(c) }

@@ -39,20 +39,36 @@ public struct KnownRadios: Sendable {
     public var towers: [CellTower] = []
     public var coverage: [CellCoverageRecord] = []
     public var aps: [LearnedAP] = []
+    /// The ECEF positions of `towers`, `coverage` and `aps` (`ecef(of:)`, one per element, in
+    /// their order) when the server's snapshot keeps them (computed once per radio, not per
+    /// request); nil, or a list whose count differs from its radios', = computed by `reference`.
+    public var towerECEF: [ECEF]?, coverageECEF: [ECEF]?, apECEF: [ECEF]?
+    /// `GeoAPI.macValue` of each of `aps` when the snapshot assembled them (it keys APs by these).
+    var apValues: [UInt64?]?
     public init(towers: [CellTower] = [], coverage: [CellCoverageRecord] = [], aps: [LearnedAP] = []) {
         self.towers = towers; self.coverage = coverage; self.aps = aps
     }
+
+    /// The ECEF position `reference` converts to the frame: the one place of each radio's
+    /// (the snapshot precomputes these; the same doubles either way).
+    public static func ecef(of t: CellTower) -> ECEF { ECEF(t.position) }
+    public static func ecef(of r: CellCoverageRecord) -> ECEF { ECEF(r.position) }
+    public static func ecef(of a: LearnedAP) -> ECEF { ECEF(Geodetic(latitude: a.position.latitude, longitude: a.position.longitude)) }
 
     /// The known radios as reference data in `frame` (towers as cell sites, coverage areas as
     /// the coverage map, APs as the AP map): what the estimator stages read.
     public func reference(in frame: LocalFrame) -> ReferenceData {
         var ref = ReferenceData()
-        for t in towers { ref.cells[t.cell] = t.site(frame: frame) }
-        if !coverage.isEmpty { ref.cellCoverage = CellCoverageRecord.map(coverage, frame: frame) }
+        let te = towerECEF.flatMap { $0.count == towers.count ? $0 : nil }
+        for (i, t) in towers.enumerated() { ref.cells[t.cell] = t.site(frame: frame, ecef: te?[i] ?? Self.ecef(of: t)) }
+        if !coverage.isEmpty {
+            let ce = coverageECEF.flatMap { $0.count == coverage.count ? $0 : nil } ?? coverage.map(Self.ecef(of:))
+            ref.cellCoverage = CellCoverageRecord.map(coverage, ecef: ce, frame: frame)
+        }
+        let ae = apECEF.flatMap { $0.count == aps.count ? $0 : nil }
         ref.accessPoints.reserveCapacity(aps.count)        // sized once: grown, it rehashed every name
-        for a in aps {
-            ref.accessPoints[a.bssid] = AccessPoint(bssid: a.bssid, position: frame.enu(Geodetic(latitude: a.position.latitude,
-                                                                                                    longitude: a.position.longitude)),
+        for (i, a) in aps.enumerated() {
+            ref.accessPoints[a.bssid] = AccessPoint(bssid: a.bssid, position: frame.enu(ae?[i] ?? Self.ecef(of: a)),
                                                     floor: a.floor, p0: a.p0, pathLossExponent: a.pathLossExponent)
         }
         return ref
@@ -116,7 +132,7 @@ public struct RadioChanges: Sendable, Equatable {
 }
 
 extension RadioLookup {
-    public func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String]) async throws -> KnownRadios {
+    public func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?]) async throws -> KnownRadios {
         try await lookup(cells: cells, bssids: Set(bssids))
     }
 }
@@ -132,8 +148,10 @@ public protocol RadioLookup: Sendable {
     /// name) of the request's radios.
     func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios
     /// `lookup` of radios given as lists: `bssids` distinct (geolocate's parser drops repeats),
-    /// in any order. The same answer; the snapshot answers it without building a set of names.
-    func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String]) async throws -> KnownRadios
+    /// in any order, with each name's `GeoAPI.macValue` (`values[i]` of `bssids[i]`, as the
+    /// parser computed them). The same answer; the snapshot answers it without building a set
+    /// of names, and finds the APs by those values.
+    func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?]) async throws -> KnownRadios
     /// Whole-cell coverage areas (TA −1) of the location areas (rat, mcc, mnc, area) of `cells`,
     /// for the ichnaea `lacf` fallback.
     func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord]

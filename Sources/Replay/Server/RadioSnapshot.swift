@@ -19,7 +19,39 @@ import Replay
 /// Rows written into the store by something other than geosubmit (e.g. `celldb build` into the
 /// served SQLite file) write no change log row: restart the server to see them.
 final class RadioSnapshot: RadioLookup, @unchecked Sendable {
-    struct CellEntry: Sendable { var towers: [CellTower]; var coverage: [CellCoverageRecord] }
+    /// A cell's towers and coverage areas, with their ECEF positions (`KnownRadios.ecef(of:)`,
+    /// computed once when the entry is kept, not per request).
+    struct CellEntry: Sendable {
+        var towers: [CellTower]; var coverage: [CellCoverageRecord]
+        var towerECEF: [ECEF] = [], coverageECEF: [ECEF] = []
+        init(towers: [CellTower], coverage: [CellCoverageRecord]) { self.towers = towers; self.coverage = coverage }
+        mutating func computeECEF() {
+            towerECEF = towers.map(KnownRadios.ecef(of:)); coverageECEF = coverage.map(KnownRadios.ecef(of:))
+        }
+    }
+    /// A known AP with its ECEF position.
+    struct APEntry: Sendable {
+        var ap: LearnedAP; var ecef: ECEF
+        init(_ ap: LearnedAP) { self.ap = ap; ecef = KnownRadios.ecef(of: ap) }
+    }
+    /// An AP's key: the 48-bit value of its MAC when its name is a normalized MAC (what the
+    /// parser and the stores hand over; hashed as one integer instead of 17 bytes), else its name.
+    /// Distinct names have distinct keys (a normalized MAC's spelling and value determine each other).
+    enum APKey: Hashable {
+        case mac(UInt64), name(String)
+        init(_ s: String) { if let v = GeoAPI.macValue(s) { self = .mac(v) } else { self = .name(s) } }
+        /// The keys of `names` in name order (the answer's order of APs): a normalized MAC's
+        /// value orders as its spelling does (fixed width, lowercase hex), so integers are sorted.
+        static func sorted(_ names: [String]) -> [APKey] { sorted(names, values: names.map(GeoAPI.macValue)) }
+        /// `sorted(names)` with each name's `GeoAPI.macValue` already computed (`values[i]` of `names[i]`).
+        static func sorted(_ names: [String], values: [UInt64?]) -> [APKey] {
+            var macs: [UInt64] = []
+            macs.reserveCapacity(names.count)
+            for v in values { guard let v else { return names.sorted().map(APKey.init) }; macs.append(v) }
+            macs.sort()
+            return macs.map { .mac($0) }
+        }
+    }
 
     let store: any LocationStore
     let refresh: Double
@@ -29,7 +61,7 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
 
     private let lock = NSLock()
     private var cells: [CellID: CellEntry] = [:]
-    private var aps: [String: LearnedAP?] = [:]
+    private var aps: [APKey: APEntry?] = [:]
     private var generation: UInt64 = 0
     /// The change-log position the snapshot reflects (nil before the first read of it).
     private var position: Int64?
@@ -48,9 +80,9 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
     }
 
     /// `lookup` with the names as a list: a hit (every radio in the snapshot) needs no set of them.
-    func lookup(cells wanted: Set<CellID>, distinctBSSIDs bssids: [String]) async throws -> KnownRadios {
+    func lookup(cells wanted: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?]) async throws -> KnownRadios {
         try await followChanges()
-        let sorted = bssids.sorted()
+        let sorted = APKey.sorted(bssids, values: values.count == bssids.count ? values : bssids.map(GeoAPI.macValue))
         if let hit = lock.withLock({ assembleCached(wanted, sorted) }) { return hit }
         return try await read(wanted, Set(bssids))
     }
@@ -60,12 +92,13 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         let (hit, gen, missingCells, missingAPs) = cached(wanted, bssids)
         if let hit { return hit }
         let got = try await store.lookup(cells: missingCells, bssids: missingAPs)
-        var fc: [CellID: CellEntry] = [:], fa: [String: LearnedAP?] = [:]
+        var fc: [CellID: CellEntry] = [:], fa: [APKey: APEntry?] = [:]
         for c in missingCells { fc[c] = CellEntry(towers: [], coverage: []) }
         for t in got.towers { fc[t.cell]?.towers.append(t) }
         for r in got.coverage { fc[r.cell]?.coverage.append(r) }
-        for b in missingAPs { fa[b] = .some(nil) }
-        for a in got.aps where fa[a.bssid] != nil { fa[a.bssid] = .some(a) }
+        for c in missingCells { fc[c]?.computeECEF() }
+        for b in missingAPs { fa[APKey(b)] = .some(nil) }
+        for a in got.aps where fa[APKey(a.bssid)] != nil { fa[APKey(a.bssid)] = .some(APEntry(a)) }
         return keep(wanted, bssids, cells: fc, aps: fa, generation: gen)
     }
 
@@ -75,17 +108,17 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         lock.withLock {
             // A hit is `assemble`'s answer, assembled while the radios are found (one look-up of
             // each instead of one to test and one to assemble); the first radio missing ends it.
-            if let hit = assembleCached(wanted, bssids.sorted()) { return (hit, generation, [], []) }
+            if let hit = assembleCached(wanted, APKey.sorted(Array(bssids))) { return (hit, generation, [], []) }
             var missingCells = Set<CellID>(), missingAPs = Set<String>()
             for c in wanted where cells[c] == nil { missingCells.insert(c) }
-            for b in bssids where aps[b] == nil { missingAPs.insert(b) }
+            for b in bssids where aps[APKey(b)] == nil { missingAPs.insert(b) }
             return (nil, generation, missingCells, missingAPs)
         }
     }
 
     /// Keeps what a read fetched unless a change arrived since it started (`generation`), and
     /// answers.
-    private func keep(_ wanted: Set<CellID>, _ bssids: Set<String>, cells fc: [CellID: CellEntry], aps fa: [String: LearnedAP?],
+    private func keep(_ wanted: Set<CellID>, _ bssids: Set<String>, cells fc: [CellID: CellEntry], aps fa: [APKey: APEntry?],
                       generation gen: UInt64) -> KnownRadios {
         lock.withLock {
             if generation == gen {
@@ -98,19 +131,29 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
     }
 
     /// `assemble` with nothing fetched when every radio is in the snapshot, else nil. Under the lock.
-    private func assembleCached(_ wanted: Set<CellID>, _ sortedBSSIDs: [String]) -> KnownRadios? {
+    private func assembleCached(_ wanted: Set<CellID>, _ sortedKeys: [APKey]) -> KnownRadios? {
         var out = KnownRadios()
+        var towerECEF: [ECEF] = [], coverageECEF: [ECEF] = [], apECEF: [ECEF] = []
         for c in Self.order(wanted) {
             guard let e = cells[c] else { return nil }
             // The first cell's lists are shared, not copied (a request names one cell as a rule).
-            if out.towers.isEmpty { out.towers = e.towers } else { out.towers += e.towers }
-            if out.coverage.isEmpty { out.coverage = e.coverage } else { out.coverage += e.coverage }
+            if out.towers.isEmpty { out.towers = e.towers; towerECEF = e.towerECEF } else { out.towers += e.towers; towerECEF += e.towerECEF }
+            if out.coverage.isEmpty { out.coverage = e.coverage; coverageECEF = e.coverageECEF } else {
+                out.coverage += e.coverage; coverageECEF += e.coverageECEF
+            }
         }
-        out.aps.reserveCapacity(sortedBSSIDs.count)
-        for b in sortedBSSIDs {
-            guard let a = aps[b] else { return nil }
-            if let a { out.aps.append(a) }
+        var apValues: [UInt64?] = []
+        out.aps.reserveCapacity(sortedKeys.count)
+        apECEF.reserveCapacity(sortedKeys.count)
+        apValues.reserveCapacity(sortedKeys.count)
+        for k in sortedKeys {
+            guard let a = aps[k] else { return nil }
+            if let a {
+                out.aps.append(a.ap); apECEF.append(a.ecef)
+                if case .mac(let v) = k { apValues.append(v) } else { apValues.append(nil) }
+            }
         }
+        out.towerECEF = towerECEF; out.coverageECEF = coverageECEF; out.apECEF = apECEF; out.apValues = apValues
         return out
     }
 
@@ -121,16 +164,18 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
 
     /// Under the lock.
     private func assemble(_ wanted: Set<CellID>, _ bssids: Set<String>, fetchedCells: [CellID: CellEntry],
-                          fetchedAPs: [String: LearnedAP?]) -> KnownRadios {
+                          fetchedAPs: [APKey: APEntry?]) -> KnownRadios {
         var out = KnownRadios()
+        var towerECEF: [ECEF] = [], coverageECEF: [ECEF] = [], apECEF: [ECEF] = []
         for c in Self.order(wanted) {
             guard let e = fetchedCells[c] ?? cells[c] else { continue }
-            out.towers += e.towers
-            out.coverage += e.coverage
+            out.towers += e.towers; towerECEF += e.towerECEF
+            out.coverage += e.coverage; coverageECEF += e.coverageECEF
         }
-        for b in bssids.sorted() {
-            if let a = fetchedAPs[b] ?? aps[b], let a { out.aps.append(a) }
+        for k in APKey.sorted(Array(bssids)) {
+            if let a = fetchedAPs[k] ?? aps[k], let a { out.aps.append(a.ap); apECEF.append(a.ecef) }
         }
+        out.towerECEF = towerECEF; out.coverageECEF = coverageECEF; out.apECEF = apECEF
         return out
     }
 
@@ -139,7 +184,7 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         lock.withLock {
             generation &+= 1
             for x in c { cells[x] = nil }
-            for x in b { aps[x] = nil }
+            for x in b { aps[APKey(x)] = nil }
         }
     }
 
@@ -175,7 +220,7 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
             } else if !changes.cells.isEmpty || !changes.bssids.isEmpty {
                 generation &+= 1
                 for x in changes.cells { cells[x] = nil }
-                for x in changes.bssids { aps[x] = nil }
+                for x in changes.bssids { aps[APKey(x)] = nil }
             }
             position = changes.last
         }

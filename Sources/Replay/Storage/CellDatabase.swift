@@ -29,8 +29,10 @@ public struct CellTower: Sendable, Equatable {
     }
 
     /// The site in a trace's local frame (`ReferenceData.cells`).
-    public func site(frame: LocalFrame) -> CellSite {
-        CellSite(cell: cell, position: frame.enu(position), azimuth: azimuth, beamwidth: beamwidth, range: range,
+    public func site(frame: LocalFrame) -> CellSite { site(frame: frame, ecef: ECEF(position)) }
+    /// `site(frame:)` with the ECEF of `position` already computed.
+    public func site(frame: LocalFrame, ecef: ECEF) -> CellSite {
+        CellSite(cell: cell, position: frame.enu(ecef), azimuth: azimuth, beamwidth: beamwidth, range: range,
                  provenance: provenance)
     }
 }
@@ -65,9 +67,13 @@ public struct CellCoverageRecord: Sendable, Equatable {
 
     /// The records as a coverage map in `frame`.
     public static func map(_ records: [CellCoverageRecord], frame: LocalFrame) -> CellCoverageMap {
+        map(records, ecef: records.map { ECEF($0.position) }, frame: frame)
+    }
+    /// `map(_:frame:)` with the ECEF of each record's position already computed (`ecef[i]` of `records[i]`).
+    public static func map(_ records: [CellCoverageRecord], ecef: [ECEF], frame: LocalFrame) -> CellCoverageMap {
         var areas = [CellCoverageMap.Key: CellCoverageMap.Area](minimumCapacity: records.count)
-        for r in records {
-            let p = frame.enu(r.position)
+        for (r, e) in zip(records, ecef) {
+            let p = frame.enu(e)
             areas[.init(cell: r.cell, timingAdvance: r.ta)] = .init(mean: SIMD2(p.x, p.y), covariance: r.covariance, count: r.count,
                                                                    walks: r.walks, scale: r.scale)
         }

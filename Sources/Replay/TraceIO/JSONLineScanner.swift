@@ -53,8 +53,9 @@ public struct JSONLineScanner {
     /// Scans the object starting at `i` (which must be `{` after optional whitespace)
     /// into `fields` (appended). Returns the offset just after the closing `}`.
     package func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
-        var unused = 0, none: [JField] = []
-        return try members(at: start, into: &fields, deferring: nil, deferred: &unused, elements: &none)
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [Int] = []
+        return try members(at: start, into: &fields, deferring: nil, reading: false, deferred: &unused, elements: &none,
+                           bounds: &noBounds, readStarts: &noStarts, depth: 1)
     }
 
     /// `object(at:into:)`; with `deferring`, the array value of a member with that (unescaped) key
@@ -62,9 +63,14 @@ public struct JSONLineScanner {
     /// array is an object, its elements are delimited in the same pass and appended to `elements`
     /// (`objectElements`); otherwise the array is delimited as a whole (`containerEnd`) and
     /// nothing is appended.
+    /// `reading` (with `key`): such an array of objects is instead read in this pass, validated
+    /// (`objectMembers`): its elements' members go to `elements`, their ranges there to
+    /// `bounds`, its offset to `readStarts`. `depth`: the nesting depth of this object's member
+    /// values (1 for a line's top level).
     @inline(__always)
-    private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, deferred: inout Int,
-                         elements: inout [JField]) throws(LineIssue) -> Int {
+    private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, reading: Bool, deferred: inout Int,
+                         elements: inout [JField], bounds: inout [(start: Int, end: Int)], readStarts: inout [Int],
+                         depth: Int) throws(LineIssue) -> Int {
         var i = skipWS(start)
         guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
         i = skipWS(i + 1)
@@ -76,13 +82,19 @@ public struct JSONLineScanner {
             guard i < count, p[i] == UInt8(ascii: ":") else { throw unexpected(i, expecting: "':'") }
             i = skipWS(i + 1)
             var f = JField(keyStart: ks, keyLength: ke - ks, kind: .null, number: 0, start: 0, end: 0, escaped: kesc)
-            if let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount, memcmp(p + ks, key.utf8Start, ke - ks) == 0,
+            if reading, let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount,
+               memcmp(p + ks, key.utf8Start, ke - ks) == 0, let e = try objectMembers(at: i, into: &elements, bounds: &bounds) {
+                f.kind = .array; f.start = i; f.end = e
+                readStarts.append(i)
+                i = e
+            } else if !reading, let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount,
+               memcmp(p + ks, key.utf8Start, ke - ks) == 0,
                let e = objectElements(at: i, into: &elements) ?? containerEnd(at: i, limit: count) {
                 f.kind = .array; f.start = i; f.end = e
                 i = e
                 deferred += 1
             } else {
-                i = try value(at: i, into: &f, depth: 1)
+                i = try value(at: i, into: &f, depth: depth)
             }
             fields.append(f)
             i = skipWS(i)
@@ -108,11 +120,56 @@ public struct JSONLineScanner {
     /// `validatedArrayElements` gives them, delimited in the same pass (one pass over a report's
     /// evidence instead of two); nothing is appended for an array with any other element.
     package func line(into fields: inout [JField], deferring key: StaticString, elements: inout [JField]) throws(LineIssue) -> Int {
-        var deferred = 0
-        let e = try members(at: 0, into: &fields, deferring: key, deferred: &deferred, elements: &elements)
+        var deferred = 0, noBounds: [(start: Int, end: Int)] = [], noStarts: [Int] = []
+        let e = try members(at: 0, into: &fields, deferring: key, reading: false, deferred: &deferred, elements: &elements,
+                            bounds: &noBounds, readStarts: &noStarts, depth: 1)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
         return deferred
+    }
+
+    /// `line`, validating all of it, and in the same pass reading the array value of each
+    /// top-level member named `key` whose elements are all objects: each element's members are
+    /// appended to `elements` (as `object(at:into:)` gives them; nesting counted from the line's
+    /// top), its range there to `bounds`, the array's offset (its field's `start`) to `readStarts`.
+    /// An array with another kind of element is validated as `line` does and not read. (serve's
+    /// geolocate: `wifiAccessPoints`, most of a request, scanned once instead of validated and
+    /// then read.)
+    package func line(into fields: inout [JField], reading key: StaticString, elements: inout [JField],
+                      bounds: inout [(start: Int, end: Int)], readStarts: inout [Int]) throws(LineIssue) {
+        var unused = 0
+        let e = try members(at: 0, into: &fields, deferring: key, reading: true, deferred: &unused, elements: &elements,
+                            bounds: &bounds, readStarts: &readStarts, depth: 1)
+        let j = skipWS(e)
+        if j < count { throw unexpected(j, expecting: "end of line") }
+    }
+
+    /// The array `[…]` at `start` (a top-level member's value, depth 1) read as a list of objects
+    /// (depth 2; their values from depth 3), each validated as `skipContainer` would: members
+    /// appended to `out`, ranges to `bounds`. Returns the offset after the closing `]`; nil (and
+    /// `out`, `bounds` as they were) when an element is not an object, for the caller to validate
+    /// the array as any value. Throws where the text is not valid JSON.
+    private func objectMembers(at start: Int, into out: inout [JField], bounds: inout [(start: Int, end: Int)]) throws(LineIssue) -> Int? {
+        guard maxDepth >= 2 else { return nil }
+        let firstMember = out.count, firstBound = bounds.count
+        var i = skipWS(start + 1)
+        if i < count, p[i] == UInt8(ascii: "]") { return i + 1 }
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [Int] = []
+        while true {
+            guard i < count, p[i] == UInt8(ascii: "{") else {
+                out.removeSubrange(firstMember...); bounds.removeSubrange(firstBound...)
+                return nil
+            }
+            let b = out.count
+            i = try members(at: i, into: &out, deferring: nil, reading: false, deferred: &unused, elements: &none,
+                            bounds: &noBounds, readStarts: &noStarts, depth: 3)
+            bounds.append((b, out.count))
+            i = skipWS(i)
+            guard i < count else { throw unexpected(i, expecting: "',' or ']'") }
+            if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }
+            if p[i] == UInt8(ascii: "]") { return i + 1 }
+            throw unexpected(i, expecting: "',' or ']'")
+        }
     }
 
     /// Whether the whole text is one JSON value of any kind, with only whitespace around it.
