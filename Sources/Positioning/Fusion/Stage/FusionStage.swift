@@ -466,10 +466,24 @@ public final class FusionStage: PipelineStage {
     /// `prescaled`: the fix's covariance is already R (a scan's intersection): no α, no repeat factor.
     private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool = false) -> [StageResult] {
         let t = track(f.subject, context)
-        guard f.covariance.determinant > 0, f.position.x.isFinite, f.position.y.isFinite else { return [] }
+        guard f.covariance.determinant > 0, f.covariance.determinant.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return [] }
         if !t.filter.isInitialized {
             guard initialize(t, at: f, prescaled: prescaled) else { return [] }
             return [emit(t, device: f.subject)]
+        }
+        if let s = t.start, s.source == f.source {
+            // The start fix carried no information at the scale of this one (a receiver's first fix
+            // reporting σ 10⁸ m, "position unknown"): start again here instead of updating. Updating
+            // would pin only p + b of the GNSS bias block primed from the absurd fix's Σ_b and leave p
+            // and b each ≈ Σ_start, correlated to −1: the joint covariance then loses positive
+            // definiteness to rounding (docs/fusion.md, "An absurd reported accuracy"). Dropping the
+            // start fix changes the posterior by less than its share of the information, < 1/ratio.
+            t.start = nil
+            let alpha2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
+            if Self.uninformativeStartRatio * alpha2 * f.covariance.trace < s.trace {
+                guard initialize(t, at: f, keepingHeading: true, prescaled: prescaled) else { return [] }
+                return [emit(t, device: f.subject)]
+            }
         }
         let alpha = prescaled ? 1 : alpha(f, t)
         let m = PositionMeasurement(fix: f, inflation: alpha, gateProbability: 0.99)
@@ -513,6 +527,11 @@ public final class FusionStage: PipelineStage {
         }
         return [emit(t, device: f.subject)]
     }
+
+    /// A filter started at a fix whose variance (tr R) is more than this many times the next fix of
+    /// the same source's is started again at that fix (σ 100× larger: the start holds < 10⁻⁴ of the
+    /// information). Only an absurd first accuracy does that; no bundled trace or recording has one.
+    static let uninformativeStartRatio = 1e4
 
     /// S2 manoeuvre test. The constant-velocity q₀ describes cruising; real vehicles turn and
     /// brake in bursts (GSDC drive, SPAN truth: yaw rate RMS 2.4°/s, but up to 35°/s in turns),
@@ -595,6 +614,7 @@ public final class FusionStage: PipelineStage {
                      correlatedFix: family.map { ($0, c) }, errorCorrelation: family != nil ? f.errorCorrelation : nil,
                      differencedOver: differenced)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
+        t.start = (f.source, c.trace)
         t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()
         return true
