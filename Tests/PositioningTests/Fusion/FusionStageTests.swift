@@ -152,7 +152,7 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
     /// P_pp ≈ 10¹⁶ m² beside 4 m² fixes and lost positive definiteness to rounding (negative
     /// reported variances, singular refusals, 80–300 m off until the 5-fix restart; docs/fusion.md).
     /// Now a start fix with less than 10⁻⁴ of the next same-source fix's information is replaced by
-    /// that fix (`FusionStage.uninformativeStartRatio`; a σ 10¹⁰⁰ m fix, whose variance overflows,
+    /// that fix (`FusionStage.uninformativeRatio`; a σ 10¹⁰⁰ m fix, whose variance overflows,
     /// is refused): from the first good fix on, the track is the one of a filter that never saw the
     /// absurd fix, to the bit, finite and positive definite, and no fix is refused as singular.
     @Test(arguments: [1e8, 1e10, 1e100]) func absurdFirstFixDoesNotPoisonTheFilter(sigma: Double) throws {
@@ -172,6 +172,35 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
             }
             #expect(norm(try #require(out.first).position - truth) < 8)
             #expect(stage.counters[.gnss]?.singular == 0 && stage.reinitializations == 0)
+        }
+    }
+
+    /// The same absurd accuracy in mid-track (σ 10⁸, 10¹⁰ m between the 10th and 11th of 30 good
+    /// fixes). Before: its update gave it no weight, but its Σ_b became the bias's stationary
+    /// covariance until the next fix, so the next good fix went into the bias, and the track was up
+    /// to 6.7 m off (2 m without it) for 20 s and 2.4 m from the reference at the end. Now a GNSS fix
+    /// with more than 10⁴× the filter's position variance is not fused (counted `uninformative`): the
+    /// filter predicts to its time and emits, and the track equals the one without that fix.
+    @Test(arguments: [1e8, 1e10]) func absurdFixInMidTrackIsNotFused(sigma: Double) throws {
+        for kind in [FusionStage.Kind.ekf, .ukf] {
+            var rng = TestRNG(seed: 11)
+            let truth = SIMD2<Double>(1, 1)
+            let good = (0..<30).map { k in fix(Double(k), truth + SIMD2(2 * rng.gaussian(), 2 * rng.gaussian()), sigma: 2) }
+            let reference = run(FusionStage(settings: .init(kind: kind)), good)
+            let stage = FusionStage(settings: .init(kind: kind))
+            let out = run(stage, Array(good[..<10]) + [fix(9.5, SIMD2(3e3, -2e3), sigma: sigma)] + Array(good[10...]))
+            #expect(out.count == 31 && out.filter { $0.time != 9.5 }.count == reference.count)
+            for f in out {
+                let c = f.covariance
+                #expect(f.position.x.isFinite && f.position.y.isFinite && c.ee > 0 && c.nn > 0 && c.determinant > 0 && c.trace.isFinite,
+                        "\(kind) σ \(sigma) t \(f.time): \(f.position) \(c)")
+            }
+            for (a, b) in zip(out.filter { $0.time != 9.5 }, reference) {
+                #expect(norm(a.position - b.position) < 1e-6 && abs(a.covariance.trace - b.covariance.trace) < 1e-6 * b.covariance.trace,
+                        "\(kind) σ \(sigma) t \(a.time): \(a.position) \(a.covariance) vs \(b.position) \(b.covariance)")
+            }
+            let c = try #require(stage.counters[.gnss])
+            #expect(c.uninformative == 1 && c.singular == 0 && c.gated == 0 && stage.reinitializations == 0)
         }
     }
 

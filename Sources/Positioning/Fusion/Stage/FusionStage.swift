@@ -480,10 +480,20 @@ public final class FusionStage: PipelineStage {
             // start fix changes the posterior by less than its share of the information, < 1/ratio.
             t.start = nil
             let alpha2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
-            if Self.uninformativeStartRatio * alpha2 * f.covariance.trace < s.trace {
+            if Self.uninformativeRatio * alpha2 * f.covariance.trace < s.trace {
                 guard initialize(t, at: f, keepingHeading: true, prescaled: prescaled) else { return [] }
                 return [emit(t, device: f.subject)]
             }
+        }
+        if f.source == .gnss, !prescaled, case let p = t.filter.covariance, case let prior = p[0, 0] + p[1, 1], prior > 0,
+           Self.uninformativeRatio * prior < pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1) * f.covariance.trace {
+            // A GNSS fix 100× less certain (in σ) than the filter: it would get no weight, but its Σ_b
+            // would become the bias's stationary covariance and spend the next good fix on the
+            // bias (a mid-track fix reporting σ 10⁸ m: 20 s of a track up to 3× worse, docs/fusion.md).
+            // It carries less than 10⁻⁴ of the information: the filter predicts to its time, no update.
+            t.apply(.predict(time: f.time), gate: gate)
+            t.counters[f.source, default: SourceCounters()].uninformative += 1
+            return [emit(t, device: f.subject)]
         }
         let alpha = prescaled ? 1 : alpha(f, t)
         let m = PositionMeasurement(fix: f, inflation: alpha, gateProbability: 0.99)
@@ -530,8 +540,10 @@ public final class FusionStage: PipelineStage {
 
     /// A filter started at a fix whose variance (tr R) is more than this many times the next fix of
     /// the same source's is started again at that fix (σ 100× larger: the start holds < 10⁻⁴ of the
-    /// information). Only an absurd first accuracy does that; no bundled trace or recording has one.
-    static let uninformativeStartRatio = 1e4
+    /// information); a GNSS fix whose variance is more than this many times the filter's position
+    /// variance (tr P_pp) is not fused (counted `uninformative`). Only an absurd accuracy does that;
+    /// no bundled trace or recording has one.
+    static let uninformativeRatio = 1e4
 
     /// S2 manoeuvre test. The constant-velocity q₀ describes cruising; real vehicles turn and
     /// brake in bursts (GSDC drive, SPAN truth: yaw rate RMS 2.4°/s, but up to 35°/s in turns),
