@@ -154,7 +154,8 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
     /// Now a start fix with less than 10⁻⁴ of the next same-source fix's information is replaced by
     /// that fix (`FusionStage.uninformativeRatio`; a σ 10¹⁰⁰ m fix, whose variance overflows,
     /// is refused): from the first good fix on, the track is the one of a filter that never saw the
-    /// absurd fix, to the bit, finite and positive definite, and no fix is refused as singular.
+    /// absurd fix, to the bit, finite and positive definite, and no fix is refused as singular; the
+    /// same after two absurd fixes in a row.
     @Test(arguments: [1e8, 1e10, 1e100]) func absurdFirstFixDoesNotPoisonTheFilter(sigma: Double) throws {
         for kind in [FusionStage.Kind.ekf, .ukf] {
             var rng = TestRNG(seed: 7)
@@ -163,6 +164,11 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
             let reference = run(FusionStage(settings: .init(kind: kind)), good)
             let stage = FusionStage(settings: .init(kind: kind))
             let out = run(stage, [fix(0, SIMD2(3e3, -2e3), sigma: sigma)] + good).filter { $0.time >= 1 }
+            // Two absurd fixes in a row (a receiver that reports "unknown" for a while): the same.
+            let twice = FusionStage(settings: .init(kind: kind))
+            let out2 = run(twice, [fix(0, SIMD2(3e3, -2e3), sigma: sigma), fix(0.5, SIMD2(-3e3, 2e3), sigma: sigma)] + good).filter { $0.time >= 1 }
+            #expect(out2.count == reference.count && zip(out2, reference).allSatisfy { $0.position == $1.position && $0.covariance == $1.covariance },
+                    "\(kind) σ \(sigma), two absurd fixes: \(out2.map { norm($0.position - truth) })")
             #expect(out.count == reference.count && out.count == good.count, "\(kind) σ \(sigma): \(out.count) outputs")
             for (f, r) in zip(out, reference) {
                 let c = f.covariance

@@ -473,14 +473,17 @@ public final class FusionStage: PipelineStage {
         }
         if let s = t.start, s.source == f.source {
             // The start fix carried no information at the scale of this one (a receiver's first fix
-            // reporting σ 10⁸ m, "position unknown"): start again here instead of updating. Updating
+            // reporting σ 10⁸ m, "position unknown"), and neither does the filter now (no informative
+            // fix since, e.g. a second such fix): start again here instead of updating. Updating
             // would pin only p + b of the GNSS bias block primed from the absurd fix's Σ_b and leave p
             // and b each ≈ Σ_start, correlated to −1: the joint covariance then loses positive
             // definiteness to rounding (docs/fusion.md, "An absurd reported accuracy"). Dropping the
             // start fix changes the posterior by less than its share of the information, < 1/ratio.
-            t.start = nil
+            // Both the start fix's and the filter's variance must exceed it: after a good fix the
+            // filter's is small, and a long outage alone (a large P, a good start) never restarts.
             let alpha2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
-            if Self.uninformativeRatio * alpha2 * f.covariance.trace < s.trace {
+            let r = Self.uninformativeRatio * alpha2 * f.covariance.trace
+            if r < s.trace, case let p = t.filter.covariance, r < p[0, 0] + p[1, 1] {
                 guard initialize(t, at: f, keepingHeading: true, prescaled: prescaled) else { return [] }
                 return [emit(t, device: f.subject)]
             }
@@ -538,9 +541,10 @@ public final class FusionStage: PipelineStage {
         return [emit(t, device: f.subject)]
     }
 
-    /// A filter started at a fix whose variance (tr R) is more than this many times the next fix of
-    /// the same source's is started again at that fix (σ 100× larger: the start holds < 10⁻⁴ of the
-    /// information); a GNSS fix whose variance is more than this many times the filter's position
+    /// A filter started at a fix whose variance (tr R) is more than this many times a later fix of
+    /// the same source's is started again at that fix when its position variance (tr P_pp) is too
+    /// (σ 100× larger: the start holds < 10⁻⁴ of the information, and nothing better came since);
+    /// a GNSS fix whose variance is more than this many times the filter's position
     /// variance (tr P_pp) is not fused (counted `uninformative`). Only an absurd accuracy does that;
     /// no bundled trace or recording has one.
     static let uninformativeRatio = 1e4

@@ -91,8 +91,8 @@ final class FusionTrack {
     var previousGated: [Source: Fix] = [:]
     /// The fix of a one-point S2 start, until the next fix of its source is accepted.
     var startFix: Fix?
-    /// The source and the variance (trace of R = α²Σ) of the fix that (re)started the filter, until
-    /// the next fix of that source (`FusionStage.uninformativeRatio`).
+    /// The source and the variance (trace of R = α²Σ) of the fix that (re)started the filter
+    /// (`FusionStage.uninformativeRatio`).
     var start: (source: Source, trace: Double)?
     /// Per observed thing (a loose source, or a tight measurement's `repeatIdentity`): the last
     /// value seen and how many times in a row it has come unchanged (`repeatCount`).
