@@ -146,6 +146,70 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(norm(last.position - SIMD2(1, 1)) < 4)
     }
 
+    /// A first fix that reports an absurd accuracy (σ 10⁸, 10¹⁰, 10¹⁰⁰ m: a receiver's "unknown")
+    /// followed by good fixes (σ 2 m) of a phone at rest. Before: the filter started at the absurd
+    /// fix and the GNSS bias block was primed with its Σ_b, so the next fixes' joint update left
+    /// P_pp ≈ 10¹⁶ m² beside 4 m² fixes and lost positive definiteness to rounding (negative
+    /// reported variances, singular refusals, 80–300 m off until the 5-fix restart; docs/fusion.md).
+    /// Now a start fix with less than 10⁻⁴ of the next same-source fix's information is replaced by
+    /// that fix (`FusionStage.uninformativeRatio`; a σ 10¹⁰⁰ m fix, whose variance overflows,
+    /// is refused): from the first good fix on, the track is the one of a filter that never saw the
+    /// absurd fix, to the bit, finite and positive definite, and no fix is refused as singular; the
+    /// same after two absurd fixes in a row.
+    @Test(arguments: [1e8, 1e10, 1e100]) func absurdFirstFixDoesNotPoisonTheFilter(sigma: Double) throws {
+        for kind in [FusionStage.Kind.ekf, .ukf] {
+            var rng = TestRNG(seed: 7)
+            let truth = SIMD2<Double>(1, 1)
+            let good = (1..<20).map { k in fix(Double(k), truth + SIMD2(2 * rng.gaussian(), 2 * rng.gaussian()), sigma: 2) }
+            let reference = run(FusionStage(settings: .init(kind: kind)), good)
+            let stage = FusionStage(settings: .init(kind: kind))
+            let out = run(stage, [fix(0, SIMD2(3e3, -2e3), sigma: sigma)] + good).filter { $0.time >= 1 }
+            // Two absurd fixes in a row (a receiver that reports "unknown" for a while): the same.
+            let twice = FusionStage(settings: .init(kind: kind))
+            let out2 = run(twice, [fix(0, SIMD2(3e3, -2e3), sigma: sigma), fix(0.5, SIMD2(-3e3, 2e3), sigma: sigma)] + good).filter { $0.time >= 1 }
+            #expect(out2.count == reference.count && zip(out2, reference).allSatisfy { $0.position == $1.position && $0.covariance == $1.covariance },
+                    "\(kind) σ \(sigma), two absurd fixes: \(out2.map { norm($0.position - truth) })")
+            #expect(out.count == reference.count && out.count == good.count, "\(kind) σ \(sigma): \(out.count) outputs")
+            for (f, r) in zip(out, reference) {
+                let c = f.covariance
+                #expect(f.position.x.isFinite && f.position.y.isFinite && c.ee.isFinite && c.nn.isFinite && c.en.isFinite, "\(kind) σ \(sigma) t \(f.time): \(f.position) \(c)")
+                #expect(c.ee > 0 && c.nn > 0 && c.determinant > 0, "\(kind) σ \(sigma) t \(f.time): \(c)")
+                #expect(f.position == r.position && c == r.covariance, "\(kind) σ \(sigma) t \(f.time): \(f.position) \(c) vs \(r.position) \(r.covariance)")
+            }
+            #expect(norm(try #require(out.first).position - truth) < 8)
+            #expect(stage.counters[.gnss]?.singular == 0 && stage.reinitializations == 0)
+        }
+    }
+
+    /// The same absurd accuracy in mid-track (σ 10⁸, 10¹⁰ m between the 10th and 11th of 30 good
+    /// fixes). Before: its update gave it no weight, but its Σ_b became the bias's stationary
+    /// covariance until the next fix, so the next good fix went into the bias, and the track was up
+    /// to 6.7 m off (2 m without it) for 20 s and 2.4 m from the reference at the end. Now a GNSS fix
+    /// with more than 10⁴× the filter's position variance is not fused (counted `uninformative`): the
+    /// filter predicts to its time and emits, and the track equals the one without that fix.
+    @Test(arguments: [1e8, 1e10]) func absurdFixInMidTrackIsNotFused(sigma: Double) throws {
+        for kind in [FusionStage.Kind.ekf, .ukf] {
+            var rng = TestRNG(seed: 11)
+            let truth = SIMD2<Double>(1, 1)
+            let good = (0..<30).map { k in fix(Double(k), truth + SIMD2(2 * rng.gaussian(), 2 * rng.gaussian()), sigma: 2) }
+            let reference = run(FusionStage(settings: .init(kind: kind)), good)
+            let stage = FusionStage(settings: .init(kind: kind))
+            let out = run(stage, Array(good[..<10]) + [fix(9.5, SIMD2(3e3, -2e3), sigma: sigma)] + Array(good[10...]))
+            #expect(out.count == 31 && out.filter { $0.time != 9.5 }.count == reference.count)
+            for f in out {
+                let c = f.covariance
+                #expect(f.position.x.isFinite && f.position.y.isFinite && c.ee > 0 && c.nn > 0 && c.determinant > 0 && c.trace.isFinite,
+                        "\(kind) σ \(sigma) t \(f.time): \(f.position) \(c)")
+            }
+            for (a, b) in zip(out.filter { $0.time != 9.5 }, reference) {
+                #expect(norm(a.position - b.position) < 1e-6 && abs(a.covariance.trace - b.covariance.trace) < 1e-6 * b.covariance.trace,
+                        "\(kind) σ \(sigma) t \(a.time): \(a.position) \(a.covariance) vs \(b.position) \(b.covariance)")
+            }
+            let c = try #require(stage.counters[.gnss])
+            #expect(c.uninformative == 1 && c.singular == 0 && c.gated == 0 && stage.reinitializations == 0)
+        }
+    }
+
     /// A car (no IMU: constant velocity) at 15 m/s that turns 90° at 30°/s and later brakes to a
     /// stop, 1 Hz fixes with σ = 1 m. Under q₀ alone the filter, sure of its velocity, gates the
     /// fixes of the turn; the manoeuvre re-test (`cv_manoeuvre_accel_mps2`,

@@ -489,9 +489,36 @@ public final class FusionStage: PipelineStage {
     /// `prescaled`: the fix's covariance is already R (a scan's intersection): no α, no repeat factor.
     private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool = false) -> [StageResult] {
         let t = track(f.subject, context)
-        guard f.covariance.determinant > 0, f.position.x.isFinite, f.position.y.isFinite else { return [] }
+        guard f.covariance.determinant > 0, f.covariance.determinant.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return [] }
         if !t.filter.isInitialized {
             guard initialize(t, at: f, prescaled: prescaled) else { return [] }
+            return [emit(t, device: f.subject)]
+        }
+        if let s = t.start, s.source == f.source {
+            // The start fix carried no information at the scale of this one (a receiver's first fix
+            // reporting σ 10⁸ m, "position unknown"), and neither does the filter now (no informative
+            // fix since, e.g. a second such fix): start again here instead of updating. Updating
+            // would pin only p + b of the GNSS bias block primed from the absurd fix's Σ_b and leave p
+            // and b each ≈ Σ_start, correlated to −1: the joint covariance then loses positive
+            // definiteness to rounding (docs/fusion.md, "An absurd reported accuracy"). Dropping the
+            // start fix changes the posterior by less than its share of the information, < 1/ratio.
+            // Both the start fix's and the filter's variance must exceed it: after a good fix the
+            // filter's is small, and a long outage alone (a large P, a good start) never restarts.
+            let alpha2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
+            let r = Self.uninformativeRatio * alpha2 * f.covariance.trace
+            if r < s.trace, case let p = t.filter.covariance, r < p[0, 0] + p[1, 1] {
+                guard initialize(t, at: f, keepingHeading: true, prescaled: prescaled) else { return [] }
+                return [emit(t, device: f.subject)]
+            }
+        }
+        if f.source == .gnss, !prescaled, case let p = t.filter.covariance, case let prior = p[0, 0] + p[1, 1], prior > 0,
+           Self.uninformativeRatio * prior < pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1) * f.covariance.trace {
+            // A GNSS fix 100× less certain (in σ) than the filter: it would get no weight, but its Σ_b
+            // would become the bias's stationary covariance and spend the next good fix on the
+            // bias (a mid-track fix reporting σ 10⁸ m: 20 s of a track up to 3× worse, docs/fusion.md).
+            // It carries less than 10⁻⁴ of the information: the filter predicts to its time, no update.
+            t.apply(.predict(time: f.time), gate: gate)
+            t.counters[f.source, default: SourceCounters()].uninformative += 1
             return [emit(t, device: f.subject)]
         }
         let alpha = prescaled ? 1 : alpha(f, t)
@@ -536,6 +563,14 @@ public final class FusionStage: PipelineStage {
         }
         return [emit(t, device: f.subject)]
     }
+
+    /// A filter started at a fix whose variance (tr R) is more than this many times a later fix of
+    /// the same source's is started again at that fix when its position variance (tr P_pp) is too
+    /// (σ 100× larger: the start holds < 10⁻⁴ of the information, and nothing better came since);
+    /// a GNSS fix whose variance is more than this many times the filter's position
+    /// variance (tr P_pp) is not fused (counted `uninformative`). Only an absurd accuracy does that;
+    /// no bundled trace or recording has one.
+    static let uninformativeRatio = 1e4
 
     /// S2 manoeuvre test. The constant-velocity q₀ describes cruising; real vehicles turn and
     /// brake in bursts (GSDC drive, SPAN truth: yaw rate RMS 2.4°/s, but up to 35°/s in turns),
@@ -618,6 +653,7 @@ public final class FusionStage: PipelineStage {
                      correlatedFix: family.map { ($0, c) }, errorCorrelation: family != nil ? f.errorCorrelation : nil,
                      differencedOver: differenced)
         t.startFix = layout == .constantVelocity && previous == nil ? f : nil
+        t.start = (f.source, c.trace)
         t.counters[f.source, default: SourceCounters()].initializations += 1
         _ = t.pdr.takeSteps()
         return true

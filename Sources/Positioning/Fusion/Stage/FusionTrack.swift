@@ -13,6 +13,9 @@ public struct SourceCounters: Sendable, Equatable {
     /// Fixes of this source that entered inside another source's update: the covariance
     /// intersection of one scan's WiFi fixes (`FusionStage.Settings.scanCombined`).
     public var combined = 0
+    /// GNSS fixes not fused because they carried no information at the filter's scale: a variance
+    /// over `FusionStage.uninformativeRatio` × the filter's position variance (an absurd accuracy).
+    public var uninformative = 0
     /// Σ NIS and Σ m over the accepted and gated updates (ANIS = nisSum / dofSum; ≈ 1 when consistent).
     public var nisSum = 0.0
     public var dofSum = 0
@@ -22,7 +25,7 @@ public struct SourceCounters: Sendable, Equatable {
     /// Adds another phone's counters (the stage's totals).
     public mutating func add(_ c: SourceCounters) {
         accepted += c.accepted; gated += c.gated; singular += c.singular; initializations += c.initializations
-        superseded += c.superseded; combined += c.combined; nisSum += c.nisSum; dofSum += c.dofSum
+        superseded += c.superseded; combined += c.combined; uninformative += c.uninformative; nisSum += c.nisSum; dofSum += c.dofSum
     }
 }
 
@@ -31,12 +34,16 @@ enum FusionInput {
     case step(StepInput)
     case update(any MeasurementModel)
     case heading(time: Double, value: Double, variance: Double)
+    /// A time prediction with no measurement: a GNSS fix too uncertain to carry information
+    /// (`FusionStage.uninformativeRatio`) still gets the filter's output at its time.
+    case predict(time: Double)
 
     var time: Double {
         switch self {
         case .step(let s): return s.time
         case .update(let m): return m.time
         case .heading(let t, _, _): return t
+        case .predict(let t): return t
         }
     }
 }
@@ -84,6 +91,9 @@ final class FusionTrack {
     var previousGated = SourceMap<Fix>()
     /// The fix of a one-point S2 start, until the next fix of its source is accepted.
     var startFix: Fix?
+    /// The source and the variance (trace of R = α²Σ) of the fix that (re)started the filter
+    /// (`FusionStage.uninformativeRatio`).
+    var start: (source: Source, trace: Double)?
     /// Per observed thing (a loose source, or a tight measurement's `repeatIdentity`): the last
     /// value seen and how many times in a row it has come unchanged (`repeatCount`).
     private var repeatRuns: [RepeatKey: (value: [Double], count: Int)] = [:]
@@ -239,6 +249,8 @@ final class FusionTrack {
                     gnssBias!.update(h: h, innovation: m.innovation(m.predict(q)), noise: m.noise, prior: p)
                 }
             }
+        case .predict(let time):
+            predictTime(to: time)
         case .heading(let time, let value, let variance):
             predictTime(to: time)
             let prior = gnssBias?.isPrimed == true ? (x: filter.mean, p: filter.covariance) : nil
