@@ -387,6 +387,14 @@ public final class FusionStage: PipelineStage {
         return settings.inflation[f.source] ?? 1
     }
 
+    /// α²·λ of a fix without the repeat factor: the scale its R enters with (1 when `prescaled`:
+    /// a scan's intersection is already R), `baseInflation` squared times the source's adaptive
+    /// accuracy scale. The one expression of it for the start, the updates' uninformative-fix
+    /// tests and the platform evidence.
+    private func scale2(_ f: Fix, _ t: FusionTrack, prescaled: Bool, starting: Bool = false) -> Double {
+        prescaled ? 1 : pow(baseInflation(f, t, starting: starting), 2) * (t.accuracyScales[f.source]?.value ?? 1)
+    }
+
     /// The loose fixes of this event that a fix of a superseding source (`Settings.superseding`)
     /// for the same phone and time makes redundant.
     private func supersededFixes(_ upstream: [StageResult]) -> Set<SourceAt> {
@@ -504,15 +512,14 @@ public final class FusionStage: PipelineStage {
             // start fix changes the posterior by less than its share of the information, < 1/ratio.
             // Both the start fix's and the filter's variance must exceed it: after a good fix the
             // filter's is small, and a long outage alone (a large P, a good start) never restarts.
-            let alpha2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
-            let r = Self.uninformativeRatio * alpha2 * f.covariance.trace
+            let r = Self.uninformativeRatio * scale2(f, t, prescaled: prescaled, starting: true) * f.covariance.trace
             if r < s.trace, case let p = t.filter.covariance, r < p[0, 0] + p[1, 1] {
                 guard initialize(t, at: f, keepingHeading: true, prescaled: prescaled) else { return [] }
                 return [emit(t, device: f.subject)]
             }
         }
         if f.source == .gnss, !prescaled, case let p = t.filter.covariance, case let prior = p[0, 0] + p[1, 1], prior > 0,
-           Self.uninformativeRatio * prior < pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1) * f.covariance.trace {
+           Self.uninformativeRatio * prior < scale2(f, t, prescaled: false) * f.covariance.trace {
             // A GNSS fix 100× less certain (in σ) than the filter: it would get no weight, but its Σ_b
             // would become the bias's stationary covariance and spend the next good fix on the
             // bias (a mid-track fix reporting σ 10⁸ m: 20 s of a track up to 3× worse, docs/fusion.md).
@@ -555,7 +562,7 @@ public final class FusionStage: PipelineStage {
             if f.source == .gnss, t.platform != nil {
                 // `platform: auto`: an accepted fix's R (α² λ Σ, without the repeat factor) bounds
                 // the speed it shows (`PlatformEvidence`); gated outliers never count.
-                let a2 = prescaled ? 1 : pow(settings.inflation[f.source] ?? 1, 2) * (t.accuracyScales[f.source]?.value ?? 1)
+                let a2 = scale2(f, t, prescaled: prescaled)
                 if t.platform!.observe(time: f.time, position: SIMD2(f.position.x, f.position.y), variance: a2 * (f.covariance.ee + f.covariance.nn)) {
                     t.filter.motion.constantVelocity.q = settings.vehicleQ
                 }
@@ -609,7 +616,7 @@ public final class FusionStage: PipelineStage {
     /// filter that lost a vehicle restarts at its speed instead of at rest (at rest ± 1.5 m/s it
     /// would gate the next fixes again and cycle through re-initialisations).
     private func initialize(_ t: FusionTrack, at f: Fix, keepingHeading: Bool = false, previous: Fix? = nil, prescaled: Bool = false) -> Bool {
-        let alpha2 = prescaled ? 1 : pow(baseInflation(f, t, starting: true), 2) * (t.accuracyScales[f.source]?.value ?? 1)
+        let alpha2 = scale2(f, t, prescaled: prescaled, starting: true)
         let c = f.covariance.scaled(alpha2)
         let layout: StateLayout
         switch settings.layout {
