@@ -146,6 +146,16 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(norm(last.position - SIMD2(1, 1)) < 4)
     }
 
+    /// A phone at rest at (1, 1) with a 1 Hz fix of σ 2 m at each of `times` (seeded noise), the
+    /// track a fresh `kind` filter makes of them alone, and a fresh stage for the test's own run.
+    private func atRest(_ kind: FusionStage.Kind, times: Range<Int>, seed: UInt64)
+        -> (truth: SIMD2<Double>, good: [StageResult], reference: [Fix], stage: FusionStage) {
+        var rng = TestRNG(seed: seed)
+        let truth = SIMD2<Double>(1, 1)
+        let good = times.map { k in fix(Double(k), truth + SIMD2(2 * rng.gaussian(), 2 * rng.gaussian()), sigma: 2) }
+        return (truth, good, run(FusionStage(settings: .init(kind: kind)), good), FusionStage(settings: .init(kind: kind)))
+    }
+
     /// A first fix that reports an absurd accuracy (σ 10⁸, 10¹⁰, 10¹⁰⁰ m: a receiver's "unknown")
     /// followed by good fixes (σ 2 m) of a phone at rest. Before: the filter started at the absurd
     /// fix and the GNSS bias block was primed with its Σ_b, so the next fixes' joint update left
@@ -158,11 +168,7 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
     /// same after two absurd fixes in a row.
     @Test(arguments: [1e8, 1e10, 1e100]) func absurdFirstFixDoesNotPoisonTheFilter(sigma: Double) throws {
         for kind in [FusionStage.Kind.ekf, .ukf] {
-            var rng = TestRNG(seed: 7)
-            let truth = SIMD2<Double>(1, 1)
-            let good = (1..<20).map { k in fix(Double(k), truth + SIMD2(2 * rng.gaussian(), 2 * rng.gaussian()), sigma: 2) }
-            let reference = run(FusionStage(settings: .init(kind: kind)), good)
-            let stage = FusionStage(settings: .init(kind: kind))
+            let (truth, good, reference, stage) = atRest(kind, times: 1..<20, seed: 7)
             let out = run(stage, [fix(0, SIMD2(3e3, -2e3), sigma: sigma)] + good).filter { $0.time >= 1 }
             // Two absurd fixes in a row (a receiver that reports "unknown" for a while): the same.
             let twice = FusionStage(settings: .init(kind: kind))
@@ -189,11 +195,7 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
     /// filter predicts to its time and emits, and the track equals the one without that fix.
     @Test(arguments: [1e8, 1e10]) func absurdFixInMidTrackIsNotFused(sigma: Double) throws {
         for kind in [FusionStage.Kind.ekf, .ukf] {
-            var rng = TestRNG(seed: 11)
-            let truth = SIMD2<Double>(1, 1)
-            let good = (0..<30).map { k in fix(Double(k), truth + SIMD2(2 * rng.gaussian(), 2 * rng.gaussian()), sigma: 2) }
-            let reference = run(FusionStage(settings: .init(kind: kind)), good)
-            let stage = FusionStage(settings: .init(kind: kind))
+            let (_, good, reference, stage) = atRest(kind, times: 0..<30, seed: 11)
             let out = run(stage, Array(good[..<10]) + [fix(9.5, SIMD2(3e3, -2e3), sigma: sigma)] + Array(good[10...]))
             #expect(out.count == 31 && out.filter { $0.time != 9.5 }.count == reference.count)
             for f in out {
