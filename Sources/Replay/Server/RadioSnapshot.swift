@@ -132,11 +132,21 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
 
     /// `assemble` with nothing fetched when every radio is in the snapshot, else nil. Under the lock.
     private func assembleCached(_ wanted: Set<CellID>, _ sortedKeys: [APKey]) -> KnownRadios? {
+        gather(wanted, sortedKeys, complete: true, cell: { self.cells[$0] }, ap: { self.aps[$0] })
+    }
+
+    /// The known radios of the `wanted` cells and of the APs `sortedKeys` (in the answer's order),
+    /// found by `cell` and `ap` (an AP known to be absent: `.some(nil)`), with their ECEF positions
+    /// and MAC values. A radio neither look-up has (nil) makes the answer nil when `complete`, else
+    /// is left out. The first cell's lists are shared, not copied (a request names one cell as a
+    /// rule). The one assembly of `assembleCached` (a hit) and `assemble` (after a read).
+    @inline(__always)
+    private func gather(_ wanted: Set<CellID>, _ sortedKeys: [APKey], complete: Bool,
+                        cell: (CellID) -> CellEntry?, ap: (APKey) -> APEntry??) -> KnownRadios? {
         var out = KnownRadios()
         var towerECEF: [ECEF] = [], coverageECEF: [ECEF] = [], apECEF: [ECEF] = []
         for c in Self.order(wanted) {
-            guard let e = cells[c] else { return nil }
-            // The first cell's lists are shared, not copied (a request names one cell as a rule).
+            guard let e = cell(c) else { if complete { return nil }; continue }
             if out.towers.isEmpty { out.towers = e.towers; towerECEF = e.towerECEF } else { out.towers += e.towers; towerECEF += e.towerECEF }
             if out.coverage.isEmpty { out.coverage = e.coverage; coverageECEF = e.coverageECEF } else {
                 out.coverage += e.coverage; coverageECEF += e.coverageECEF
@@ -147,7 +157,7 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         apECEF.reserveCapacity(sortedKeys.count)
         apValues.reserveCapacity(sortedKeys.count)
         for k in sortedKeys {
-            guard let a = aps[k] else { return nil }
+            guard let a = ap(k) else { if complete { return nil }; continue }
             if let a {
                 out.aps.append(a.ap); apECEF.append(a.ecef)
                 if case .mac(let v) = k { apValues.append(v) } else { apValues.append(nil) }
@@ -162,21 +172,12 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         wanted.count < 2 ? Array(wanted) : wanted.sorted { $0.description < $1.description }
     }
 
-    /// Under the lock.
+    /// The answer after a read: the fetched radios, else the snapshot's; radios neither has are
+    /// left out. Under the lock.
     private func assemble(_ wanted: Set<CellID>, _ bssids: Set<String>, fetchedCells: [CellID: CellEntry],
                           fetchedAPs: [APKey: APEntry?]) -> KnownRadios {
-        var out = KnownRadios()
-        var towerECEF: [ECEF] = [], coverageECEF: [ECEF] = [], apECEF: [ECEF] = []
-        for c in Self.order(wanted) {
-            guard let e = fetchedCells[c] ?? cells[c] else { continue }
-            out.towers += e.towers; towerECEF += e.towerECEF
-            out.coverage += e.coverage; coverageECEF += e.coverageECEF
-        }
-        for k in APKey.sorted(Array(bssids)) {
-            if let a = fetchedAPs[k] ?? aps[k], let a { out.aps.append(a.ap); apECEF.append(a.ecef) }
-        }
-        out.towerECEF = towerECEF; out.coverageECEF = coverageECEF; out.apECEF = apECEF
-        return out
+        gather(wanted, APKey.sorted(Array(bssids)), complete: false,
+               cell: { fetchedCells[$0] ?? self.cells[$0] }, ap: { fetchedAPs[$0] ?? self.aps[$0] })!
     }
 
     /// Forgets `cells` and `bssids` (a submission this server committed).

@@ -109,11 +109,7 @@ public final class FingerprintStage: PipelineStage {
         }
         e.classSharedExponent = try o.double("class_shared_exponent", default: e.classSharedExponent)
         guard e.classSharedExponent >= 0 else { throw ConfigurationError(path: "\(o.name).class_shared_exponent", reason: "must be ≥ 0") }
-        let floorRule = try o.string("class_floor", default: e.classFloor.rawValue)
-        guard let rule = FloorRule(rawValue: floorRule) else {
-            throw ConfigurationError(path: "\(o.name).class_floor", reason: "expected vote or mean, got '\(floorRule)'")
-        }
-        e.classFloor = rule
+        if o.values[Options.classFloor.key] != nil { e.classFloor = try o.choice(Options.classFloor) }
         // The covariance calibration (KNNFingerprintFit.calibrate): present when cov_k is given.
         if o.values["cov_k"] != nil {
             var t = RadioUncertaintyModel.Term()
