@@ -56,6 +56,7 @@ struct EvaluateRadio: ParsableCommand {
     @Option(help: "HAPEL variant v1 or v2.") var variant: String = HAPELStage.Options.variant.text
     @Flag(name: .customLong("estimate-sectors"), help: "celldb: estimate sector azimuths from the walks.") var estimateSectors = false
     @Option(name: .customLong("block-radius"), help: "Area-blocked split: radius around the test walk's path, m.") var blockRadius: Double = RadioSplit.defaultRadius
+    @Option(name: .customLong("radius-multiples"), parsing: .upToNextOption, help: "Walks: the maps' uncertainty fit replays its inner folds once per multiple of --block-radius (radiomap build --radius-multiples); 1 alone: once, the model before session 21, for comparison.") var radiusMultiples: [Double] = RadioMapLearner.defaultBlockRadiusMultiples
     @Flag(name: .customLong("no-uncertainty"), help: "Walks: build the maps without the uncertainty model (radiomap build --no-uncertainty), for comparison.") var noUncertainty = false
     @OptionGroup var wcl: WCLCommandOptions
 
@@ -64,6 +65,7 @@ struct EvaluateRadio: ParsableCommand {
             throw ValidationError("--split: expected walk, area or both (walks), or device, day or random (UJIIndoorLoc)")
         }
         if !(blockRadius > 0 && blockRadius.isFinite) { throw ValidationError("--block-radius must be > 0 m") }
+        if radiusMultiples.isEmpty || !radiusMultiples.allSatisfy({ $0 >= 0 && $0.isFinite }) { throw ValidationError("--radius-multiples must be finite and ≥ 0") }
         let gnss = GNSSRecordingKind.detect(folder.map { [$0] } ?? test, dataset: dataset) != nil
         if folder == nil && test.isEmpty { throw ValidationError("give FOLDER, or --train and --test") }
         if folder == nil && train.isEmpty && !gnss { throw ValidationError("give FOLDER, or both --train and --test") }
@@ -255,6 +257,7 @@ extension EvaluateRadio {
         if let pipeline { ev.stages = try loadPipelineStages(pipeline) }
         ev.learner.fitUncertainty = !noUncertainty
         ev.learner.blockRadius = blockRadius
+        ev.learner.blockRadiusMultiples = radiusMultiples
         let started = Date()
         ev.progress = { sp, done, n, walk in
             printError(String(format: "%@: fold %d/%d (test walk %@) done, %.0f s", sp.name, done, n, walk, Date().timeIntervalSince(started)))

@@ -30,22 +30,28 @@ struct RadioMapBuild: ParsableCommand {
     @Option(help: "Write the residuals the uncertainty model is fitted on (one CSV row per WiFi fix of the inner folds: source, inner fold, walk, time, residual east/north m, the fix's own covariance m², and the novelty features) to this file, to study which features predict large errors.") var residuals: String?
     @Option(name: .customLong("inner-folds"), help: "Inner folds of the uncertainty fit (walk i in fold i mod K).") var innerFolds: Int = RadioMapLearner().innerFolds
     @Option(name: .customLong("block-radius"), help: "Block radius of the uncertainty fit's inner folds, m (0: walk-blocked only).") var blockRadius: Double = RadioMapLearner.defaultBlockRadius
+    @Option(name: .customLong("radius-multiples"), parsing: .upToNextOption, help: "The inner folds are replayed once per multiple of --block-radius (1 2 3: blocked at 10, 20 and 30 m), so the model is fitted over scans from near to far from the map; 1 alone: once.") var radiusMultiples: [Double] = RadioMapLearner.defaultBlockRadiusMultiples
 
     func validate() throws {
         if innerFolds < 2 { throw ValidationError("--inner-folds must be ≥ 2") }
         if !(blockRadius >= 0) { throw ValidationError("--block-radius must be ≥ 0 m") }
+        if radiusMultiples.isEmpty || !radiusMultiples.allSatisfy({ $0 >= 0 && $0.isFinite }) { throw ValidationError("--radius-multiples must be finite and ≥ 0") }
         if fingerprints && referenceJSON == nil { throw ValidationError("--fingerprints writes into --reference-json; give that file") }
         if !(fingerprintCell > 0) { throw ValidationError("--fingerprint-cell must be > 0 m") }
     }
 
     /// The `--residuals` CSV, written atomically.
-    static func writeResiduals(_ r: [Source: [RadioUncertaintyModel.Sample]], walks: [String], to path: String) throws {
-        var out = "source,fold,walk,time,res_e_m,res_n_m,cov_ee_m2,cov_en_m2,cov_nn_m2,survey_distance_m,known_share,signal_distance_db\n"
+    /// `radii`: the learner's inner block radii (`RadioMapLearner.blockRadii`); a sample of walk
+    /// index i was replayed at radius `radii[i / walks.count]`.
+    static func writeResiduals(_ r: [Source: [RadioUncertaintyModel.Sample]], walks: [String], radii: [Double], to path: String) throws {
+        var out = "source,fold,walk,time,res_e_m,res_n_m,cov_ee_m2,cov_en_m2,cov_nn_m2,survey_distance_m,known_share,signal_distance_db,block_radius_m\n"
         for src in r.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             for v in r[src]! {
-                let w = v.walk < walks.count ? walks[v.walk] : String(v.walk)
+                let ri = walks.isEmpty ? 0 : v.walk / walks.count
+                let w = walks.isEmpty ? String(v.walk) : walks[v.walk % walks.count]
+                let radius = ri < radii.count ? String(radii[ri]) : ""
                 out += "\(src.rawValue),\(v.group),\(w),\(v.time),\(v.residual.x),\(v.residual.y),\(v.covariance.ee),\(v.covariance.en),\(v.covariance.nn),"
-                    + "\(v.features.surveyDistance),\(v.features.knownShare),\(v.features.signalDistance)\n"
+                    + "\(v.features.surveyDistance),\(v.features.knownShare),\(v.features.signalDistance),\(radius)\n"
             }
         }
         do { try Data(out.utf8).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
@@ -66,10 +72,11 @@ struct RadioMapBuild: ParsableCommand {
             b.fitUncertainty = !noUncertainty
             b.innerFolds = innerFolds
             b.blockRadius = blockRadius
+            b.blockRadiusMultiples = radiusMultiples
             if let pipeline { b.stages = try loadPipelineStages(pipeline) }
             guard let map = b.build(walks) else { throw ValidationError("no walks") }
             try b.write(map, to: db)
-            if let residuals { try Self.writeResiduals(map.residuals, walks: walks.map(\.name), to: residuals) }
+            if let residuals { try Self.writeResiduals(map.residuals, walks: walks.map(\.name), radii: b.blockRadii, to: residuals) }
             let est = map.accessPoints
             let points = map.fingerprints.points.count
             if let r = referenceJSON {

@@ -51,8 +51,19 @@ import TestSupport
         let rb = try CLI.run(["radiomap", "build"] + walks.prefix(3) + ["--db", dir.appendingPathComponent("map2.sqlite").path, "--residuals", res])
         #expect(rb.status == 0, "\(rb.stderr)")
         let rows = try String(contentsOfFile: res, encoding: .utf8).split(separator: "\n")
-        #expect(rows.first == "source,fold,walk,time,res_e_m,res_n_m,cov_ee_m2,cov_en_m2,cov_nn_m2,survey_distance_m,known_share,signal_distance_db")
-        #expect(rows.contains { $0.hasPrefix("wcl,") } && rows.dropFirst().allSatisfy { $0.split(separator: ",").count == 12 })
+        #expect(rows.first == "source,fold,walk,time,res_e_m,res_n_m,cov_ee_m2,cov_en_m2,cov_nn_m2,survey_distance_m,known_share,signal_distance_db,block_radius_m")
+        #expect(rows.contains { $0.hasPrefix("wcl,") } && rows.dropFirst().allSatisfy { $0.split(separator: ",").count == 13 })
+        // The inner folds are replayed at 10, 20 and 30 m (--radius-multiples 1 2 3, the default), each
+        // walk under its own name at every radius.
+        let cols = rows.dropFirst().map { $0.split(separator: ",").map(String.init) }
+        #expect(Set(cols.map { $0[12] }) == ["10.0", "20.0", "30.0"])
+        #expect(Set(cols.map { $0[2] }).isSubset(of: Set(walks.prefix(3).map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent })))
+        let one = try CLI.run(["radiomap", "build"] + walks.prefix(3) + ["--db", dir.appendingPathComponent("map3.sqlite").path,
+                               "--residuals", res, "--radius-multiples", "1"])
+        #expect(one.status == 0, "\(one.stderr)")
+        let oneRows = try String(contentsOfFile: res, encoding: .utf8).split(separator: "\n").dropFirst()
+        // Once at 10 m: exactly the 10 m rows of the default run (the same replays).
+        #expect(Set(oneRows.map(String.init)) == Set(cols.filter { $0[12] == "10.0" }.map { $0.joined(separator: ",") }))
         #expect(try CLI.run(["radiomap", "build", walks[0], "--db", db, "--inner-folds", "1"]).status == 64)
         let i = try CLI.run(["import", "ms-indoor", walks[3], "-o", dir.appendingPathComponent("test/trace.jsonl").path])
         #expect(i.status == 0, "\(i.stderr)")

@@ -23,6 +23,12 @@ public struct RadioMapLearner: Sendable {
     public var innerFolds = 5
     /// Block radius of the uncertainty fit's inner folds, m (`RadioSplit.defaultRadius`).
     public var blockRadius = RadioMapLearner.defaultBlockRadius
+    /// The inner folds are replayed once per multiple of `blockRadius` (duplicates and a zero
+    /// radius collapse to one replay), so the residuals span scans from "just blocked" to far
+    /// beyond the map's reach and the novelty width is fitted over that range instead of
+    /// extrapolated to it (docs/radio.md, "Inner folds at several block radii"). `[1]`: the
+    /// model before session 21 (for comparison).
+    public var blockRadiusMultiples: [Double] = RadioMapLearner.defaultBlockRadiusMultiples
     /// How the model's coverage scale is taken from its inner folds: cautious over the folds of
     /// walks by default (one walk's WiFi errors are one bias, so walks, not fixes, are the
     /// exchangeable units; docs/radio.md, "The coverage scale over walks"); `.pooled`: the
@@ -36,6 +42,7 @@ public struct RadioMapLearner: Sendable {
     public var stages: [String: StageOptions] = [:]
 
     public static let defaultBlockRadius = 10.0
+    public static let defaultBlockRadiusMultiples: [Double] = [1, 2, 3]
     /// The WiFi stages the model covers.
     public static let wifiStages = ["wcl", "rss", "hapel", "fingerprint"]
 
@@ -107,10 +114,31 @@ public struct RadioMapLearner: Sendable {
     /// inner folds; each fold's walks are replayed (WiFi stages only, the stages' own
     /// covariances) against the map of the other walks with every scan within `blockRadius` of
     /// a held-out walk's path removed (area-blocked), and each fix is compared with the truth
-    /// interpolated at its time (waypoints up to 30 s apart).
+    /// interpolated at its time (waypoints up to 30 s apart). This is done once per radius of
+    /// `blockRadii`; a fold's residuals keep the fold as their group at every radius (the coverage
+    /// scale is cross-fitted over folds of walks), and each radius's replay of a walk counts as a
+    /// walk of its own for the error correlation.
     public func uncertaintySamples(_ walks: [RecordedWalk]) -> [Source: [RadioUncertaintyModel.Sample]] {
         let k = min(innerFolds, walks.count)
         guard k >= 2 else { return [:] }
+        var out: [Source: [RadioUncertaintyModel.Sample]] = [:]
+        for (ri, radius) in blockRadii.enumerated() {
+            for (s, samples) in uncertaintySamples(walks, folds: k, radius: radius, walkOffset: ri * walks.count) {
+                out[s, default: []] += samples
+            }
+        }
+        return out
+    }
+
+    /// The distinct inner block radii, m: `blockRadius` times each of `blockRadiusMultiples`.
+    public var blockRadii: [Double] {
+        var r: [Double] = []
+        for m in blockRadiusMultiples.isEmpty ? [1] : blockRadiusMultiples where !r.contains(blockRadius * m) { r.append(blockRadius * m) }
+        return r
+    }
+
+    func uncertaintySamples(_ walks: [RecordedWalk], folds k: Int, radius: Double,
+                            walkOffset: Int) -> [Source: [RadioUncertaintyModel.Sample]] {
         var stageOptions: [String: StageOptions] = [:]
         for e in StageRegistry.entries {
             stageOptions[e.name] = Self.wifiStages.contains(e.name) ? (stages[e.name] ?? StageOptions(name: e.name))
@@ -120,7 +148,7 @@ public struct RadioMapLearner: Sendable {
         for fold in 0..<k {
             let held = walks.indices.filter { $0 % k == fold }.map { walks[$0] }
             let paths = held.map(Self.truthPath)
-            let rest = walks.indices.filter { $0 % k != fold }.map { Self.block(walks[$0], paths: paths, radius: blockRadius).walk }
+            let rest = walks.indices.filter { $0 % k != fold }.map { Self.block(walks[$0], paths: paths, radius: radius).walk }
             guard let map = buildMap(rest) else { continue }
             for (wi, w) in zip(walks.indices.filter { $0 % k == fold }, held) {
                 let frame = LocalFrame(origin: w.header.origin)
@@ -137,7 +165,7 @@ public struct RadioMapLearner: Sendable {
                         let feats = RadioUncertaintyModel.features(position: f.position, scan: scan, time: f.time, reference: reference,
                                                                    rssMin: rssMin, maxAge: maxAge)
                         out[f.source, default: []].append(.init(residual: f.position - p, covariance: f.covariance, features: feats,
-                                                                 group: fold, walk: wi, time: f.time))
+                                                                 group: fold, walk: walkOffset + wi, time: f.time))
                     }
                 }
             }
