@@ -26,6 +26,13 @@ public final class ExtendedKalmanFilter: FusionFilter {
 
     public init(motion: MotionConfiguration) { self.motion = motion }
 
+    /// Back to the state `init(motion:)` leaves (no estimate, no hook): `FusionStage` reuses a
+    /// reset track's filter for the next trace instead of allocating one (`FusionTrack.recycle`).
+    func restart(motion: MotionConfiguration) {
+        self.motion = motion
+        isInitialized = false; time = 0; mean = .zero; covariance = .identity; onPredict = nil
+    }
+
     public func initialize(mean: SIMD4<Double>, covariance: Mat4, time: Double) {
         self.mean = mean; self.covariance = covariance.symmetrized; self.time = time; isInitialized = true
     }

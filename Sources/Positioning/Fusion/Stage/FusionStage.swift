@@ -159,9 +159,18 @@ public final class FusionStage: PipelineStage {
         return s
     }
     /// The per-phone filters; `settings`, `source`, `recordEpochs` and `logNIS` are configuration.
+    /// An ekf's tracks are kept (up to `spareLimit`) and reused, their state returned to a new
+    /// track's, by the next trace's phones (`track`).
     public func reset() {
+        if settings.kind == .ekf {
+            // Any order: every reused track is returned to the same state.
+            for t in tracks.values where spare.count < Self.spareLimit { spare.append(t) }
+        }
         tracks.removeAll(keepingCapacity: true); deviceOrder.removeAll(keepingCapacity: true); lastTrack = nil
     }
+    /// Tracks of earlier traces kept for reuse: a report or request has one phone, a trace a few.
+    private(set) var spare: [FusionTrack] = []
+    static let spareLimit = 4
     /// Keep per-epoch filter history for the RTS smoother (`SmootherStage`).
     let recordEpochs: Bool
     /// Keep every update's NIS (consistency evaluation).
@@ -175,6 +184,8 @@ public final class FusionStage: PipelineStage {
         self.settings = settings
         looseMask = Self.mask(settings.inputs.filter { !settings.tight.contains($0) && !$0.isFusion })
         tightMask = Self.mask(settings.tight)
+        supersedingMask = Self.mask(Set(settings.superseding.filter { !$0.value.isEmpty }.keys))
+        groupableMask = Self.mask(settings.scanCombined.union(settings.gnssBias != nil ? Settings.scanCombinable : []))
         self.source = source ?? Source(rawValue: settings.kind.rawValue)!
         self.recordEpochs = recordEpochs
     }
@@ -186,6 +197,8 @@ public final class FusionStage: PipelineStage {
     /// The same counters by source, in declaration order (no dictionary built).
     public var sourceCounters: SourceMap<SourceCounters> {
         // One phone (a report): its own counters, the same values as the sum below gives.
+        // (The last phone looked up is usually it: no hashed look-up.)
+        if deviceOrder.count == 1, let (d, t) = lastTrack, d == deviceOrder[0] { return t.counters }
         if deviceOrder.count == 1, let t = tracks[deviceOrder[0]] { return t.counters }
         var sum = SourceMap<SourceCounters>()
         for t in deviceOrder.compactMap({ tracks[$0] }) {
@@ -249,8 +262,13 @@ public final class FusionStage: PipelineStage {
             guard t.filter.isInitialized, m.time >= t.filter.time else { continue }
             if let r = t.apply(.update(m), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
         }
-        let superseded = supersededFixes(upstream)
-        let scans = scanGroups(upstream, superseded: superseded)
+        // The sources of the loose fixes upstream: the superseding and scan-group passes (each a
+        // set or dictionary built per event) run only when a fix of theirs is there (a report's
+        // one GNSS fix needs neither).
+        var looseSources: UInt16 = 0
+        for r in upstream { if case .fix(let f) = r, isLooseInput(f) { looseSources |= Self.bit(f.source) } }
+        let superseded = looseSources & supersedingMask != 0 ? supersededFixes(upstream) : []
+        let scans = looseSources & groupableMask != 0 ? scanGroups(upstream, superseded: superseded) : [:]
         for r in upstream {
             // One pattern per case, the conditions inside: each `case … where` that fails copied
             // the result once more (a `StageResult` copy is ≈ 150 instructions).
@@ -300,6 +318,9 @@ public final class FusionStage: PipelineStage {
     /// per source (`Source.ordinal`): tested for every upstream result, where a `Set<Source>`
     /// look-up hashed the source each time.
     private let looseMask: UInt16, tightMask: UInt16
+    /// The sources whose fixes may supersede others (`Settings.superseding`'s keys), and those
+    /// `scanGroups` may group (`scanCombined`, and the combinable WiFi sources when the bias block is on).
+    private let supersedingMask: UInt16, groupableMask: UInt16
     @inline(__always) private static func bit(_ s: Source) -> UInt16 { 1 << UInt16(s.ordinal) }
     private static func mask(_ sources: Set<Source>) -> UInt16 { sources.reduce(0) { $0 | bit($1) } }
 
@@ -436,8 +457,18 @@ public final class FusionStage: PipelineStage {
         var pdr = PedestrianDeadReckoning(declinationDegrees: context.header.declination)
         let calibration = stepLength(context)
         pdr.weinbergK = calibration?.weinbergK ?? settings.weinbergK
-        let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
+        let t: FusionTrack
+        if let old = spare.popLast(), let ekf = old.filter as? ExtendedKalmanFilter {
+            // A reset trace's track (ekf only, `reset`): the state of a new one, without allocating
+            // the track, its filter and its source maps again (`FusionTrack.recycle`). The filter's
+            // motion is `makeFilter`'s for `settings.motion.layout`: `settings.motion` itself.
+            ekf.restart(motion: settings.motion)
+            old.recycle(pdr: pdr, logNIS: logNIS)
+            t = old
+        } else {
+            t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
+        }
         t.interpolatesStrides = settings.strideInterpolation
         t.stepScaleSigma = calibration?.scaleSigma
         if settings.platform == .vehicle { t.filter.motion.constantVelocity.q = settings.vehicleQ }
@@ -446,6 +477,7 @@ public final class FusionStage: PipelineStage {
         for s in settings.adaptiveAccuracy { t.accuracyScales[s] = AccuracyScale(window: settings.adaptiveAccuracyWindow) }
         tracks[device] = t
         deviceOrder.append(device)
+        lastTrack = (device, t)
         return t
     }
 
