@@ -151,8 +151,8 @@ final class FusionTrack {
         self.recordEpochs = recordEpochs; self.logNIS = logNIS
     }
 
-    /// Returns every per-trace property to the value `init` gives it, with `pdr` and `logNIS` as
-    /// `init` would take them (`historySeconds` and `recordEpochs` are the stage's configuration,
+    /// Returns every per-trace property to the value `init` gives it, with a new PDR for
+    /// `declinationDegrees` and `logNIS` as `init` would take them (`historySeconds` and `recordEpochs` are the stage's configuration,
     /// the same for every track it makes). The filter is the caller's to restart
     /// (`ExtendedKalmanFilter.restart`). `FusionStage` reuses the track of a reset trace this way
     /// (a refine report, a geolocate request: creating and freeing one cost ≈ 4.6k instructions
@@ -161,8 +161,9 @@ final class FusionTrack {
     /// capacity and on its storage's own hash seed, so it differs between two new tracks too.)
     /// `FusionTrackRecycleTests` compares every stored property, by reflection, with a new
     /// track's after other traces have run on the old one.
-    func recycle(pdr: consuming PedestrianDeadReckoning, logNIS: Bool) {
-        self.pdr = pdr; self.logNIS = logNIS
+    func recycle(declinationDegrees: Double, logNIS: Bool) {
+        // Built in place: a PDR passed in was copied twice on the way (≈ 1k instructions).
+        pdr = PedestrianDeadReckoning(declinationDegrees: declinationDegrees); self.logNIS = logNIS
         counters.removeAll(); consecutiveGated.removeAll(); previousGated.removeAll(); accuracyScales.removeAll()
         startFix = nil; start = nil
         repeatRuns.removeAll(keepingCapacity: true)
