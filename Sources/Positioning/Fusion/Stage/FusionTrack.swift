@@ -205,7 +205,9 @@ final class FusionTrack {
             gnssBias!.adopt(errorCorrelation)
             if let c = correlatedFix { gnssBias!.prime(startingAt: c.covariance, time: time, differencedOver: dt); biasFamily = c.family } else { gnssBias!.reset(time: time); biasFamily = nil }
         }
-        history.removeAll()
+        // Capacity kept: the next inputs are appended again (a new buffer grew by reallocation at
+        // each of a short track's first updates, ≈ 640 instructions each).
+        history.removeAll(keepingCapacity: true)
         if recordEpochs {
             epochs.append(FilterEpoch(time: time, transition: .identity, crossCovariance: covariance, priorMean: mean, priorCovariance: covariance,
                                       posteriorMean: mean, posteriorCovariance: covariance, startsSegment: true,
