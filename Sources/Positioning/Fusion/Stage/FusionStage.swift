@@ -159,9 +159,18 @@ public final class FusionStage: PipelineStage {
         return s
     }
     /// The per-phone filters; `settings`, `source`, `recordEpochs` and `logNIS` are configuration.
+    /// An ekf's tracks are kept (up to `spareLimit`) and reused, their state returned to a new
+    /// track's, by the next trace's phones (`track`).
     public func reset() {
+        if settings.kind == .ekf {
+            // Any order: every reused track is returned to the same state.
+            for t in tracks.values where spare.count < Self.spareLimit { spare.append(t) }
+        }
         tracks.removeAll(keepingCapacity: true); deviceOrder.removeAll(keepingCapacity: true); lastTrack = nil
     }
+    /// Tracks of earlier traces kept for reuse: a report or request has one phone, a trace a few.
+    private(set) var spare: [FusionTrack] = []
+    static let spareLimit = 4
     /// Keep per-epoch filter history for the RTS smoother (`SmootherStage`).
     let recordEpochs: Bool
     /// Keep every update's NIS (consistency evaluation).
@@ -175,6 +184,9 @@ public final class FusionStage: PipelineStage {
         self.settings = settings
         looseMask = Self.mask(settings.inputs.filter { !settings.tight.contains($0) && !$0.isFusion })
         tightMask = Self.mask(settings.tight)
+        supersedingMask = Self.mask(Set(settings.superseding.filter { !$0.value.isEmpty }.keys))
+        for (s, a) in settings.inflation { inflation[s] = a }
+        groupableMask = Self.mask(settings.scanCombined.union(settings.gnssBias != nil ? Settings.scanCombinable : []))
         self.source = source ?? Source(rawValue: settings.kind.rawValue)!
         self.recordEpochs = recordEpochs
     }
@@ -186,6 +198,8 @@ public final class FusionStage: PipelineStage {
     /// The same counters by source, in declaration order (no dictionary built).
     public var sourceCounters: SourceMap<SourceCounters> {
         // One phone (a report): its own counters, the same values as the sum below gives.
+        // (The last phone looked up is usually it: no hashed look-up.)
+        if deviceOrder.count == 1, let (d, t) = lastTrack, d == deviceOrder[0] { return t.counters }
         if deviceOrder.count == 1, let t = tracks[deviceOrder[0]] { return t.counters }
         var sum = SourceMap<SourceCounters>()
         for t in deviceOrder.compactMap({ tracks[$0] }) {
@@ -210,7 +224,7 @@ public final class FusionStage: PipelineStage {
     /// the phone has no track yet or nothing widens it.
     public func gnssFixRegion(subject: String, time: Double, covariance: Covariance2) -> Covariance2? {
         guard let t = tracks[subject], t.filter.isInitialized else { return nil }
-        return t.gnssFixRegion(covariance, time: time, inflation: settings.inflation[.gnss] ?? 1)
+        return t.gnssFixRegion(covariance, time: time, inflation: inflation[.gnss] ?? 1)
     }
 
     // MARK: processing
@@ -249,8 +263,13 @@ public final class FusionStage: PipelineStage {
             guard t.filter.isInitialized, m.time >= t.filter.time else { continue }
             if let r = t.apply(.update(m), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
         }
-        let superseded = supersededFixes(upstream)
-        let scans = scanGroups(upstream, superseded: superseded)
+        // The sources of the loose fixes upstream: the superseding and scan-group passes (each a
+        // set or dictionary built per event) run only when a fix of theirs is there (a report's
+        // one GNSS fix needs neither).
+        var looseSources: UInt16 = 0
+        for r in upstream { if case .fix(let f) = r, isLooseInput(f) { looseSources |= Self.bit(f.source) } }
+        let superseded = looseSources & supersedingMask != 0 ? supersededFixes(upstream) : []
+        let scans = looseSources & groupableMask != 0 ? scanGroups(upstream, superseded: superseded) : [:]
         for r in upstream {
             // One pattern per case, the conditions inside: each `case … where` that fails copied
             // the result once more (a `StageResult` copy is ≈ 150 instructions).
@@ -266,13 +285,13 @@ public final class FusionStage: PipelineStage {
                     // the one it is credited to count as combined.
                     if group.first == f {
                         let c = intersect(group, context)
-                        if let c { out += update(fix: c, context, prescaled: true) }
+                        if let c { update(fix: c, context, prescaled: true, into: &out) }
                         for g in group where g.source != c?.source {
                             track(g.subject, context).counters[g.source, default: SourceCounters()].combined += 1
                         }
                     }
                 } else {
-                    out += update(fix: f, context)
+                    update(fix: f, context, into: &out)
                 }
             case .measurement(let m, let subject):
                 if m.observedBlock == .velocity { continue }     // applied above
@@ -300,6 +319,11 @@ public final class FusionStage: PipelineStage {
     /// per source (`Source.ordinal`): tested for every upstream result, where a `Set<Source>`
     /// look-up hashed the source each time.
     private let looseMask: UInt16, tightMask: UInt16
+    /// The sources whose fixes may supersede others (`Settings.superseding`'s keys), and those
+    /// `scanGroups` may group (`scanCombined`, and the combinable WiFi sources when the bias block is on).
+    private let supersedingMask: UInt16, groupableMask: UInt16
+    /// `settings.inflation` by case (a look-up per fix hashed the source: ≈ 370 instructions).
+    private var inflation = SourceMap<Double>()
     @inline(__always) private static func bit(_ s: Source) -> UInt16 { 1 << UInt16(s.ordinal) }
     private static func mask(_ sources: Set<Source>) -> UInt16 { sources.reduce(0) { $0 | bit($1) } }
 
@@ -384,7 +408,7 @@ public final class FusionStage: PipelineStage {
            starting || t.biasFamily != .gnss {
             return settings.radioMapInflation
         }
-        return settings.inflation[f.source] ?? 1
+        return inflation[f.source] ?? 1
     }
 
     /// α²·λ of a fix without the repeat factor: the scale its R enters with (1 when `prescaled`:
@@ -433,11 +457,21 @@ public final class FusionStage: PipelineStage {
     private func track(_ device: String, _ context: PipelineContext) -> FusionTrack {
         if let (d, t) = lastTrack, d == device { return t }        // 100 Hz IMU: skip the hash lookup
         if let t = tracks[device] { lastTrack = (device, t); return t }
-        var pdr = PedestrianDeadReckoning(declinationDegrees: context.header.declination)
         let calibration = stepLength(context)
-        pdr.weinbergK = calibration?.weinbergK ?? settings.weinbergK
-        let t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls), pdr: pdr,
+        let t: FusionTrack
+        if let old = spare.popLast(), let ekf = old.filter as? ExtendedKalmanFilter {
+            // A reset trace's track (ekf only, `reset`): the state of a new one, without allocating
+            // the track, its filter and its source maps again (`FusionTrack.recycle`). The filter's
+            // motion is `makeFilter`'s for `settings.motion.layout`: `settings.motion` itself.
+            ekf.restart(motion: settings.motion)
+            old.recycle(declinationDegrees: context.header.declination, logNIS: logNIS)
+            t = old
+        } else {
+            t = FusionTrack(filter: makeFilter(layout: settings.motion.layout, device: device, walls: context.reference.walls),
+                            pdr: PedestrianDeadReckoning(declinationDegrees: context.header.declination),
                             historySeconds: settings.historySeconds, recordEpochs: recordEpochs, logNIS: logNIS)
+        }
+        t.pdr.weinbergK = calibration?.weinbergK ?? settings.weinbergK
         t.interpolatesStrides = settings.strideInterpolation
         t.stepScaleSigma = calibration?.scaleSigma
         if settings.platform == .vehicle { t.filter.motion.constantVelocity.q = settings.vehicleQ }
@@ -446,6 +480,7 @@ public final class FusionStage: PipelineStage {
         for s in settings.adaptiveAccuracy { t.accuracyScales[s] = AccuracyScale(window: settings.adaptiveAccuracyWindow) }
         tracks[device] = t
         deviceOrder.append(device)
+        lastTrack = (device, t)
         return t
     }
 
@@ -495,12 +530,18 @@ public final class FusionStage: PipelineStage {
     }
 
     /// `prescaled`: the fix's covariance is already R (a scan's intersection): no α, no repeat factor.
-    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool = false) -> [StageResult] {
+    /// Appends the output, if any, to `out` (an array returned per fix and appended cost ≈ 1k
+    /// instructions per report).
+    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool = false, into out: inout [StageResult]) {
+        if let r = update(fix: f, context, prescaled: prescaled) { out.append(r) }
+    }
+
+    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool) -> StageResult? {
         let t = track(f.subject, context)
-        guard f.covariance.determinant > 0, f.covariance.determinant.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return [] }
+        guard f.covariance.determinant > 0, f.covariance.determinant.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return nil }
         if !t.filter.isInitialized {
-            guard initialize(t, at: f, prescaled: prescaled) else { return [] }
-            return [emit(t, device: f.subject)]
+            guard initialize(t, at: f, prescaled: prescaled) else { return nil }
+            return emit(t, device: f.subject)
         }
         if let s = t.start, s.source == f.source {
             // The start fix carried no information at the scale of this one (a receiver's first fix
@@ -514,8 +555,8 @@ public final class FusionStage: PipelineStage {
             // filter's is small, and a long outage alone (a large P, a good start) never restarts.
             let r = Self.uninformativeRatio * scale2(f, t, prescaled: prescaled, starting: true) * f.covariance.trace
             if r < s.trace, case let p = t.filter.covariance, r < p[0, 0] + p[1, 1] {
-                guard initialize(t, at: f, keepingHeading: true, prescaled: prescaled) else { return [] }
-                return [emit(t, device: f.subject)]
+                guard initialize(t, at: f, keepingHeading: true, prescaled: prescaled) else { return nil }
+                return emit(t, device: f.subject)
             }
         }
         if f.source == .gnss, !prescaled, case let p = t.filter.covariance, case let prior = p[0, 0] + p[1, 1], prior > 0,
@@ -526,16 +567,16 @@ public final class FusionStage: PipelineStage {
             // It carries less than 10⁻⁴ of the information: the filter predicts to its time, no update.
             t.apply(.predict(time: f.time), gate: gate)
             t.counters[f.source, default: SourceCounters()].uninformative += 1
-            return [emit(t, device: f.subject)]
+            return emit(t, device: f.subject)
         }
         let alpha = prescaled ? 1 : alpha(f, t)
         let m = PositionMeasurement(fix: f, inflation: alpha, gateProbability: 0.99)
-        guard var r = t.apply(.update(m), gate: gate) else { return [] }
+        guard var r = t.apply(.update(m), gate: gate) else { return nil }
         if r.outcome == .gated, let start = t.startFix, start.source == f.source, t.filter.motion.layout == .constantVelocity {
             // The one-point start assumed rest (v = 0 ± initial_speed_sigma_mps) and the next fix
             // says otherwise (a car): start again from the two fixes (§7.5 track initiation).
             _ = initialize(t, at: f, keepingHeading: true, previous: start, prescaled: prescaled)
-            return [emit(t, device: f.subject)]
+            return emit(t, device: f.subject)
         }
         t.startFix = nil
         if r.outcome == .gated, let again = retestAsManoeuvre(t, r) { r = again }
@@ -568,7 +609,7 @@ public final class FusionStage: PipelineStage {
                 }
             }
         }
-        return [emit(t, device: f.subject)]
+        return emit(t, device: f.subject)
     }
 
     /// A filter started at a fix whose variance (tr R) is more than this many times a later fix of

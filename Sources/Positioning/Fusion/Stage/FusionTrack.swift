@@ -144,11 +144,36 @@ final class FusionTrack {
     let historySeconds: Double
     let recordEpochs: Bool
     private(set) var epochs: [FilterEpoch] = []
-    private let logNIS: Bool
+    private var logNIS: Bool
 
     init(filter: any FusionFilter, pdr: PedestrianDeadReckoning, historySeconds: Double, recordEpochs: Bool, logNIS: Bool) {
         self.filter = filter; self.pdr = pdr; self.historySeconds = historySeconds
         self.recordEpochs = recordEpochs; self.logNIS = logNIS
+    }
+
+    /// Returns every per-trace property to the value `init` gives it, with a new PDR for
+    /// `declinationDegrees` and `logNIS` as `init` would take them (`historySeconds` and `recordEpochs` are the stage's configuration,
+    /// the same for every track it makes). The filter is the caller's to restart
+    /// (`ExtendedKalmanFilter.restart`). `FusionStage` reuses the track of a reset trace this way
+    /// (a refine report, a geolocate request: creating and freeing one cost ≈ 4.6k instructions
+    /// per report, docs/refine.md). The collections keep their storage, emptied: the same values.
+    /// (`repeatRuns` is only looked up, never iterated: a dictionary's order depends on its
+    /// capacity and on its storage's own hash seed, so it differs between two new tracks too.)
+    /// `FusionTrackRecycleTests` compares every stored property, by reflection, with a new
+    /// track's after other traces have run on the old one.
+    func recycle(declinationDegrees: Double, logNIS: Bool) {
+        // Built in place: a PDR passed in was copied twice on the way (≈ 1k instructions).
+        pdr = PedestrianDeadReckoning(declinationDegrees: declinationDegrees); self.logNIS = logNIS
+        counters.removeAll(); consecutiveGated.removeAll(); previousGated.removeAll(); accuracyScales.removeAll()
+        startFix = nil; start = nil
+        repeatRuns.removeAll(keepingCapacity: true)
+        reinitializations = 0; rewinds = 0; tooLate = 0
+        lastEmitTime = -.infinity; lastHeadingUpdate = -.infinity
+        seenIMU = false; platform = nil
+        lastPredictionStill = false; allowStill = true; interpolatesStrides = true; stepScaleSigma = nil
+        stride = StrideInterpolation()
+        gnssBias = nil; biasFamily = nil
+        nisLog.removeAll(keepingCapacity: true); history.removeAll(keepingCapacity: true); epochs.removeAll(keepingCapacity: true)
     }
 
     /// k for this observation of `key`: one more than last time when `value` is unchanged, else 1
@@ -180,7 +205,9 @@ final class FusionTrack {
             gnssBias!.adopt(errorCorrelation)
             if let c = correlatedFix { gnssBias!.prime(startingAt: c.covariance, time: time, differencedOver: dt); biasFamily = c.family } else { gnssBias!.reset(time: time); biasFamily = nil }
         }
-        history.removeAll()
+        // Capacity kept: the next inputs are appended again (a new buffer grew by reallocation at
+        // each of a short track's first updates, ≈ 640 instructions each).
+        history.removeAll(keepingCapacity: true)
         if recordEpochs {
             epochs.append(FilterEpoch(time: time, transition: .identity, crossCovariance: covariance, priorMean: mean, priorCovariance: covariance,
                                       posteriorMean: mean, posteriorCovariance: covariance, startsSegment: true,
