@@ -84,8 +84,9 @@ public enum GeoAPI {
     /// Foundation's NSNumber does on Linux), and the integer literal -0 is +0.
     struct Body {
         let s: JSONLineScanner
-        /// The top-level array read once by `read(deferring:)`: its offset and its elements' members.
-        var deferredStart = -1
+        /// The top-level arrays read once by `read(deferring:also:)`: their offsets and ranges of
+        /// `deferredBounds`, their elements' members.
+        var readArrays: [(start: Int, bounds: Range<Int>)] = []
         var deferredMembers: [JField] = []
         var deferredBounds: [(start: Int, end: Int)] = []
 
@@ -101,12 +102,13 @@ public enum GeoAPI {
         /// Runs `parse` on the top-level object of `body` (an empty body is an empty object).
         /// A body the caller gives up (`consuming`) gets the scanner's terminator appended in
         /// place, without a copy when its storage has a spare byte.
-        /// `deferring`: a top-level array member (geolocate's `wifiAccessPoints`, most of a body)
-        /// whose elements the whole-body scan reads as it validates them (`array` then takes
-        /// their members) instead of validating them and leaving them to be scanned again. The
-        /// same answers and errors: the body is validated whole before `parse` runs; an array
-        /// with a repeated key or an element that is not an object is read by `array` as before.
-        static func read<R>(_ body: consuming [UInt8], deferring key: StaticString? = nil, _ parse: (Body, Object) throws -> R) throws -> R {
+        /// `deferring`, `also`: top-level array members (geolocate's `wifiAccessPoints`, most of a
+        /// body, and `cellTowers`) whose elements the whole-body scan reads as it validates them
+        /// (`array` then takes their members) instead of validating them and leaving them to be
+        /// scanned again. The same answers and errors: the body is validated whole before `parse`
+        /// runs; an array with an element that is not an object is read by `array` as before.
+        static func read<R>(_ body: consuming [UInt8], deferring key: StaticString? = nil, also key2: StaticString? = nil,
+                            _ parse: (Body, Object) throws -> R) throws -> R {
             var bytes = consume body
             let n = bytes.count
             bytes.append(0)                                  // the scanner's terminator
@@ -118,7 +120,7 @@ public enum GeoAPI {
                 var b = Body(s: s)
                 if n > 0 {
                     do throws(LineIssue) {
-                        if let key { try b.readDeferring(key, into: &top) } else { try s.line(into: &top) }
+                        if let key { try b.readDeferring(key, also: key2, into: &top) } else { try s.line(into: &top) }
                     } catch {
                         if s.isSingleValue(), ReportRecordParser.validUTF8(s.p, 0, n) { throw APIError.parse("the body must be a JSON object") }
                         throw APIError.parse("the body is not JSON")
@@ -129,19 +131,16 @@ public enum GeoAPI {
             }
         }
 
-        /// The whole-body scan of `read(deferring:)`: validates the body and reads the array
-        /// `key`'s elements in the same pass (`JSONLineScanner.line(into:reading:…)`); `array`
-        /// takes them when that array is the member the body's last `key` names.
-        private mutating func readDeferring(_ key: StaticString, into top: inout [JField]) throws(LineIssue) {
-            var starts: [Int] = []
-            starts.reserveCapacity(1)
-            deferredMembers.reserveCapacity(32)
+        /// The whole-body scan of `read(deferring:also:)`: validates the body and reads the
+        /// elements of the top-level arrays `key` and `key2` in the same pass
+        /// (`JSONLineScanner.line(into:reading:also:…)`); `array` takes an array's elements when it
+        /// is one of these (found by its offset: a key named twice has read both, the last one is
+        /// the member).
+        private mutating func readDeferring(_ key: StaticString, also key2: StaticString?, into top: inout [JField]) throws(LineIssue) {
+            readArrays.reserveCapacity(2)
+            deferredMembers.reserveCapacity(40)
             deferredBounds.reserveCapacity(16)
-            try s.line(into: &top, reading: key, elements: &deferredMembers, bounds: &deferredBounds, readStarts: &starts)
-            guard starts.count == 1, let f = top.last(where: { $0.keyLength == key.utf8CodeUnitCount
-                                                             && memcmp(s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }),
-                  f.kind == .array, f.start == starts[0] else { deferredMembers = []; deferredBounds = []; return }
-            deferredStart = f.start
+            try s.line(into: &top, reading: key, also: key2, elements: &deferredMembers, bounds: &deferredBounds, readStarts: &readArrays)
         }
 
         func object(_ f: JField?) -> Object? {
@@ -155,7 +154,9 @@ public enum GeoAPI {
         func array(_ o: Object, _ key: StaticString) throws -> [Object] {
             guard let f = o[key, in: self], f.kind != .null else { return [] }
             guard f.kind == .array else { throw APIError.parse("'\(key)' must be an array") }
-            if f.start == deferredStart { return deferredBounds.map { Object(fields: deferredMembers[$0.start..<$0.end]) } }
+            if let r = readArrays.first(where: { $0.start == f.start }) {
+                return deferredBounds[r.bounds].map { Object(fields: deferredMembers[$0.start..<$0.end]) }
+            }
             // The whole body was validated by `read`'s scan, so the array is well formed: each
             // element is scanned once, by the object scan that also finds where it ends (before, a
             // pass validated the elements again and another delimited them: a third of the parse),
@@ -389,7 +390,7 @@ public enum GeoAPI {
 
     /// Parses a geolocate body.
     public static func query(_ body: consuming [UInt8]) throws -> Query {
-        try Body.read(consume body, deferring: "wifiAccessPoints") { b, o in
+        try Body.read(consume body, deferring: "wifiAccessPoints", also: "cellTowers") { b, o in
             var q = Query()
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
