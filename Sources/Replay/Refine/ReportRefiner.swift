@@ -361,16 +361,14 @@ public final class ReportRefiner {
         pipeline.dormant = dormant
         var lastFused: Fix?
         var objectFix: Fix?
-        // The stand-alone sources that produced a fix (a bit per `Source.ordinal`; only which ones
-        // is read: a `[Source: Int]` of counts grew from empty, three resizes per report).
-        var producedBy: UInt64 = 0
+        var producedBy: [Source: Int] = [:]
         for i in events.indices {
             for result in pipeline.process(events[i], context: context) {
                 switch result {
                 case .fix(let f):       // one pattern, the conditions inside (see `FusionStage.process`)
                     if f.source == .ekf && f.subject == Fix.defaultSubject { lastFused = f }
                     else if Subject.isObject(f.subject) { objectFix = f }
-                    else if !f.source.isFusion { producedBy |= 1 << UInt64(f.source.ordinal) }
+                    else if !f.source.isFusion { producedBy[f.source, default: 0] += 1 }
                 case .failure(let s, let t, _, let reason):
                     // "Missing input" of a stage whose own evidence type is absent is not news.
                     if case .missingInput = reason, let needs = Self.ownInput[s], evidenceKinds.isDisjoint(with: needs) { continue }
@@ -393,13 +391,10 @@ public final class ReportRefiner {
             rejected.append(Rejection(input: s, reason: "\(n) fix(es) rejected by the χ² gate (inconsistent with the other evidence)"))
         }
         for s in contained.sorted() where !used.contains(s) && gated[s] == nil {
-            var by: [String] = []
-            for (k, v) in fusion.settings.superseding where v.contains(where: { $0.rawValue == s }) { by.append(k.rawValue) }
-            by.sort()
+            let by = fusion.settings.superseding.filter { $0.value.contains(where: { $0.rawValue == s }) }.keys.map(\.rawValue).sorted()
             rejected.append(Rejection(input: s, reason: "contained in the \(by.joined(separator: "/")) fix of the same evidence (not fused twice)"))
         }
-        for s in Source.allCases where producedBy & 1 << UInt64(s.ordinal) != 0                   // in `Source` order, as sorted
-            && s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil && !contained.contains(s.rawValue) {
+        for s in producedBy.keys.sorted() where s != .gnss && !used.contains(s.rawValue) && gated[s.rawValue] == nil && !contained.contains(s.rawValue) {
             rejected.append(Rejection(input: s.rawValue, reason: "not fused (not an ekf input)"))
         }
 
