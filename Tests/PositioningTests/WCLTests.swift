@@ -106,6 +106,32 @@ import Foundation
         }
     }
 
+    /// `normalizedWeights` in one array (up to 64 anchors) gives the general form's weights bit for
+    /// bit: seeded anchors (1–70: both paths), all four laws, `db` with anchors below its reference
+    /// (no weight) and with none above it (equal weights), models given or defaulted; and
+    /// `selectAnchors(merged:)` keeps what filtering then taking the first K kept.
+    @Test func weightsAndSelectionAsTheGeneralForm() {
+        var rng = Xoshiro256(seed: 2323)
+        for n in [1, 2, 3, 8, 17, 64, 65, 70] {
+            for trial in 0..<6 {
+                let anchors = (0..<n).map { i in
+                    WCLAnchor(id: "a\(i)", position: SIMD2(Double(rng.next() % 100), Double(rng.next() % 100)),
+                              rss: trial == 5 ? -120 : -30 - Double(rng.next() % 800) / 10,
+                              p0: rng.next() % 3 == 0 ? nil : -35 - Double(rng.next() % 10),
+                              pathLossExponent: rng.next() % 3 == 0 ? nil : 2 + Double(rng.next() % 20) / 10)
+                }
+                for law in [WeightLaw.power, .distance, .amplitude, .db] {
+                    let e = WCLEstimator(weightLaw: law, exponent: 0.3 + Double(trial) / 4, maxAnchors: 1 + trial * 3,
+                                         rssMin: -95 + Double(trial))
+                    let got = e.normalizedWeights(anchors), want = e.normalizedWeightsGeneral(anchors)
+                    #expect(got.map(\.bitPattern) == want.map(\.bitPattern), "n \(n) trial \(trial) \(law)")
+                    let sel = e.selectAnchors(merged: anchors)
+                    #expect(sel == Array(anchors.filter { $0.rss >= e.rssMin }.prefix(max(1, e.maxAnchors))))
+                }
+            }
+        }
+    }
+
     /// Groups of one MAC are found by their map entry (`mergedAnchors`), not by their id: the
     /// anchors equal, bit for bit, those of grouping every entry by its id string (the rule the
     /// entry shortcut stands for), on scans of 5 and 40 MACs listed once or twice, in other

@@ -91,6 +91,7 @@ enum FoundationGeoParser {
             guard let w = wifi(d), seen.insert(w.bssid).inserted else { q.droppedWiFi += 1; continue }
             q.wifi.append(w)
         }
+        q.wifiValues = q.wifi.map { GeoAPI.macValue($0.bssid) }     // what the parser reads with each name
         q.bluetooth = try array(o, "bluetoothBeacons").count
         if let f = o["fallbacks"], !(f is NSNull) {
             guard let fd = f as? [String: Any] else { throw GeoAPI.APIError.parse("'fallbacks' must be an object") }

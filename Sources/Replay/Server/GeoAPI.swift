@@ -57,6 +57,9 @@ public enum GeoAPI {
         public var bluetooth = 0
         /// ichnaea `fallbacks.lacf` (default true): answer from the location area when no cell or AP is known.
         public var lacf = true
+        /// `GeoAPI.macValue` of each of `wifi`'s BSSIDs: `query` reads them from the body's bytes
+        /// as it checks each name (a Query built otherwise leaves this empty: `locate` computes them).
+        var wifiValues: [UInt64?] = []
     }
 
     /// WiFi signal strength assumed when an entry gives none, dBm (a mid-range value: every
@@ -81,8 +84,9 @@ public enum GeoAPI {
     /// Foundation's NSNumber does on Linux), and the integer literal -0 is +0.
     struct Body {
         let s: JSONLineScanner
-        /// The top-level array read once by `read(deferring:)`: its offset and its elements' members.
-        var deferredStart = -1
+        /// The top-level arrays read once by `read(deferring:also:)`: their offsets and ranges of
+        /// `deferredBounds`, their elements' members.
+        var readArrays: [(start: Int, bounds: Range<Int>)] = []
         var deferredMembers: [JField] = []
         var deferredBounds: [(start: Int, end: Int)] = []
 
@@ -98,12 +102,13 @@ public enum GeoAPI {
         /// Runs `parse` on the top-level object of `body` (an empty body is an empty object).
         /// A body the caller gives up (`consuming`) gets the scanner's terminator appended in
         /// place, without a copy when its storage has a spare byte.
-        /// `deferring`: a top-level array member (geolocate's `wifiAccessPoints`, most of a body)
-        /// whose elements the whole-body scan reads as it validates them (`array` then takes
-        /// their members) instead of validating them and leaving them to be scanned again. The
-        /// same answers and errors: the body is validated whole before `parse` runs; an array
-        /// with a repeated key or an element that is not an object is read by `array` as before.
-        static func read<R>(_ body: consuming [UInt8], deferring key: StaticString? = nil, _ parse: (Body, Object) throws -> R) throws -> R {
+        /// `deferring`, `also`: top-level array members (geolocate's `wifiAccessPoints`, most of a
+        /// body, and `cellTowers`) whose elements the whole-body scan reads as it validates them
+        /// (`array` then takes their members) instead of validating them and leaving them to be
+        /// scanned again. The same answers and errors: the body is validated whole before `parse`
+        /// runs; an array with an element that is not an object is read by `array` as before.
+        static func read<R>(_ body: consuming [UInt8], deferring key: StaticString? = nil, also key2: StaticString? = nil,
+                            _ parse: (Body, Object) throws -> R) throws -> R {
             var bytes = consume body
             let n = bytes.count
             bytes.append(0)                                  // the scanner's terminator
@@ -111,10 +116,11 @@ public enum GeoAPI {
                 var s = JSONLineScanner(p: buf.baseAddress!, count: n)
                 s.maxDepth = 512
                 var top: [JField] = []
+                top.reserveCapacity(8)                       // a body's handful of members, sized once
                 var b = Body(s: s)
                 if n > 0 {
                     do throws(LineIssue) {
-                        if let key { try b.readDeferring(key, into: &top) } else { try s.line(into: &top) }
+                        if let key { try b.readDeferring(key, also: key2, into: &top) } else { try s.line(into: &top) }
                     } catch {
                         if s.isSingleValue(), ReportRecordParser.validUTF8(s.p, 0, n) { throw APIError.parse("the body must be a JSON object") }
                         throw APIError.parse("the body is not JSON")
@@ -125,17 +131,16 @@ public enum GeoAPI {
             }
         }
 
-        /// The whole-body scan of `read(deferring:)`: validates the body and reads the array
-        /// `key`'s elements in the same pass (`JSONLineScanner.line(into:reading:…)`); `array`
-        /// takes them when that array is the member the body's last `key` names.
-        private mutating func readDeferring(_ key: StaticString, into top: inout [JField]) throws(LineIssue) {
-            var starts: [Int] = []
-            deferredMembers.reserveCapacity(32)
-            try s.line(into: &top, reading: key, elements: &deferredMembers, bounds: &deferredBounds, readStarts: &starts)
-            guard starts.count == 1, let f = top.last(where: { $0.keyLength == key.utf8CodeUnitCount
-                                                             && memcmp(s.p + $0.keyStart, key.utf8Start, $0.keyLength) == 0 }),
-                  f.kind == .array, f.start == starts[0] else { deferredMembers = []; deferredBounds = []; return }
-            deferredStart = f.start
+        /// The whole-body scan of `read(deferring:also:)`: validates the body and reads the
+        /// elements of the top-level arrays `key` and `key2` in the same pass
+        /// (`JSONLineScanner.line(into:reading:also:…)`); `array` takes an array's elements when it
+        /// is one of these (found by its offset: a key named twice has read both, the last one is
+        /// the member).
+        private mutating func readDeferring(_ key: StaticString, also key2: StaticString?, into top: inout [JField]) throws(LineIssue) {
+            readArrays.reserveCapacity(2)
+            deferredMembers.reserveCapacity(40)
+            deferredBounds.reserveCapacity(16)
+            try s.line(into: &top, reading: key, also: key2, elements: &deferredMembers, bounds: &deferredBounds, readStarts: &readArrays)
         }
 
         func object(_ f: JField?) -> Object? {
@@ -149,7 +154,9 @@ public enum GeoAPI {
         func array(_ o: Object, _ key: StaticString) throws -> [Object] {
             guard let f = o[key, in: self], f.kind != .null else { return [] }
             guard f.kind == .array else { throw APIError.parse("'\(key)' must be an array") }
-            if f.start == deferredStart { return deferredBounds.map { Object(fields: deferredMembers[$0.start..<$0.end]) } }
+            if let r = readArrays.first(where: { $0.start == f.start }) {
+                return deferredBounds[r.bounds].map { Object(fields: deferredMembers[$0.start..<$0.end]) }
+            }
             // The whole body was validated by `read`'s scan, so the array is well formed: each
             // element is scanned once, by the object scan that also finds where it ends (before, a
             // pass validated the elements again and another delimited them: a third of the parse),
@@ -195,16 +202,24 @@ public enum GeoAPI {
             return try? s.string(start: f.start, end: f.end, escaped: f.escaped)
         }
         /// `GeoAPI.mac(string(f))`: an unescaped member is read on its bytes in place (the
-        /// body is valid UTF-8, so they are the bytes of `string(f)`).
-        func mac(_ f: JField?) -> String? {
+        /// body is valid UTF-8, so they are the bytes of `string(f)`). `value`: the result's
+        /// `GeoAPI.macValue`.
+        func mac(_ f: JField?, value: inout UInt64?) -> String? {
+            value = nil
             guard let f, f.kind == .string else { return nil }
             if !f.escaped {
                 let u = UnsafeBufferPointer(start: s.p + f.start, count: f.end - f.start)
                 // Already the normalized spelling (most clients'): its bytes are `asciiMAC`'s result.
-                if let v = GeoAPI.macValue(utf8: u) { return v == 0 || v == 0xFFFF_FFFF_FFFF ? nil : String(decoding: u, as: UTF8.self) }
-                if let m = GeoAPI.asciiMAC(utf8: u) { return m.isEmpty ? nil : m }
+                if let v = GeoAPI.macValue(utf8: u) {
+                    if v == 0 || v == 0xFFFF_FFFF_FFFF { return nil }
+                    value = v
+                    return String(decoding: u, as: UTF8.self)
+                }
+                if let m = GeoAPI.asciiMAC(utf8: u) { value = GeoAPI.macValue(m); return m.isEmpty ? nil : m }
             }
-            return GeoAPI.mac(string(f))
+            let m = GeoAPI.mac(string(f))
+            value = m.flatMap(GeoAPI.macValue)
+            return m
         }
         func bool(_ f: JField?) -> Bool? {
             guard let f else { return nil }
@@ -346,8 +361,13 @@ public enum GeoAPI {
     /// A WiFi entry: nil when invalid or refused by the privacy rules. `age` (ms before the
     /// observation time) becomes `lastSeen` = −age/1000 s on a clock whose 0 is that time.
     static func wifi(_ d: Body.Object, _ b: Body) -> WiFiObservation? {
+        var value: UInt64?
+        return wifi(d, b, value: &value)
+    }
+    /// `wifi`, with the `macValue` of its BSSID in `value`.
+    static func wifi(_ d: Body.Object, _ b: Body, value: inout UInt64?) -> WiFiObservation? {
         let ssid = b.string(d["ssid", in: b])
-        guard privacyAllows(ssid: ssid), let mac = b.mac(d["macAddress", in: b]) else { return nil }
+        guard privacyAllows(ssid: ssid), let mac = b.mac(d["macAddress", in: b], value: &value) else { return nil }
         let rss = b.number(d["signalStrength", in: b]).flatMap { $0 < 0 && $0 > -150 ? $0 : nil } ?? defaultWiFiSignal
         let f = b.number(d["frequency", in: b]) ?? b.integer(d["channel", in: b]).map(frequency(channel:)) ?? 2437
         let age = b.number(d["age", in: b]).flatMap { $0 >= 0 ? $0 : nil }
@@ -370,7 +390,7 @@ public enum GeoAPI {
 
     /// Parses a geolocate body.
     public static func query(_ body: consuming [UInt8]) throws -> Query {
-        try Body.read(consume body, deferring: "wifiAccessPoints") { b, o in
+        try Body.read(consume body, deferring: "wifiAccessPoints", also: "cellTowers") { b, o in
             var q = Query()
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
@@ -383,18 +403,19 @@ public enum GeoAPI {
             var seen = list.count > 16 ? Set<String>(minimumCapacity: list.count) : nil
             var values: [UInt64?] = []                       // `macValue` of each kept name (compared as integers)
             q.wifi.reserveCapacity(list.count)
-            values.reserveCapacity(seen == nil ? list.count : 0)
+            values.reserveCapacity(list.count)
+            var v: UInt64?
             for d in list {
-                guard let w = wifi(d, b) else { q.droppedWiFi += 1; continue }
+                guard let w = wifi(d, b, value: &v) else { q.droppedWiFi += 1; continue }
                 let repeated: Bool
                 if seen != nil { repeated = !seen!.insert(w.bssid).inserted } else {
-                    let v = macValue(w.bssid)
                     repeated = q.wifi.indices.contains { sameName(q.wifi[$0].bssid, values[$0], w.bssid, v) }
-                    if !repeated { values.append(v) }
                 }
                 if repeated { q.droppedWiFi += 1; continue }
                 q.wifi.append(w)
+                values.append(v)
             }
+            q.wifiValues = values
             q.bluetooth = try b.array(o, "bluetoothBeacons").count
             if let f = o["fallbacks", in: b], f.kind != .null {
                 guard let fd = b.object(f) else { throw APIError.parse("'fallbacks' must be an object") }
@@ -578,7 +599,8 @@ public enum GeoAPI {
     /// reset between requests instead of built per request).
     public static func locate(_ q: Query, store: any RadioLookup, pipelines: PipelinePool) async throws -> Answer? {
         // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
-        let qv = q.wifi.map { macValue($0.bssid) }             // the names as integers: compared and found as such
+        // The names as integers (compared and found as such): the parser's, or computed.
+        let qv = q.wifiValues.count == q.wifi.count ? q.wifiValues : q.wifi.map { macValue($0.bssid) }
         let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid), values: qv)
         var notes: [String] = []
         var wifi: [WiFiObservation]

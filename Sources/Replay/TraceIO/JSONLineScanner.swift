@@ -53,8 +53,8 @@ public struct JSONLineScanner {
     /// Scans the object starting at `i` (which must be `{` after optional whitespace)
     /// into `fields` (appended). Returns the offset just after the closing `}`.
     package func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
-        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [Int] = []
-        return try members(at: start, into: &fields, deferring: nil, reading: false, deferred: &unused, elements: &none,
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [(start: Int, bounds: Range<Int>)] = []
+        return try members(at: start, into: &fields, deferring: nil, also: nil, reading: false, deferred: &unused, elements: &none,
                            bounds: &noBounds, readStarts: &noStarts, depth: 1)
     }
 
@@ -63,13 +63,14 @@ public struct JSONLineScanner {
     /// array is an object, its elements are delimited in the same pass and appended to `elements`
     /// (`objectElements`); otherwise the array is delimited as a whole (`containerEnd`) and
     /// nothing is appended.
-    /// `reading` (with `key`): such an array of objects is instead read in this pass, validated
-    /// (`objectMembers`): its elements' members go to `elements`, their ranges there to
-    /// `bounds`, its offset to `readStarts`. `depth`: the nesting depth of this object's member
-    /// values (1 for a line's top level).
+    /// `reading` (with `key`, and `key2` when given): such an array of objects is instead read in
+    /// this pass, validated (`objectMembers`): its elements' members go to `elements`, their
+    /// ranges there to `bounds`, its offset and its elements' range of `bounds` to `readStarts`.
+    /// `depth`: the nesting depth of this object's member values (1 for a line's top level).
     @inline(__always)
-    private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, reading: Bool, deferred: inout Int,
-                         elements: inout [JField], bounds: inout [(start: Int, end: Int)], readStarts: inout [Int],
+    private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, also key2: StaticString?,
+                         reading: Bool, deferred: inout Int,
+                         elements: inout [JField], bounds: inout [(start: Int, end: Int)], readStarts: inout [(start: Int, bounds: Range<Int>)],
                          depth: Int) throws(LineIssue) -> Int {
         var i = skipWS(start)
         guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
@@ -82,10 +83,12 @@ public struct JSONLineScanner {
             guard i < count, p[i] == UInt8(ascii: ":") else { throw unexpected(i, expecting: "':'") }
             i = skipWS(i + 1)
             var f = JField(keyStart: ks, keyLength: ke - ks, kind: .null, number: 0, start: 0, end: 0, escaped: kesc)
-            if reading, let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount,
-               memcmp(p + ks, key.utf8Start, ke - ks) == 0, let e = try objectMembers(at: i, into: &elements, bounds: &bounds) {
+            if reading, let key, i < count, p[i] == UInt8(ascii: "["),
+               (ke - ks == key.utf8CodeUnitCount && memcmp(p + ks, key.utf8Start, ke - ks) == 0)
+                || (key2.map { ke - ks == $0.utf8CodeUnitCount && memcmp(p + ks, $0.utf8Start, ke - ks) == 0 } ?? false),
+               case let first = bounds.count, let e = try objectMembers(at: i, into: &elements, bounds: &bounds) {
                 f.kind = .array; f.start = i; f.end = e
-                readStarts.append(i)
+                readStarts.append((i, first..<bounds.count))
                 i = e
             } else if !reading, let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount,
                memcmp(p + ks, key.utf8Start, ke - ks) == 0,
@@ -120,8 +123,8 @@ public struct JSONLineScanner {
     /// `validatedArrayElements` gives them, delimited in the same pass (one pass over a report's
     /// evidence instead of two); nothing is appended for an array with any other element.
     package func line(into fields: inout [JField], deferring key: StaticString, elements: inout [JField]) throws(LineIssue) -> Int {
-        var deferred = 0, noBounds: [(start: Int, end: Int)] = [], noStarts: [Int] = []
-        let e = try members(at: 0, into: &fields, deferring: key, reading: false, deferred: &deferred, elements: &elements,
+        var deferred = 0, noBounds: [(start: Int, end: Int)] = [], noStarts: [(start: Int, bounds: Range<Int>)] = []
+        let e = try members(at: 0, into: &fields, deferring: key, also: nil, reading: false, deferred: &deferred, elements: &elements,
                             bounds: &noBounds, readStarts: &noStarts, depth: 1)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
@@ -129,16 +132,16 @@ public struct JSONLineScanner {
     }
 
     /// `line`, validating all of it, and in the same pass reading the array value of each
-    /// top-level member named `key` whose elements are all objects: each element's members are
-    /// appended to `elements` (as `object(at:into:)` gives them; nesting counted from the line's
-    /// top), its range there to `bounds`, the array's offset (its field's `start`) to `readStarts`.
-    /// An array with another kind of element is validated as `line` does and not read. (serve's
-    /// geolocate: `wifiAccessPoints`, most of a request, scanned once instead of validated and
-    /// then read.)
-    package func line(into fields: inout [JField], reading key: StaticString, elements: inout [JField],
-                      bounds: inout [(start: Int, end: Int)], readStarts: inout [Int]) throws(LineIssue) {
+    /// top-level member named `key` (or `key2`) whose elements are all objects: each element's
+    /// members are appended to `elements` (as `object(at:into:)` gives them; nesting counted from
+    /// the line's top), its range there to `bounds`, the array's offset (its field's `start`) and
+    /// its elements' range of `bounds` to `readStarts`. An array with another kind of element is
+    /// validated as `line` does and not read. (serve's geolocate: `wifiAccessPoints`, most of a
+    /// request, and `cellTowers`, scanned once instead of validated and then read.)
+    package func line(into fields: inout [JField], reading key: StaticString, also key2: StaticString? = nil, elements: inout [JField],
+                      bounds: inout [(start: Int, end: Int)], readStarts: inout [(start: Int, bounds: Range<Int>)]) throws(LineIssue) {
         var unused = 0
-        let e = try members(at: 0, into: &fields, deferring: key, reading: true, deferred: &unused, elements: &elements,
+        let e = try members(at: 0, into: &fields, deferring: key, also: key2, reading: true, deferred: &unused, elements: &elements,
                             bounds: &bounds, readStarts: &readStarts, depth: 1)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
@@ -154,14 +157,14 @@ public struct JSONLineScanner {
         let firstMember = out.count, firstBound = bounds.count
         var i = skipWS(start + 1)
         if i < count, p[i] == UInt8(ascii: "]") { return i + 1 }
-        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [Int] = []
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [(start: Int, bounds: Range<Int>)] = []
         while true {
             guard i < count, p[i] == UInt8(ascii: "{") else {
                 out.removeSubrange(firstMember...); bounds.removeSubrange(firstBound...)
                 return nil
             }
             let b = out.count
-            i = try members(at: i, into: &out, deferring: nil, reading: false, deferred: &unused, elements: &none,
+            i = try members(at: i, into: &out, deferring: nil, also: nil, reading: false, deferred: &unused, elements: &none,
                             bounds: &noBounds, readStarts: &noStarts, depth: 3)
             bounds.append((b, out.count))
             i = skipWS(i)

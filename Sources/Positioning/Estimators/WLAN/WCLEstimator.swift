@@ -3,7 +3,21 @@ import Foundation
 /// One anchor of a weighted centroid: a (merged) radio with its map position and RSS.
 public struct WCLAnchor: Sendable, Equatable {
     /// Group id (radio group, MAC or nibble group).
-    public var id: String
+    public var id: String {
+        get { key.macPrefix ? "mac:" + key.text : key.text }
+        set { key = Key(text: newValue, macPrefix: false) }
+    }
+    /// How `id` is kept: as given, or (`mergedAnchors`' one-MAC groups) the normalized MAC of
+    /// the id "mac:" + MAC, which is only spelled out when `id` is read: most scans never read
+    /// it (ties in RSS and HAPEL's later epochs do), and the 21-byte String was a heap
+    /// allocation per AP per scan. (A struct, not an enum of the two: copying the anchors in the
+    /// sort stays a retain.)
+    struct Key: Sendable {
+        var text: String, macPrefix: Bool
+        static func text(_ s: String) -> Key { Key(text: s, macPrefix: false) }
+        static func mac(_ m: String) -> Key { Key(text: m, macPrefix: true) }
+    }
+    var key: Key
     public var position: SIMD2<Double>
     /// RSS, dBm (strongest BSSID of the group; virtual for HAPEL hidden APs).
     public var rss: Double
@@ -16,8 +30,18 @@ public struct WCLAnchor: Sendable, Equatable {
     public var up: Double
     public init(id: String, position: SIMD2<Double>, rss: Double, p0: Double? = nil, pathLossExponent: Double? = nil,
                 floor: Int? = nil, isVirtual: Bool = false, up: Double = 0) {
-        self.id = id; self.position = position; self.rss = rss; self.p0 = p0
+        self.init(key: .text(id), position: position, rss: rss, p0: p0, pathLossExponent: pathLossExponent,
+                  floor: floor, isVirtual: isVirtual, up: up)
+    }
+    init(key: Key, position: SIMD2<Double>, rss: Double, p0: Double?, pathLossExponent: Double?,
+         floor: Int?, isVirtual: Bool, up: Double) {
+        self.key = key; self.position = position; self.rss = rss; self.p0 = p0
         self.pathLossExponent = pathLossExponent; self.floor = floor; self.isVirtual = isVirtual; self.up = up
+    }
+    /// Equal as the public members are (the id by its text, however it is kept).
+    public static func == (a: WCLAnchor, b: WCLAnchor) -> Bool {
+        a.position == b.position && a.rss == b.rss && a.p0 == b.p0 && a.pathLossExponent == b.pathLossExponent
+            && a.floor == b.floor && a.isVirtual == b.isVirtual && a.up == b.up && a.id == b.id
     }
 }
 
@@ -104,8 +128,11 @@ public struct WCLEstimator: Sendable, Equatable {
     /// map entry, and no other group can have their id (an entry found under its spelling as
     /// given has a normalized MAC that is no map key; "radio:" ids never equal "mac:" ids). Same
     /// groups, without comparing id strings (callgrind: a fifth of the merge for 8 APs).
+    ///
+    /// A one-MAC group's anchor keeps its MAC rather than the id String (`WCLAnchor.Key`): the
+    /// sort reads ids only for anchors of equal RSS.
     public func mergedAnchors(_ scan: WiFiScan, time: Double, map: [String: AccessPoint]) -> [WCLAnchor] {
-        struct Group { var id: String; var sum: SIMD3<Double>; var count: Int; var best: Double; var ap: AccessPoint }
+        struct Group { var id: WCLAnchor.Key; var sum: SIMD3<Double>; var count: Int; var best: Double; var ap: AccessPoint }
         var groups: [Group] = []
         groups.reserveCapacity(scan.accessPoints.count)
         var byID = SmallIndex<String>(), byEntry = SmallIndex<Dictionary<String, AccessPoint>.Index>()
@@ -129,16 +156,21 @@ public struct WCLEstimator: Sendable, Equatable {
                 groups[i].sum += p; groups[i].count += 1
                 if o.rss > groups[i].best { groups[i].best = o.rss; groups[i].ap = ap }
             } else {
-                let g = id ?? groupID(normalized: mac, ap: ap)
-                if oneMAC, let entry { byEntry.append(entry, at: groups.count) } else { byID.append(g, at: groups.count) }
+                let g: WCLAnchor.Key
+                if oneMAC, let entry { byEntry.append(entry, at: groups.count); g = .mac(mac) } else {
+                    let text = id ?? groupID(normalized: mac, ap: ap)
+                    byID.append(text, at: groups.count); g = .text(text)
+                }
                 groups.append(Group(id: g, sum: p, count: 1, best: o.rss, ap: ap))
             }
         }
-        return groups.map { v in
+        var anchors = groups.map { v in
             let mean = v.sum / Double(v.count)
-            return WCLAnchor(id: v.id, position: SIMD2(mean.x, mean.y), rss: v.best, p0: v.ap.p0,
-                             pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor, up: mean.z)
-        }.sorted { $0.rss != $1.rss ? $0.rss > $1.rss : $0.id < $1.id }
+            return WCLAnchor(key: v.id, position: SIMD2(mean.x, mean.y), rss: v.best, p0: v.ap.p0,
+                             pathLossExponent: v.ap.pathLossExponent, floor: v.ap.floor, isVirtual: false, up: mean.z)
+        }
+        anchors.sort { $0.rss != $1.rss ? $0.rss > $1.rss : $0.id < $1.id }    // in place (`sorted` copied the list)
+        return anchors
     }
 
     /// Step 3: the K strongest anchors above r_min.
@@ -147,12 +179,46 @@ public struct WCLEstimator: Sendable, Equatable {
     }
     /// Step 3 on anchors `mergedAnchors` already gave.
     public func selectAnchors(merged: [WCLAnchor]) -> [WCLAnchor] {
-        Array(merged.filter { $0.rss >= rssMin }.prefix(max(1, maxAnchors)))
+        // `Array(merged.filter { $0.rss >= rssMin }.prefix(max(1, maxAnchors)))` in one list.
+        let k = max(1, maxAnchors)
+        var out: [WCLAnchor] = []
+        out.reserveCapacity(Swift.min(k, merged.count))
+        for a in merged where a.rss >= rssMin {
+            out.append(a)
+            if out.count == k { break }
+        }
+        return out
     }
 
     /// Normalised weights w̄ of anchors (log domain, max subtracted). Falls back to equal
     /// weights when every weight is zero (all W4 weights at the reference level).
+    ///
+    /// Up to 64 anchors (a bit each marks a weight the law gives), in one array: the log weights,
+    /// then the weights, then the normalised weights, with the same operations in the same order
+    /// as the general form below (its four arrays were most of the cost for a scan's 8 anchors).
     public func normalizedWeights(_ anchors: [WCLAnchor]) -> [Double] {
+        guard anchors.count <= 64 else { return normalizedWeightsGeneral(anchors) }
+        var w = [Double](repeating: 0, count: anchors.count)
+        var given: UInt64 = 0, mx = 0.0
+        for (i, a) in anchors.enumerated() {
+            guard let l = weightLaw.logWeight(rss: a.rss, exponent: exponent, p0: a.p0 ?? defaultP0,
+                                              n: a.pathLossExponent ?? defaultPathLossExponent, dbReference: dbReference) else { continue }
+            if given == 0 || mx < l { mx = l }                     // `max()`: the first, then each larger one
+            given |= 1 << UInt64(i)
+            w[i] = l
+        }
+        guard given != 0 else { return anchors.map { _ in 1 / Double(anchors.count) } }
+        var s = 0.0
+        for i in w.indices {
+            w[i] = given & (1 << UInt64(i)) != 0 ? exp(w[i] - mx) : 0
+            s += w[i]                                              // `reduce(0, +)`: in order from 0
+        }
+        for i in w.indices { w[i] /= s }
+        return w
+    }
+
+    /// `normalizedWeights` of any number of anchors.
+    func normalizedWeightsGeneral(_ anchors: [WCLAnchor]) -> [Double] {
         let lw = anchors.map {
             weightLaw.logWeight(rss: $0.rss, exponent: exponent, p0: $0.p0 ?? defaultP0,
                                 n: $0.pathLossExponent ?? defaultPathLossExponent, dbReference: dbReference)
