@@ -214,7 +214,7 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         guard groups >= 2 else { return nil }
         var byWalk: [Int: [Sample]] = [:]
         for v in samples where v.time.isFinite { byWalk[v.walk, default: []].append(v) }
-        let walks = byWalk.map { (walk: $0.key, samples: $0.value, sigma: median($0.value.map { t.sigmaX($0.features) })) }
+        let walks = byWalk.map { (walk: $0.key, samples: $0.value, sigma: RadioStats.median($0.value.map { t.sigmaX($0.features) }) ?? .nan) }
             .filter { $0.sigma.isFinite }
             .sorted { ($0.sigma, $0.walk) < ($1.sigma, $1.walk) }
         guard walks.count >= 3 * groups else { return nil }
@@ -222,16 +222,10 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         for g in 0..<groups {
             let part = walks[(g * walks.count / groups)..<((g + 1) * walks.count / groups)]
             guard let c = correlation(part.flatMap(\.samples), term: t) else { return nil }
-            out.append(NoveltyCorrelation(sigmaX: median(part.map(\.sigma)), correlation: c))
+            out.append(NoveltyCorrelation(sigmaX: RadioStats.median(part.map(\.sigma))!, correlation: c))
         }
         // Groups that novelty does not order (equal σₓ: every walk alike) say nothing about it.
         return zip(out, out.dropFirst()).allSatisfy({ $0.sigmaX < $1.sigmaX }) ? out : nil
-    }
-
-    static func median(_ v: [Double]) -> Double {
-        let s = v.sorted()
-        guard !s.isEmpty else { return .nan }
-        return s.count % 2 == 1 ? s[s.count / 2] : 0.5 * (s[s.count / 2 - 1] + s[s.count / 2])
     }
 
     /// How `fit` takes the coverage scale k from the out-of-group NEES.
