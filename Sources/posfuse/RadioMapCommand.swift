@@ -89,7 +89,10 @@ struct RadioMapBuild: ParsableCommand {
             let model = map.uncertainty.map { m in
                 "; uncertainty model for " + m.terms.keys.sorted().map { k in
                     let t = m.terms[k]!
-                    let c = t.correlation.map { String(format: ", error correlation β %.2f τ %.0f s", $0.biasFraction, $0.correlationTime) } ?? ""
+                    var c = t.correlation.map { String(format: ", error correlation β %.2f τ %.0f s", $0.biasFraction, $0.correlationTime) } ?? ""
+                    if let g = t.noveltyCorrelation {
+                        c += ", by novelty σₓ " + g.map { String(format: "%.0f m: τ %.0f s", $0.sigmaX, $0.correlation.correlationTime) }.joined(separator: ", ")
+                    }
                     return "\(k) (\((t.form ?? .linear).rawValue), \(t.samples) residuals\(c))"
                 }.joined(separator: ", ")
             } ?? "; no uncertainty model (needs two or more walks with truth)"

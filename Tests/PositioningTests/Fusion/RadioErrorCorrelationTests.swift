@@ -73,6 +73,52 @@ import Testing
         #expect(try JSONDecoder().decode(RadioUncertaintyModel.self, from: Data(legacy.utf8)).terms["wcl"]?.correlation == nil)
     }
 
+    /// Walks far from the map keep their offset longer (docs/fusion.md, "A correlation time that
+    /// grows with novelty"): 30 seeded near walks (every AP known, errors 6 m, τ 10 s) and 30 far
+    /// ones (half the APs unknown, 18 m, τ 80 s), 40 scans each. The fit's width grows with
+    /// 1 − u, the walks sorted by their median σₓ fall into three groups (20 near; 10 near and
+    /// 10 far; 20 far), and the first and last group's τ come back within 35 % of 10 and 80 s;
+    /// a fix gets the group correlation of its σₓ, interpolated between the groups' σₓ and held
+    /// beyond them; `inflate` puts it on the fix. Fewer than 3 walks per group: none (the pooled
+    /// correlation for every fix).
+    @Test func correlationTimeGrowsWithNovelty() throws {
+        var rng = SplitMix64(seed: 22)
+        let near = RadioUncertaintyModel.Features(surveyDistance: 0, knownShare: 1, signalDistance: 0)
+        let far = RadioUncertaintyModel.Features(surveyDistance: 0, knownShare: 0.5, signalDistance: 0)
+        let samples: [RadioUncertaintyModel.Sample] = (0..<60).flatMap { w in
+            let isFar = w % 2 == 1
+            return Self.series(&rng, beta: 0.9, tau: isFar ? 80 : 10, scans: 40).map { z in
+                RadioUncertaintyModel.Sample(residual: (isFar ? 18 : 6) * z.error, covariance: Covariance2(sigma: 3),
+                                             features: isFar ? far : near, group: w % 5, walk: w, time: z.time)
+            }
+        }
+        let term = try #require(RadioUncertaintyModel.fit(samples, forms: [.linear]))
+        #expect(term.sigmaX(far) > term.sigmaX(near) + 5, "σₓ near \(term.sigmaX(near)) far \(term.sigmaX(far))")
+        let g = try #require(term.noveltyCorrelation)
+        #expect(g.count == 3)
+        #expect(g[0].sigmaX == term.sigmaX(near) && g[2].sigmaX == term.sigmaX(far), "\(g)")
+        #expect(abs(g[0].correlation.correlationTime / 10 - 1) < 0.35, "\(g)")
+        #expect(abs(g[2].correlation.correlationTime / 80 - 1) < 0.35, "\(g)")
+        #expect(term.correlation(for: near) == g[0].correlation && term.correlation(for: far) == g[2].correlation)
+        let mid = RadioUncertaintyModel.Features(surveyDistance: 0, knownShare: 0.75, signalDistance: 0)
+        let c = try #require(term.correlation(for: mid))
+        let lo = min(g[0].correlation.correlationTime, g[2].correlation.correlationTime)
+        let hi = max(g[0].correlation.correlationTime, g[2].correlation.correlationTime)
+        #expect(c.correlationTime > lo && c.correlationTime < hi, "\(c) between \(g)")
+        let beyond = RadioUncertaintyModel.Features(surveyDistance: 0, knownShare: 0, signalDistance: 0)
+        #expect(term.correlation(for: beyond) == g[2].correlation)
+
+        var map = RadioUncertaintyModel(terms: ["wcl": term])
+        let fix = Fix(time: 1, position: SIMD2(3, 4), covariance: Covariance2(sigma: 2), source: .wcl)
+        // An empty scan: u = 0, beyond the farthest group.
+        #expect(map.inflate(fix, scan: WiFiScan(accessPoints: []), reference: ReferenceData()).errorCorrelation == g[2].correlation)
+        map.terms["wcl"]!.noveltyCorrelation = nil
+        #expect(map.inflate(fix, scan: WiFiScan(accessPoints: []), reference: ReferenceData()).errorCorrelation == term.correlation)
+        #expect(RadioUncertaintyModel.correlationByNovelty(Array(samples.filter { $0.walk < 8 }), term: term) == nil)
+        let back = try JSONDecoder().decode(RadioUncertaintyModel.self, from: JSONEncoder().encode(RadioUncertaintyModel(terms: ["wcl": term])))
+        #expect(back.terms["wcl"] == term)
+    }
+
     /// WiFi-like fixes (source `wcl`, σ = 6 m, every 2–7 s) whose errors are 90 % a bias with
     /// τ = 25 s, on a constant-velocity walker: the filter that takes the fixes as independent is
     /// over-confident (filtered ANEES above, smoothed ANEES more than twice the consistent 2),

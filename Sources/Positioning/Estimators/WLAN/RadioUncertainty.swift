@@ -51,6 +51,11 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         /// filters' bias block, `GNSSBias`), fitted on the same training residuals; nil: not
         /// fitted (too few pairs, or a map written before it existed). `inflate` puts it on the fix.
         public var correlation: ErrorCorrelation?
+        /// The error correlation as it changes with the fix's novelty width σₓ (`correlation(for:)`):
+        /// β and τ fitted on the training walks grouped by their σₓ (`correlationByNovelty`), in
+        /// increasing σₓ; nil: `correlation` for every fix (too few walks, or a map written before
+        /// session 22). docs/fusion.md, "A correlation time that grows with novelty".
+        public var noveltyCorrelation: [NoveltyCorrelation]?
         /// Mean horizontal error (m) of the source's fixes on walks the map never saw: the mean
         /// |r| of the residuals the term was fitted on (the learner's inner blocked folds). The
         /// fusion stages fuse, of one scan's WiFi fixes, only the sources with the smallest
@@ -74,10 +79,35 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
             }
         }
 
+        /// The error correlation of a fix with features `f`: with `noveltyCorrelation`, β and τ
+        /// interpolated linearly in σₓ between the groups' σₓ (held at the first and last group's
+        /// outside them); else `correlation`.
+        public func correlation(for f: Features) -> ErrorCorrelation? {
+            guard let g = noveltyCorrelation, let first = g.first, let last = g.last else { return correlation }
+            let x = sigmaX(f)
+            guard x.isFinite else { return correlation }
+            if x <= first.sigmaX { return first.correlation }
+            if x >= last.sigmaX { return last.correlation }
+            let i = g.firstIndex { $0.sigmaX > x }!
+            let (lo, hi) = (g[i - 1], g[i])
+            let w = hi.sigmaX > lo.sigmaX ? (x - lo.sigmaX) / (hi.sigmaX - lo.sigmaX) : 0
+            return ErrorCorrelation(biasFraction: lo.correlation.biasFraction + w * (hi.correlation.biasFraction - lo.correlation.biasFraction),
+                                    correlationTime: lo.correlation.correlationTime + w * (hi.correlation.correlationTime - lo.correlation.correlationTime))
+        }
+
         public func covariance(_ p: Covariance2, _ f: Features) -> Covariance2 {
             let s2 = sigmaX(f) * sigmaX(f), g2 = gamma * gamma
             return Covariance2(ee: k * (g2 * p.ee + s2), en: k * g2 * p.en, nn: k * (g2 * p.nn + s2))
         }
+    }
+
+    /// One group of training walks' error correlation and where it sits in novelty: the median
+    /// over the group's walks of each walk's median σₓ (m).
+    public struct NoveltyCorrelation: Sendable, Equatable, Codable {
+        public var sigmaX: Double
+        public var correlation: ErrorCorrelation
+        public init(sigmaX: Double, correlation: ErrorCorrelation) { self.sigmaX = sigmaX; self.correlation = correlation }
+        enum CodingKeys: String, CodingKey { case sigmaX = "sigma_x_m", correlation }
     }
 
     /// Source raw value (`wcl`, `rss`, `fingerprint`, `hapel`) → term.
@@ -124,9 +154,9 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
     public func inflate(_ f: Fix, scan: WiFiScan, reference: ReferenceData, rssMin: Double = -90, maxAge: Double? = nil) -> Fix {
         guard let t = terms[f.source.rawValue] else { return f }
         var out = f
-        out.covariance = t.covariance(f.covariance, Self.features(position: f.position, scan: scan, time: f.time, reference: reference,
-                                                                  rssMin: rssMin, maxAge: maxAge))
-        out.errorCorrelation = t.correlation
+        let features = Self.features(position: f.position, scan: scan, time: f.time, reference: reference, rssMin: rssMin, maxAge: maxAge)
+        out.covariance = t.covariance(f.covariance, features)
+        out.errorCorrelation = t.correlation(for: features)
         return out
     }
 
@@ -167,6 +197,35 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         }
         let curve = ErrorCorrelation.binnedAutocorrelation(byWalk.keys.sorted().map { byWalk[$0]! }, bins: correlationBins)
         return ErrorCorrelation.fit(curve, minBias: 0.05)
+    }
+
+    /// Groups of training walks `correlationByNovelty` fits a correlation to.
+    public static let noveltyCorrelationGroups = 3
+
+    /// β and τ per novelty group: the training walks (each replay of a walk at each block radius
+    /// counts as one, as in `correlation`) sorted by their median σₓ under the term and dealt into
+    /// `groups` groups of consecutive walks (sizes differing by at most one), each group's residuals
+    /// fitted as `correlation` fits them all. nil (the pooled `correlation` serves every fix)
+    /// with fewer than 3 walks per group, when a group's fit fails, or when the groups' σₓ are
+    /// not strictly increasing (novelty does not tell the walks apart). The walks that are far from
+    /// their map (large σₓ: few known APs, a scan unlike the survey) keep one offset longer than
+    /// the near ones (docs/fusion.md, "A correlation time that grows with novelty").
+    public static func correlationByNovelty(_ samples: [Sample], term t: Term, groups: Int = noveltyCorrelationGroups) -> [NoveltyCorrelation]? {
+        guard groups >= 2 else { return nil }
+        var byWalk: [Int: [Sample]] = [:]
+        for v in samples where v.time.isFinite { byWalk[v.walk, default: []].append(v) }
+        let walks = byWalk.map { (walk: $0.key, samples: $0.value, sigma: RadioStats.median($0.value.map { t.sigmaX($0.features) }) ?? .nan) }
+            .filter { $0.sigma.isFinite }
+            .sorted { ($0.sigma, $0.walk) < ($1.sigma, $1.walk) }
+        guard walks.count >= 3 * groups else { return nil }
+        var out: [NoveltyCorrelation] = []
+        for g in 0..<groups {
+            let part = walks[(g * walks.count / groups)..<((g + 1) * walks.count / groups)]
+            guard let c = correlation(part.flatMap(\.samples), term: t) else { return nil }
+            out.append(NoveltyCorrelation(sigmaX: RadioStats.median(part.map(\.sigma))!, correlation: c))
+        }
+        // Groups that novelty does not order (equal σₓ: every walk alike) say nothing about it.
+        return zip(out, out.dropFirst()).allSatisfy({ $0.sigmaX < $1.sigmaX }) ? out : nil
     }
 
     /// How `fit` takes the coverage scale k from the out-of-group NEES.
@@ -262,6 +321,7 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         t.samples = s.count
         if !nllByForm.isEmpty { t.crossValidatedNLL = nllByForm }
         t.correlation = correlation(s, term: t)
+        t.noveltyCorrelation = correlationByNovelty(s, term: t)
         t.heldOutMeanError = s.reduce(0) { $0 + ($1.residual.x * $1.residual.x + $1.residual.y * $1.residual.y).squareRoot() } / Double(s.count)
         return t
     }
