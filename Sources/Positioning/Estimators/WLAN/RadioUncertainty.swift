@@ -54,7 +54,7 @@ public struct RadioUncertaintyModel: Sendable, Equatable, Codable {
         /// The error correlation as it changes with the fix's novelty width σₓ (`correlation(for:)`):
         /// β and τ fitted on the training walks grouped by their σₓ (`correlationByNovelty`), in
         /// increasing σₓ; nil: `correlation` for every fix (too few walks, or a map written before
-        /// session 22). docs/fusion.md, "A correlation time that grows with novelty".
+        /// session 21). docs/fusion.md, "A correlation time that grows with novelty".
         public var noveltyCorrelation: [NoveltyCorrelation]?
         /// Mean horizontal error (m) of the source's fixes on walks the map never saw: the mean
         /// |r| of the residuals the term was fitted on (the learner's inner blocked folds). The
