@@ -86,7 +86,7 @@ public enum GeoAPI {
         let s: JSONLineScanner
         /// The top-level arrays read once by `read(deferring:also:)`: their offsets and ranges of
         /// `deferredBounds`, their elements' members.
-        var readArrays: [(start: Int, bounds: Range<Int>)] = []
+        var readArrays: [JSONLineScanner.ReadArray] = []
         var deferredMembers: [JField] = []
         var deferredBounds: [(start: Int, end: Int)] = []
 

@@ -50,10 +50,20 @@ public struct JSONLineScanner {
 
     // MARK: objects
 
+    /// An array read in the object scan (`line(into:reading:…)`): its offset (its field's `start`)
+    /// and its elements' range of `bounds`.
+    package typealias ReadArray = (start: Int, bounds: Range<Int>)
+
+    /// Whether the key at `ks..<ke` (unescaped bytes) is `key`.
+    @inline(__always)
+    private func isKey(_ key: StaticString, _ ks: Int, _ ke: Int) -> Bool {
+        ke - ks == key.utf8CodeUnitCount && memcmp(p + ks, key.utf8Start, ke - ks) == 0
+    }
+
     /// Scans the object starting at `i` (which must be `{` after optional whitespace)
     /// into `fields` (appended). Returns the offset just after the closing `}`.
     package func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
-        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [(start: Int, bounds: Range<Int>)] = []
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = []
         return try members(at: start, into: &fields, deferring: nil, also: nil, reading: false, deferred: &unused, elements: &none,
                            bounds: &noBounds, readStarts: &noStarts, depth: 1)
     }
@@ -70,7 +80,7 @@ public struct JSONLineScanner {
     @inline(__always)
     private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, also key2: StaticString?,
                          reading: Bool, deferred: inout Int,
-                         elements: inout [JField], bounds: inout [(start: Int, end: Int)], readStarts: inout [(start: Int, bounds: Range<Int>)],
+                         elements: inout [JField], bounds: inout [(start: Int, end: Int)], readStarts: inout [ReadArray],
                          depth: Int) throws(LineIssue) -> Int {
         var i = skipWS(start)
         guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
@@ -84,14 +94,12 @@ public struct JSONLineScanner {
             i = skipWS(i + 1)
             var f = JField(keyStart: ks, keyLength: ke - ks, kind: .null, number: 0, start: 0, end: 0, escaped: kesc)
             if reading, let key, i < count, p[i] == UInt8(ascii: "["),
-               (ke - ks == key.utf8CodeUnitCount && memcmp(p + ks, key.utf8Start, ke - ks) == 0)
-                || (key2.map { ke - ks == $0.utf8CodeUnitCount && memcmp(p + ks, $0.utf8Start, ke - ks) == 0 } ?? false),
+               isKey(key, ks, ke) || key2.map({ isKey($0, ks, ke) }) == true,
                case let first = bounds.count, let e = try objectMembers(at: i, into: &elements, bounds: &bounds) {
                 f.kind = .array; f.start = i; f.end = e
                 readStarts.append((i, first..<bounds.count))
                 i = e
-            } else if !reading, let key, i < count, p[i] == UInt8(ascii: "["), ke - ks == key.utf8CodeUnitCount,
-               memcmp(p + ks, key.utf8Start, ke - ks) == 0,
+            } else if !reading, let key, i < count, p[i] == UInt8(ascii: "["), isKey(key, ks, ke),
                let e = objectElements(at: i, into: &elements) ?? containerEnd(at: i, limit: count) {
                 f.kind = .array; f.start = i; f.end = e
                 i = e
@@ -123,7 +131,7 @@ public struct JSONLineScanner {
     /// `validatedArrayElements` gives them, delimited in the same pass (one pass over a report's
     /// evidence instead of two); nothing is appended for an array with any other element.
     package func line(into fields: inout [JField], deferring key: StaticString, elements: inout [JField]) throws(LineIssue) -> Int {
-        var deferred = 0, noBounds: [(start: Int, end: Int)] = [], noStarts: [(start: Int, bounds: Range<Int>)] = []
+        var deferred = 0, noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = []
         let e = try members(at: 0, into: &fields, deferring: key, also: nil, reading: false, deferred: &deferred, elements: &elements,
                             bounds: &noBounds, readStarts: &noStarts, depth: 1)
         let j = skipWS(e)
@@ -139,7 +147,7 @@ public struct JSONLineScanner {
     /// validated as `line` does and not read. (serve's geolocate: `wifiAccessPoints`, most of a
     /// request, and `cellTowers`, scanned once instead of validated and then read.)
     package func line(into fields: inout [JField], reading key: StaticString, also key2: StaticString? = nil, elements: inout [JField],
-                      bounds: inout [(start: Int, end: Int)], readStarts: inout [(start: Int, bounds: Range<Int>)]) throws(LineIssue) {
+                      bounds: inout [(start: Int, end: Int)], readStarts: inout [ReadArray]) throws(LineIssue) {
         var unused = 0
         let e = try members(at: 0, into: &fields, deferring: key, also: key2, reading: true, deferred: &unused, elements: &elements,
                             bounds: &bounds, readStarts: &readStarts, depth: 1)
@@ -157,7 +165,7 @@ public struct JSONLineScanner {
         let firstMember = out.count, firstBound = bounds.count
         var i = skipWS(start + 1)
         if i < count, p[i] == UInt8(ascii: "]") { return i + 1 }
-        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [(start: Int, bounds: Range<Int>)] = []
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = []
         while true {
             guard i < count, p[i] == UInt8(ascii: "{") else {
                 out.removeSubrange(firstMember...); bounds.removeSubrange(firstBound...)
