@@ -65,7 +65,7 @@ struct EvaluateRadio: ParsableCommand {
             throw ValidationError("--split: expected walk, area or both (walks), or device, day or random (UJIIndoorLoc)")
         }
         if !(blockRadius > 0 && blockRadius.isFinite) { throw ValidationError("--block-radius must be > 0 m") }
-        if radiusMultiples.isEmpty || !radiusMultiples.allSatisfy({ $0 >= 0 && $0.isFinite }) { throw ValidationError("--radius-multiples must be finite and ≥ 0") }
+        try RadioMapBuild.validateRadiusMultiples(radiusMultiples)
         let gnss = GNSSRecordingKind.detect(folder.map { [$0] } ?? test, dataset: dataset) != nil
         if folder == nil && test.isEmpty { throw ValidationError("give FOLDER, or --train and --test") }
         if folder == nil && train.isEmpty && !gnss { throw ValidationError("give FOLDER, or both --train and --test") }

@@ -35,9 +35,14 @@ struct RadioMapBuild: ParsableCommand {
     func validate() throws {
         if innerFolds < 2 { throw ValidationError("--inner-folds must be ≥ 2") }
         if !(blockRadius >= 0) { throw ValidationError("--block-radius must be ≥ 0 m") }
-        if radiusMultiples.isEmpty || !radiusMultiples.allSatisfy({ $0 >= 0 && $0.isFinite }) { throw ValidationError("--radius-multiples must be finite and ≥ 0") }
+        try RadioMapBuild.validateRadiusMultiples(radiusMultiples)
         if fingerprints && referenceJSON == nil { throw ValidationError("--fingerprints writes into --reference-json; give that file") }
         if !(fingerprintCell > 0) { throw ValidationError("--fingerprint-cell must be > 0 m") }
+    }
+
+    /// `--radius-multiples` (here and in `evaluate radio`): at least one, each finite and ≥ 0.
+    static func validateRadiusMultiples(_ m: [Double]) throws {
+        if m.isEmpty || !m.allSatisfy({ $0 >= 0 && $0.isFinite }) { throw ValidationError("--radius-multiples must be finite and ≥ 0") }
     }
 
     /// The `--residuals` CSV, written atomically.
