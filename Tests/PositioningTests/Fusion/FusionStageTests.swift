@@ -212,6 +212,53 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         }
     }
 
+    /// A receiver at rest that holds its solution: its fix repeats unchanged for runs of 20–60 s
+    /// (the GnssLogger logs of `$POSFUSE_DATA/gnsslogger-static` repeat theirs 110, 42 and 36 times)
+    /// and then steps to a new solution, its error a slow bias (β 0.99, τ 3600 s, as the error model
+    /// fits those logs) plus white noise. With `gnss_hold_updates: false` a repeat is a time
+    /// prediction: the track at the new solutions equals the track of a filter that was given only
+    /// the new solutions (to 1e-6 m), every hold epoch has an output, and no new solution is gated.
+    /// Fused, the repeats pin p + b (on the log 2016-08-22 the first new solution after a hold was
+    /// gated and the fifth restarted the filter: docs/fusion.md, sessions 20 and 22).
+    @Test func heldGNSSFixesArePredictionsNotUpdates() throws {
+        var rng = TestRNG(seed: 22)
+        let truth = SIMD2<Double>(0, 0)
+        var bias = SIMD2<Double>(2.5, -1.5)
+        var all: [StageResult] = [], fresh: [StageResult] = []
+        var t = 0.0, held = SIMD2<Double>(0, 0)
+        for run in [30, 110, 5, 42, 8, 36, 20] {
+            bias += SIMD2(0.4 * rng.gaussian(), 0.4 * rng.gaussian())
+            held = truth + bias + SIMD2(0.2 * rng.gaussian(), 0.2 * rng.gaussian())
+            fresh.append(fix(t, held, sigma: 3))
+            for _ in 0..<run { all.append(fix(t, held, sigma: 3)); t += 1 }
+        }
+        func settings(holds: Bool) -> FusionStage.Settings {
+            var s = FusionStage.Settings(kind: .ekf)
+            s.gnssBias = GNSSBias(correlationTime: 3600, biasFraction: 0.99)
+            s.gnssHoldUpdates = holds
+            return s
+        }
+        let predicted = FusionStage(settings: settings(holds: false))
+        let out = run(predicted, all)
+        let reference = run(FusionStage(settings: settings(holds: false)), fresh)
+        #expect(out.count == all.count && reference.count == fresh.count)
+        let byTime = Dictionary(out.map { ($0.time, $0) }, uniquingKeysWith: { $1 })
+        for r in reference {
+            let a = try #require(byTime[r.time])
+            #expect(norm(a.position - r.position) < 1e-6 && abs(a.covariance.trace - r.covariance.trace) < 1e-6 * r.covariance.trace,
+                    "t \(r.time): \(a.position) vs \(r.position)")
+        }
+        let c = try #require(predicted.counters[.gnss])
+        #expect(c.held == all.count - fresh.count && c.gated == 0 && predicted.reinitializations == 0)
+        for f in out { #expect(f.position.x.isFinite && f.covariance.determinant > 0) }
+        // Fused (the default), the repeats count as measurements: the track at the new solutions
+        // is another one (pinned by the holds), and nothing is counted as held.
+        let fused = FusionStage(settings: settings(holds: true))
+        let pinned = Dictionary(run(fused, all).map { ($0.time, $0) }, uniquingKeysWith: { $1 })
+        #expect(fused.counters[.gnss]!.held == 0)
+        #expect(reference.contains { norm(pinned[$0.time]!.position - $0.position) > 0.01 })
+    }
+
     /// A car (no IMU: constant velocity) at 15 m/s that turns 90° at 30°/s and later brakes to a
     /// stop, 1 Hz fixes with σ = 1 m. Under q₀ alone the filter, sure of its velocity, gates the
     /// fixes of the turn; the manoeuvre re-test (`cv_manoeuvre_accel_mps2`,

@@ -43,6 +43,8 @@ extension FusionStage {
             "fixes over which that scale follows a change")
         public static let repeatInflation = OptionSpec.bool("repeat_inflation", true,
             "the k-th identical fix of a source in a row (same serving cell,\nsame TA, WCL on the one AP heard) enters with R × k; for `tight`\ninputs the k-th unchanged measurement of one cell: R × k, log L ÷ k")
+        public static let gnssHolds = OptionSpec.bool("gnss_hold_updates", true, advanced: true,
+            "fuse a GNSS fix equal to the phone's previous one (a receiver\nholding its solution); false: predict to its time, no update")
         // Gating, health, output.
         public static let gateProbability = OptionSpec.number("gate_probability", 0.99, "χ² gate (1 = no gate)")
         public static let divergenceRejections = OptionSpec.integer("divergence_rejections", 5,
@@ -106,7 +108,7 @@ extension FusionStage {
         /// The options every filter reads.
         public static let ekf = OptionTable(stage: "ekf", doc: "extended Kalman filter over PDR", options: [
             layout, inputs, tight, supersede, combineScanFixes, bestWiFiSource, inflation, radioMapInflation, gnssBias, gnssBiasTau, gnssBiasFraction, gnssBiasAdaptiveWindow,
-            adaptiveAccuracy, adaptiveAccuracyWindow, repeatInflation, gateProbability, divergenceRejections, history,
+            adaptiveAccuracy, adaptiveAccuracyWindow, repeatInflation, gnssHolds, gateProbability, divergenceRejections, history,
             outputInterval, headingSigma, headingSigmaFromField, headingInterval, initialHeadingSigma, initialScaleSigma,
             initialSpeedSigma, weinbergK, stepLengthSigmaFraction, stepHeadingSigma, stepScaleSigma, positionDiffusion,
             stationaryPositionDiffusion, strideInterpolation, headingDiffusion, cvQ, platform, cvVehicleQ, vehicleSpeed, cvManoeuvreAcceleration,

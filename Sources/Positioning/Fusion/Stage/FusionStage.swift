@@ -108,6 +108,8 @@ public final class FusionStage: PipelineStage {
         public var adaptiveAccuracyWindow = Options.adaptiveAccuracyWindow.number
         /// R × k for the k-th identical fix of a source in a row (option `repeat_inflation`).
         public var repeatInflation = Options.repeatInflation.flag
+        /// Fuse a GNSS fix equal to the phone's previous GNSS fix (option `gnss_hold_updates`).
+        public var gnssHoldUpdates = Options.gnssHolds.flag
         public var gateProbability: Double? = Options.gateProbability.number
         public var headingSigma = Angle.radians(Options.headingSigma.number)
         /// σ of a compass heading = max(`headingSigma`, the PDR's atan(σ_d / |m_h|) from the
@@ -539,6 +541,8 @@ public final class FusionStage: PipelineStage {
     private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool) -> StageResult? {
         let t = track(f.subject, context)
         guard f.covariance.determinant > 0, f.covariance.determinant.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return nil }
+        let held = f.source == .gnss && !prescaled && t.isGNSSHold(f)
+        if f.source == .gnss && !prescaled { t.lastGNSS = (f.position, f.covariance) }
         if !t.filter.isInitialized {
             guard initialize(t, at: f, prescaled: prescaled) else { return nil }
             return emit(t, device: f.subject)
@@ -567,6 +571,11 @@ public final class FusionStage: PipelineStage {
             // It carries less than 10⁻⁴ of the information: the filter predicts to its time, no update.
             t.apply(.predict(time: f.time), gate: gate)
             t.counters[f.source, default: SourceCounters()].uninformative += 1
+            return emit(t, device: f.subject)
+        }
+        if held && !settings.gnssHoldUpdates {
+            t.apply(.predict(time: f.time), gate: gate)
+            t.counters[f.source, default: SourceCounters()].held += 1
             return emit(t, device: f.subject)
         }
         let alpha = prescaled ? 1 : alpha(f, t)
@@ -726,6 +735,7 @@ extension FusionStage {
         s.adaptiveAccuracy = try Self.sources(o, O.adaptiveAccuracy)
         s.adaptiveAccuracyWindow = try o.double(O.adaptiveAccuracyWindow)
         s.repeatInflation = try o.bool(O.repeatInflation)
+        s.gnssHoldUpdates = try o.bool(O.gnssHolds)
         if !(try o.bool(O.supersede)) { s.superseding = [:] }
         s.scanCombined = try o.bool(O.combineScanFixes) ? Settings.scanCombinable : []
         s.bestWiFiSource = try o.bool(O.bestWiFiSource)

@@ -16,6 +16,9 @@ public struct SourceCounters: Sendable, Equatable {
     /// GNSS fixes not fused because they carried no information at the filter's scale: a variance
     /// over `FusionStage.uninformativeRatio` × the filter's position variance (an absurd accuracy).
     public var uninformative = 0
+    /// GNSS fixes equal to the phone's previous one (a receiver holding its solution) that were
+    /// not fused (`FusionStage.Settings.gnssHoldUpdates` false).
+    public var held = 0
     /// Σ NIS and Σ m over the accepted and gated updates (ANIS = nisSum / dofSum; ≈ 1 when consistent).
     public var nisSum = 0.0
     public var dofSum = 0
@@ -25,7 +28,7 @@ public struct SourceCounters: Sendable, Equatable {
     /// Adds another phone's counters (the stage's totals).
     public mutating func add(_ c: SourceCounters) {
         accepted += c.accepted; gated += c.gated; singular += c.singular; initializations += c.initializations
-        superseded += c.superseded; combined += c.combined; uninformative += c.uninformative; nisSum += c.nisSum; dofSum += c.dofSum
+        superseded += c.superseded; combined += c.combined; uninformative += c.uninformative; held += c.held; nisSum += c.nisSum; dofSum += c.dofSum
     }
 }
 
@@ -94,6 +97,8 @@ final class FusionTrack {
     /// The source and the variance (trace of R = α²Σ) of the fix that (re)started the filter
     /// (`FusionStage.uninformativeRatio`).
     var start: (source: Source, trace: Double)?
+    /// The phone's last GNSS fix seen by the stage (position, reported covariance): a hold test.
+    var lastGNSS: (position: SIMD2<Double>, covariance: Covariance2)?
     /// Per observed thing (a loose source, or a tight measurement's `repeatIdentity`): the last
     /// value seen and how many times in a row it has come unchanged (`repeatCount`).
     private var repeatRuns: [RepeatKey: (value: [Double], count: Int)] = [:]
@@ -165,7 +170,7 @@ final class FusionTrack {
         // Built in place: a PDR passed in was copied twice on the way (≈ 1k instructions).
         pdr = PedestrianDeadReckoning(declinationDegrees: declinationDegrees); self.logNIS = logNIS
         counters.removeAll(); consecutiveGated.removeAll(); previousGated.removeAll(); accuracyScales.removeAll()
-        startFix = nil; start = nil
+        startFix = nil; start = nil; lastGNSS = nil
         repeatRuns.removeAll(keepingCapacity: true)
         reinitializations = 0; rewinds = 0; tooLate = 0
         lastEmitTime = -.infinity; lastHeadingUpdate = -.infinity
@@ -174,6 +179,14 @@ final class FusionTrack {
         stride = StrideInterpolation()
         gnssBias = nil; biasFamily = nil
         nisLog.removeAll(keepingCapacity: true); history.removeAll(keepingCapacity: true); epochs.removeAll(keepingCapacity: true)
+    }
+
+    /// Whether a GNSS fix repeats the phone's previous one: position within 1 mm, reported
+    /// covariance bit-equal (a receiver re-emitting its held solution).
+    func isGNSSHold(_ f: Fix) -> Bool {
+        guard let (p, c) = lastGNSS else { return false }
+        let d = SIMD2(f.position.x, f.position.y) - p
+        return (d * d).sum() < 1e-6 && c == f.covariance
     }
 
     /// k for this observation of `key`: one more than last time when `value` is unchanged, else 1

@@ -32,9 +32,9 @@ public struct PlatformEvidence: Sendable, Equatable {
     public var baseline: Double
     public var windows: Int
     public private(set) var isVehicle = false
-    /// The window ends so far (oldest first): time, position, σ²; consecutive ones ≥ `baseline`
-    /// apart and each window fast, at most `windows` + 1.
-    private var ends: [Point] = []
+    /// The accepted fixes of the last `windows` × 3 × `baseline` seconds (oldest first), without a
+    /// gap over 3 × `baseline`: the windows are chained back from each new fix.
+    private var recent: [Point] = []
 
     struct Point: Sendable, Equatable { var time: Double; var position: SIMD2<Double>; var variance: Double }
 
@@ -55,15 +55,31 @@ public struct PlatformEvidence: Sendable, Equatable {
 
     /// Takes one GNSS fix (time, position, σ² = trace of its R). Returns true when this fix made
     /// the phone a vehicle.
+    ///
+    /// The windows are chained back from every fix (session 22): from the fix, the latest earlier
+    /// fix at least `baseline` before it, from that one the same, `windows` times; each window and
+    /// the span must be fast. (Before, the window ends were a fixed chain, each end the first fix
+    /// `baseline` after the last: the decision then waited for the grid, and which fixes the grid
+    /// fell on moved it. On the GSDC Pixel4 drive, not fusing 18 held fixes before the car moved
+    /// shifted the grid and the decision by 26 s, into the car's first acceleration: 3–5 m of
+    /// pedestrian-q lag; docs/fusion.md, session 22.) The statistic and its outlier argument are
+    /// unchanged: one outlier can make the windows it bounds fast, never the span over both.
     @discardableResult
     public mutating func observe(time: Double, position: SIMD2<Double>, variance: Double) -> Bool {
         guard !isVehicle, time.isFinite, position.x.isFinite, position.y.isFinite, variance.isFinite, variance >= 0 else { return false }
         let p = Point(time: time, position: position, variance: variance)
-        guard let last = ends.last, time > last.time, time - last.time <= 3 * baseline else { ends = [p]; return false }
-        guard time - last.time >= baseline else { return false }
-        if fast(last, p) { ends.append(p) } else { ends = [p] }
-        if ends.count > windows + 1 { ends.removeFirst(ends.count - windows - 1) }
-        if ends.count == windows + 1, fast(ends[0], p) { isVehicle = true; return true }
-        return false
+        if let last = recent.last, time <= last.time || time - last.time > 3 * baseline { recent.removeAll(keepingCapacity: true) }
+        recent.append(p)
+        let horizon = time - Double(windows) * 3 * baseline
+        if let k = recent.firstIndex(where: { $0.time >= horizon }), k > 0 { recent.removeFirst(k) }
+        var end = p
+        for _ in 0..<windows {
+            guard let start = recent.last(where: { end.time - $0.time >= baseline }),
+                  end.time - start.time <= 3 * baseline, fast(start, end) else { return false }
+            end = start
+        }
+        guard fast(end, p) else { return false }
+        isVehicle = true
+        return true
     }
 }
