@@ -29,6 +29,32 @@ public struct TraceLineDecoder {
         lastLineValid = false
         try s.line(into: &fields)
         lastLineValid = true
+        return try decodeFields(s)
+    }
+
+    /// `event(_:count:)` of the event object `span` (a field of kind `.object`) of the record at
+    /// `record`, whose members an earlier scan of the record has already read and validated
+    /// (`JSONLineScanner.line(into:reading:…objects:elementDepth:)`, offsets from `record`). The same
+    /// result, errors included, as scanning the event's bytes `record[span.start..<span.end]`
+    /// again: the members are moved to offsets from the event's first byte (what that scan gives;
+    /// a boolean's or null's `start`/`end` stay 0 as there), and everything after the scan is the
+    /// same code. The members must be those of a successful scan with the nesting limit of
+    /// `event(_:count:)` (`JSONLineScanner.traceLineDepth`).
+    package mutating func event(members: UnsafeBufferPointer<JField>, record: UnsafePointer<UInt8>, span: JField) throws(LineIssue) -> DecodedLine {
+        let s = JSONLineScanner(p: record + span.start, count: span.end - span.start)
+        let o = span.start
+        fields.removeAll(keepingCapacity: true)
+        for var m in members {
+            m.keyStart -= o
+            if m.kind != .bool && m.kind != .null { m.start -= o; m.end -= o }
+            fields.append(m)
+        }
+        lastLineValid = true
+        return try decodeFields(s)
+    }
+
+    /// The event of the scanned line in `fields` (scanner `s`).
+    private mutating func decodeFields(_ s: JSONLineScanner) throws(LineIssue) -> DecodedLine {
         let f = fields
         return try f.withUnsafeBufferPointer { (buf) throws(LineIssue) -> DecodedLine in
             let o = Obj(s: s, f: buf)
