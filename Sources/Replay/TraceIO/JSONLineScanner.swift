@@ -160,7 +160,7 @@ public struct JSONLineScanner {
     }
 
     /// `line(into:reading:…)` for a report's `evidence` (the trace decoder then decodes each event
-    /// from its members, `TraceLineDecoder.event(members:record:span:)`, instead of scanning the
+    /// from its members, `TraceLineDecoder.event(members:record:count:span:)`, instead of scanning the
     /// event's bytes again): each read element's own byte range also goes to `objects` (a field of
     /// kind `.object`, as `validatedArrayElements` gives it), one per entry of `bounds`; and the
     /// nesting inside a read element is limited to `elementDepth` levels counted from the element,

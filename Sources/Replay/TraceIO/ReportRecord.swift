@@ -35,13 +35,13 @@ package struct ReportRecordParser {
 
         /// Evidence event `i` decoded by `decoder`: from the members the record scan read when it
         /// read them, else by scanning the event's bytes (the same result either way:
-        /// `TraceLineDecoder.event(members:record:span:)`).
+        /// `TraceLineDecoder.event(members:record:count:span:)`).
         @inline(__always)
         package func event(_ i: Int, decoder: inout TraceLineDecoder, scanner s: JSONLineScanner) throws(LineIssue) -> DecodedLine {
             let e = evidence[i]
             if membersRead {
                 let b = memberBounds[i]
-                return try decoder.event(members: UnsafeBufferPointer(rebasing: members[b.start..<b.end]), record: s.p, span: e)
+                return try decoder.event(members: UnsafeBufferPointer(rebasing: members[b.start..<b.end]), record: s.p, count: s.count, span: e)
             }
             return try decoder.event(s.p + e.start, count: e.end - e.start)
         }
