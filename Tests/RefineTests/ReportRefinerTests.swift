@@ -54,6 +54,14 @@ import Testing
 /// doubled or replaced bytes; brackets, quotes, commas, digits, letters), repeated `evidence`
 /// keys, a Feature with a top-level `evidence`, deep nesting and out-of-range numbers.
 @Suite struct DeferredEvidenceTests {
+    /// The bundled reference and sample report lines.
+    static func samples() throws -> (reference: URL, lines: [[UInt8]]) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let lines = try String(contentsOf: root.appendingPathComponent("Traces/reports/sample-reports.jsonl"), encoding: .utf8)
+            .split(separator: "\n").map { Array($0.utf8) }
+        return (root.appendingPathComponent("Traces/reports/reference.json"), lines)
+    }
+
     static func bytes(_ refiner: ReportRefiner, _ record: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         _ = refiner.refine(json: record, file: "r.jsonl", line: 7, into: &out)
@@ -63,10 +71,7 @@ import Testing
     /// The bundled sample reports, whole: the events read by the record scan (session 22), only
     /// delimited there (before), and validated there too give the same bytes.
     @Test func bundledRecordsGiveTheSameBytesEachWay() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let reference = root.appendingPathComponent("Traces/reports/reference.json")
-        let lines = try String(contentsOf: root.appendingPathComponent("Traces/reports/sample-reports.jsonl"), encoding: .utf8)
-            .split(separator: "\n").map { Array($0.utf8) }
+        let (reference, lines) = try Self.samples()
         let read = try ReportRefiner(referenceURL: reference), delimiting = try ReportRefiner(referenceURL: reference)
         let validating = try ReportRefiner(referenceURL: reference)
         delimiting.readsEvidenceMembers = false
@@ -81,10 +86,7 @@ import Testing
     }
 
     @Test func damagedRecordsGiveTheSameBytes() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let reference = root.appendingPathComponent("Traces/reports/reference.json")
-        let lines = try String(contentsOf: root.appendingPathComponent("Traces/reports/sample-reports.jsonl"), encoding: .utf8)
-            .split(separator: "\n").map { Array($0.utf8) }
+        let (reference, lines) = try Self.samples()
         let once = try ReportRefiner(referenceURL: reference), twice = try ReportRefiner(referenceURL: reference)
         twice.deferEvidence = false
         // The reading before session 22: the record scan delimits the events, the decoder scans each.
