@@ -9,9 +9,12 @@ struct RefineOne: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "refine-one", abstract: "Refine one report file; print reports/s and peak RSS as JSON.")
     @Argument(help: "Reports (JSON Lines).") var path: String
     @Option(help: "Reference data.") var reference: String = "Traces/reports/reference.json"
+    @Flag(help: "Delimit the evidence events in the record scan and scan each again in the decoder (the reading before session 22; A/B).")
+    var delimitEvidence = false
 
     func run() throws {
         let refiner = try ReportRefiner(referenceURL: URL(fileURLWithPath: reference))
+        refiner.readsEvidenceMembers = !delimitEvidence
         var n = 0, bytes = 0
         var out: [UInt8] = []
         out.reserveCapacity(1 << 17)

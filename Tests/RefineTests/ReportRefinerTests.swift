@@ -54,19 +54,44 @@ import Testing
 /// doubled or replaced bytes; brackets, quotes, commas, digits, letters), repeated `evidence`
 /// keys, a Feature with a top-level `evidence`, deep nesting and out-of-range numbers.
 @Suite struct DeferredEvidenceTests {
+    /// The bundled reference and sample report lines.
+    static func samples() throws -> (reference: URL, lines: [[UInt8]]) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let lines = try String(contentsOf: root.appendingPathComponent("Traces/reports/sample-reports.jsonl"), encoding: .utf8)
+            .split(separator: "\n").map { Array($0.utf8) }
+        return (root.appendingPathComponent("Traces/reports/reference.json"), lines)
+    }
+
     static func bytes(_ refiner: ReportRefiner, _ record: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         _ = refiner.refine(json: record, file: "r.jsonl", line: 7, into: &out)
         return out
     }
 
+    /// The bundled sample reports, whole: the events read by the record scan (session 22), only
+    /// delimited there (before), and validated there too give the same bytes.
+    @Test func bundledRecordsGiveTheSameBytesEachWay() throws {
+        let (reference, lines) = try Self.samples()
+        let read = try ReportRefiner(referenceURL: reference), delimiting = try ReportRefiner(referenceURL: reference)
+        let validating = try ReportRefiner(referenceURL: reference)
+        delimiting.readsEvidenceMembers = false
+        validating.deferEvidence = false
+        var refined = 0
+        for r in lines {
+            let a = Self.bytes(read, r), b = Self.bytes(delimiting, r), c = Self.bytes(validating, r)
+            #expect(a == b && a == c, "\(String(decoding: a, as: UTF8.self))")
+            if String(decoding: a, as: UTF8.self).contains("\"status\":\"refined\"") { refined += 1 }
+        }
+        #expect(refined >= 10)
+    }
+
     @Test func damagedRecordsGiveTheSameBytes() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let reference = root.appendingPathComponent("Traces/reports/reference.json")
-        let lines = try String(contentsOf: root.appendingPathComponent("Traces/reports/sample-reports.jsonl"), encoding: .utf8)
-            .split(separator: "\n").map { Array($0.utf8) }
+        let (reference, lines) = try Self.samples()
         let once = try ReportRefiner(referenceURL: reference), twice = try ReportRefiner(referenceURL: reference)
         twice.deferEvidence = false
+        // The reading before session 22: the record scan delimits the events, the decoder scans each.
+        let delimiting = try ReportRefiner(referenceURL: reference)
+        delimiting.readsEvidenceMembers = false
         var state: UInt64 = 22
         func next(_ n: Int) -> Int {
             state &+= 0x9E3779B97F4A7C15
@@ -108,11 +133,25 @@ import Testing
             #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":"1","type":"acc","x":0,"y":0,"z":9.8},{"t":2,"type":"warp"}]}"#,
             #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8}  ,  ]}"#,
             #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","s":"}]\"{[","x":0,"y":0,"z":9.8}]}"#,
+            // Read by the record scan (session 22): errors whose column or text depends on the
+            // event's own offsets, the nesting limit of a trace line at and beyond its edge,
+            // whitespace, escapes, an empty evidence list, a Feature's evidence in `properties`.
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8},{"t":2,"type":"acc","x":0,"x":1,"y":0,"z":9.8}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8,"device":"\ud800"}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[ {"t":1, "type":"ac\u0063","x":0,"y":0,"z":9.8} , {"t":2,"type":"photo","id":"a","w":true}]}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[]}"#,
+            #"{"type":"Feature","geometry":{"type":"Point","coordinates":[11.5,48.1]},"properties":{"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"x":1,"y":0,"z":9.8}]}}"#,
+            #"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"wifi","aps":[{"bssid":"AA:BB:CC:00:00:01","freq":2412,"rss":-60},{"bssid":"aa","rss":-1}]}]}"#,
         ].map { Array($0.utf8) }
+        for depth in [62, 63, 64, 65, 66, 67] {
+            records.append(Array((#"{"lat":48.1,"lon":11.5,"accuracy_m":10,"evidence":[{"t":1,"type":"acc","x":0,"y":0,"z":9.8,"deep":"#
+                + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}]}").utf8))
+        }
         var malformed = 0
         for r in records {
-            let a = Self.bytes(once, r), b = Self.bytes(twice, r)
+            let a = Self.bytes(once, r), b = Self.bytes(twice, r), c = Self.bytes(delimiting, r)
             #expect(a == b, "\(String(decoding: r, as: UTF8.self))\n\(String(decoding: a, as: UTF8.self))\n\(String(decoding: b, as: UTF8.self))")
+            #expect(c == b, "\(String(decoding: r, as: UTF8.self))\n\(String(decoding: c, as: UTF8.self))\n\(String(decoding: b, as: UTF8.self))")
             if String(decoding: b, as: UTF8.self).contains("invalid JSON") { malformed += 1 }
         }
         #expect(malformed > 10)

@@ -193,8 +193,8 @@ public final class ReportRefiner {
         return try? bytes.withUnsafeBufferPointer { b in
             try parser.parse(b.baseAddress!, count: n) { r, s in
                 var cells = Set<CellID>(), bssids = Set<String>()
-                for e in r.evidence {
-                    guard case .event(let x) = try? decoder.event(s.p + e.start, count: e.end - e.start) else { continue }
+                for i in r.evidence.indices {
+                    guard case .event(let x) = try? r.event(i, decoder: &decoder, scanner: s) else { continue }
                     switch x.payload {
                     case .cell(let o): cells.insert(o.cell)
                     case .wifi(let w): for a in w.accessPoints { bssids.insert(MACAddress.normalize(a.bssid)) }
@@ -226,6 +226,13 @@ public final class ReportRefiner {
     /// Evidence events validated once, by the trace decoder (`ReportRecordParser.parse`); false
     /// validates them in the record scan as well (the same output: `ReportRefinerTests`).
     package var deferEvidence = true
+    /// With `deferEvidence`: the record scan reads each event's members, so the decoder does not
+    /// scan the event's bytes again (`ReportRecordParser.readsEvidenceMembers`; false: the reading
+    /// of before session 22, the same output: `ReportRefinerTests`).
+    package var readsEvidenceMembers: Bool {
+        get { parser.readsEvidenceMembers }
+        set { parser.readsEvidenceMembers = newValue }
+    }
     private var decoder = TraceLineDecoder()
     private var events: [TraceEvent] = []
     private var rejected: [Rejection] = []
@@ -250,9 +257,9 @@ public final class ReportRefiner {
         // cannot be decoded is listed with its index and reason, never dropped silently.
         events.removeAll(keepingCapacity: true)
         rejected.removeAll(keepingCapacity: true)
-        for (i, e) in r.evidence.enumerated() {
+        for i in r.evidence.indices {
             do {
-                switch try decoder.event(s.p + e.start, count: e.end - e.start) {
+                switch try r.event(i, decoder: &decoder, scanner: s) {
                 case .event(let x): events.append(x)
                 case .unknown(let type, _): rejected.append(Rejection(input: "evidence[\(i)]", reason: "unknown event type '\(type)'"))
                 }

@@ -44,7 +44,9 @@ public struct JSONLineScanner {
     package let count: Int
     /// Deepest nesting accepted (a guard for the recursive descent): 64 for trace lines, more for
     /// report records (which carry whatever an app nests in keys posfuse ignores).
-    package var maxDepth = 64
+    package var maxDepth = JSONLineScanner.traceLineDepth
+    /// The nesting limit of a trace line's scan (the trace decoder's, a report's evidence events').
+    package static var traceLineDepth: Int { 64 }
 
     package init(p: UnsafePointer<UInt8>, count: Int) { self.p = p; self.count = count }
 
@@ -63,9 +65,9 @@ public struct JSONLineScanner {
     /// Scans the object starting at `i` (which must be `{` after optional whitespace)
     /// into `fields` (appended). Returns the offset just after the closing `}`.
     package func object(at start: Int, into fields: inout [JField]) throws(LineIssue) -> Int {
-        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = []
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = [], noObjects: [JField] = []
         return try members(at: start, into: &fields, deferring: nil, also: nil, reading: false, deferred: &unused, elements: &none,
-                           bounds: &noBounds, readStarts: &noStarts, depth: 1)
+                           bounds: &noBounds, readStarts: &noStarts, objects: &noObjects, elementDepth: nil, depth: 1)
     }
 
     /// `object(at:into:)`; with `deferring`, the array value of a member with that (unescaped) key
@@ -76,12 +78,13 @@ public struct JSONLineScanner {
     /// `reading` (with `key`, and `key2` when given): such an array of objects is instead read in
     /// this pass, validated (`objectMembers`): its elements' members go to `elements`, their
     /// ranges there to `bounds`, its offset and its elements' range of `bounds` to `readStarts`.
+    /// `objects`, `elementDepth` (reading only): see `objectMembers`.
     /// `depth`: the nesting depth of this object's member values (1 for a line's top level).
     @inline(__always)
     private func members(at start: Int, into fields: inout [JField], deferring key: StaticString?, also key2: StaticString?,
                          reading: Bool, deferred: inout Int,
                          elements: inout [JField], bounds: inout [(start: Int, end: Int)], readStarts: inout [ReadArray],
-                         depth: Int) throws(LineIssue) -> Int {
+                         objects: inout [JField], elementDepth: Int?, depth: Int) throws(LineIssue) -> Int {
         var i = skipWS(start)
         guard i < count, p[i] == UInt8(ascii: "{") else { throw unexpected(i, expecting: "'{'") }
         i = skipWS(i + 1)
@@ -95,7 +98,8 @@ public struct JSONLineScanner {
             var f = JField(keyStart: ks, keyLength: ke - ks, kind: .null, number: 0, start: 0, end: 0, escaped: kesc)
             if reading, let key, i < count, p[i] == UInt8(ascii: "["),
                isKey(key, ks, ke) || key2.map({ isKey($0, ks, ke) }) == true,
-               case let first = bounds.count, let e = try objectMembers(at: i, into: &elements, bounds: &bounds) {
+               case let first = bounds.count,
+               let e = try objectMembers(at: i, into: &elements, bounds: &bounds, objects: &objects, elementDepth: elementDepth) {
                 f.kind = .array; f.start = i; f.end = e
                 readStarts.append((i, first..<bounds.count))
                 i = e
@@ -131,9 +135,9 @@ public struct JSONLineScanner {
     /// `validatedArrayElements` gives them, delimited in the same pass (one pass over a report's
     /// evidence instead of two); nothing is appended for an array with any other element.
     package func line(into fields: inout [JField], deferring key: StaticString, elements: inout [JField]) throws(LineIssue) -> Int {
-        var deferred = 0, noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = []
+        var deferred = 0, noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = [], noObjects: [JField] = []
         let e = try members(at: 0, into: &fields, deferring: key, also: nil, reading: false, deferred: &deferred, elements: &elements,
-                            bounds: &noBounds, readStarts: &noStarts, depth: 1)
+                            bounds: &noBounds, readStarts: &noStarts, objects: &noObjects, elementDepth: nil, depth: 1)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
         return deferred
@@ -148,9 +152,27 @@ public struct JSONLineScanner {
     /// request, and `cellTowers`, scanned once instead of validated and then read.)
     package func line(into fields: inout [JField], reading key: StaticString, also key2: StaticString? = nil, elements: inout [JField],
                       bounds: inout [(start: Int, end: Int)], readStarts: inout [ReadArray]) throws(LineIssue) {
-        var unused = 0
+        var unused = 0, noObjects: [JField] = []
         let e = try members(at: 0, into: &fields, deferring: key, also: key2, reading: true, deferred: &unused, elements: &elements,
-                            bounds: &bounds, readStarts: &readStarts, depth: 1)
+                            bounds: &bounds, readStarts: &readStarts, objects: &noObjects, elementDepth: nil, depth: 1)
+        let j = skipWS(e)
+        if j < count { throw unexpected(j, expecting: "end of line") }
+    }
+
+    /// `line(into:reading:…)` for a report's `evidence` (the trace decoder then decodes each event
+    /// from its members, `TraceLineDecoder.event(members:record:count:span:)`, instead of scanning the
+    /// event's bytes again): each read element's own byte range also goes to `objects` (a field of
+    /// kind `.object`, as `validatedArrayElements` gives it), one per entry of `bounds`; and the
+    /// nesting inside a read element is limited to `elementDepth` levels counted from the element,
+    /// the limit of the scan the decoder would otherwise make of it (`maxDepth` of a trace line's
+    /// scanner). An element nested deeper throws here although the record may be valid JSON: the
+    /// caller then reads the record the other way (`ReportRecordParser.parse`).
+    package func line(into fields: inout [JField], reading key: StaticString, elements: inout [JField],
+                      bounds: inout [(start: Int, end: Int)], readStarts: inout [ReadArray],
+                      objects: inout [JField], elementDepth: Int) throws(LineIssue) {
+        var unused = 0
+        let e = try members(at: 0, into: &fields, deferring: key, also: nil, reading: true, deferred: &unused, elements: &elements,
+                            bounds: &bounds, readStarts: &readStarts, objects: &objects, elementDepth: elementDepth, depth: 1)
         let j = skipWS(e)
         if j < count { throw unexpected(j, expecting: "end of line") }
     }
@@ -160,21 +182,31 @@ public struct JSONLineScanner {
     /// appended to `out`, ranges to `bounds`. Returns the offset after the closing `]`; nil (and
     /// `out`, `bounds` as they were) when an element is not an object, for the caller to validate
     /// the array as any value. Throws where the text is not valid JSON.
-    private func objectMembers(at start: Int, into out: inout [JField], bounds: inout [(start: Int, end: Int)]) throws(LineIssue) -> Int? {
+    /// `elementDepth` (non-nil: a report's evidence): each element's byte range is appended to
+    /// `objects` as well, and its nesting is limited to `elementDepth` levels counted from the
+    /// element (its member values are at depth 1 there, 3 here: the limit is `elementDepth + 2`).
+    private func objectMembers(at start: Int, into out: inout [JField], bounds: inout [(start: Int, end: Int)],
+                               objects: inout [JField], elementDepth: Int?) throws(LineIssue) -> Int? {
         guard maxDepth >= 2 else { return nil }
-        let firstMember = out.count, firstBound = bounds.count
+        let firstMember = out.count, firstBound = bounds.count, firstObject = objects.count
         var i = skipWS(start + 1)
         if i < count, p[i] == UInt8(ascii: "]") { return i + 1 }
-        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = []
+        var unused = 0, none: [JField] = [], noBounds: [(start: Int, end: Int)] = [], noStarts: [ReadArray] = [], noObjects: [JField] = []
+        var inner = self
+        if let elementDepth { inner.maxDepth = min(maxDepth, elementDepth + 2) }
         while true {
             guard i < count, p[i] == UInt8(ascii: "{") else {
                 out.removeSubrange(firstMember...); bounds.removeSubrange(firstBound...)
+                if elementDepth != nil { objects.removeSubrange(firstObject...) }
                 return nil
             }
-            let b = out.count
-            i = try members(at: i, into: &out, deferring: nil, also: nil, reading: false, deferred: &unused, elements: &none,
-                            bounds: &noBounds, readStarts: &noStarts, depth: 3)
+            let b = out.count, objectStart = i
+            i = try inner.members(at: i, into: &out, deferring: nil, also: nil, reading: false, deferred: &unused, elements: &none,
+                                  bounds: &noBounds, readStarts: &noStarts, objects: &noObjects, elementDepth: nil, depth: 3)
             bounds.append((b, out.count))
+            if elementDepth != nil {
+                objects.append(JField(keyStart: 0, keyLength: 0, kind: .object, number: 0, start: objectStart, end: i, escaped: false))
+            }
             i = skipWS(i)
             guard i < count else { throw unexpected(i, expecting: "',' or ']'") }
             if p[i] == UInt8(ascii: ",") { i = skipWS(i + 1); continue }

@@ -26,6 +26,25 @@ package struct ReportRecordParser {
         /// false: the record scan only delimited the events (`parse(…deferEvidence: true…)`); a
         /// body whose decoder refuses one must throw `Failure.uncheckedEvidence`.
         package var evidenceChecked = true
+        /// The members of each event, read by the record scan (`parse(…deferEvidence: true…)`):
+        /// event `i`'s are `members[memberBounds[i].start..<memberBounds[i].end]`; empty when the
+        /// record was read another way.
+        package var members = UnsafeBufferPointer<JField>(start: nil, count: 0)
+        package var memberBounds = UnsafeBufferPointer<(start: Int, end: Int)>(start: nil, count: 0)
+        package var membersRead = false
+
+        /// Evidence event `i` decoded by `decoder`: from the members the record scan read when it
+        /// read them, else by scanning the event's bytes (the same result either way:
+        /// `TraceLineDecoder.event(members:record:count:span:)`).
+        @inline(__always)
+        package func event(_ i: Int, decoder: inout TraceLineDecoder, scanner s: JSONLineScanner) throws(LineIssue) -> DecodedLine {
+            let e = evidence[i]
+            if membersRead {
+                let b = memberBounds[i]
+                return try decoder.event(members: UnsafeBufferPointer(rebasing: members[b.start..<b.end]), record: s.p, count: s.count, span: e)
+            }
+            return try decoder.event(s.p + e.start, count: e.end - e.start)
+        }
     }
 
     package enum Failure: Error {
@@ -43,6 +62,9 @@ package struct ReportRecordParser {
     private var geometry: [JField] = []
     private var coordinates: [JField] = []
     private var elements: [JField] = []
+    private var members: [JField] = []
+    private var memberBounds: [(start: Int, end: Int)] = []
+    private var readStarts: [JSONLineScanner.ReadArray] = []
     /// The id an error record of the record being parsed carries (its `id`, else its
     /// properties' `id`), for errors raised after parsing.
     package private(set) var errorID: String?
@@ -50,7 +72,23 @@ package struct ReportRecordParser {
     package init() {
         top.reserveCapacity(16); properties.reserveCapacity(16); geometry.reserveCapacity(4)
         coordinates.reserveCapacity(4); elements.reserveCapacity(4096)
+        members.reserveCapacity(8192); memberBounds.reserveCapacity(4096); readStarts.reserveCapacity(2)
     }
+
+    /// How the record scan treats a plain report's `evidence` array.
+    private enum Mode {
+        /// Validated like any value; its events are delimited afterwards.
+        case validate
+        /// Delimited only (`parse(…deferEvidence: true…)`, the fallback of `read`).
+        case deferring
+        /// Validated, and each event's members read, in the record scan
+        /// (`JSONLineScanner.line(into:reading:…objects:elementDepth:)`): the decoder decodes them
+        /// without scanning the event's bytes again.
+        case read
+    }
+
+    /// The scan of `Mode.read` failed: the record is read again in `Mode.deferring`.
+    private struct ReadScanFailed: Error {}
 
     /// Parses the record `p[0..<count]` (`p[count]` readable) and calls `body` with it; the
     /// evidence ranges are valid during the call.
@@ -64,18 +102,33 @@ package struct ReportRecordParser {
     /// gave; valid JSON runs the body again with the evidence checked (an event the decoder refuses
     /// is then a rejection, as before). A body may therefore run twice: it must not write before
     /// its last throwing step.
+    ///
+    /// Before that, `deferEvidence` first tries one validating scan that also reads every event's
+    /// members (`Mode.read`, issue 22: the events' bytes were delimited by the record scan and then
+    /// scanned again by the decoder). It gives the body the same report, and the decoder gives the
+    /// same events and errors (`Report.event`); when that scan throws (the record is not valid
+    /// JSON, or an event is nested deeper than a trace line may be), the record is read as above.
     package mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, deferEvidence: Bool = false,
                                    _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
-        guard deferEvidence else { return try parse(p, count: count, deferring: false, body) }
+        guard deferEvidence else { return try parse(p, count: count, mode: .validate, body) }
+        if readsEvidenceMembers {
+            do {
+                return try parse(p, count: count, mode: .read, body)
+            } catch is ReadScanFailed {}
+        }
         do {
-            return try parse(p, count: count, deferring: true, body)
+            return try parse(p, count: count, mode: .deferring, body)
         } catch {
             guard evidenceUnchecked else { throw error }
             if let f = check(p, count: count) { throw f }
-            if case Failure.uncheckedEvidence = error { return try parse(p, count: count, deferring: false, body) }
+            if case Failure.uncheckedEvidence = error { return try parse(p, count: count, mode: .validate, body) }
             throw error
         }
     }
+
+    /// Whether `parse(…deferEvidence: true…)` first tries `Mode.read` (false: only delimits, as
+    /// before session 22; the benchmark's A/B and the tests' comparison of the two).
+    package var readsEvidenceMembers = true
 
     /// The record scan delimited `evidence` without validating it and nothing has validated it since.
     private var evidenceUnchecked = false
@@ -99,8 +152,9 @@ package struct ReportRecordParser {
         return .malformed(error.message)
     }
 
-    private mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, deferring: Bool,
+    private mutating func parse<R>(_ p: UnsafePointer<UInt8>, count: Int, mode: Mode,
                                    _ body: (Report, JSONLineScanner) throws -> R) throws -> R {
+        let deferring = mode == .deferring
         var s = JSONLineScanner(p: p, count: count)
         s.maxDepth = 512                         // as deep as Foundation's parser went (the reader before 0.x)
         top.removeAll(keepingCapacity: true)
@@ -110,9 +164,19 @@ package struct ReportRecordParser {
         // A deferred `evidence` array of objects is delimited into `elements` by the record scan
         // itself (one pass over the evidence's bytes, not two).
         elements.removeAll(keepingCapacity: true)
+        if mode == .read {
+            members.removeAll(keepingCapacity: true); memberBounds.removeAll(keepingCapacity: true); readStarts.removeAll(keepingCapacity: true)
+        }
         do throws(LineIssue) {
-            if deferring { deferred = try s.line(into: &top, deferring: "evidence", elements: &elements) } else { try s.line(into: &top) }
+            switch mode {
+            case .deferring: deferred = try s.line(into: &top, deferring: "evidence", elements: &elements)
+            case .validate: try s.line(into: &top)
+            case .read:
+                try s.line(into: &top, reading: "evidence", elements: &members, bounds: &memberBounds, readStarts: &readStarts,
+                           objects: &elements, elementDepth: JSONLineScanner.traceLineDepth)
+            }
         } catch {
+            if mode == .read { throw ReadScanFailed() }
             // A scan that skipped validating an array may stop elsewhere than one that did: the
             // error is the validating scan's (`parse(…deferEvidence:…)`).
             if deferring { evidenceUnchecked = true; throw Failure.uncheckedEvidence }
@@ -185,7 +249,11 @@ package struct ReportRecordParser {
         // The record scan's own element list holds the elements of the one deferred array when they
         // are all objects; it is this record's evidence exactly when that array is `evidenceField`
         // (one deferred array, not a Feature: otherwise `check` above validated the record).
-        let delimited = deferred == 1 && !feature && !elements.isEmpty && evidenceField?.kind == .array
+        // In `Mode.read`, the read elements (all of the record's top-level `evidence` arrays of
+        // objects) are this record's evidence exactly when there is one and it is `evidenceField`.
+        let read = mode == .read && !feature && readStarts.count == 1 && evidenceField?.kind == .array
+            && readStarts[0].start == evidenceField!.start
+        let delimited = read || deferred == 1 && !feature && !elements.isEmpty && evidenceField?.kind == .array
             && elements.first!.start > evidenceField!.start && elements.last!.end < evidenceField!.end
         if !delimited { elements.removeAll(keepingCapacity: true) }
         if let e = evidenceField {
@@ -209,7 +277,13 @@ package struct ReportRecordParser {
             var r = report
             r.evidence = ev
             r.evidenceChecked = checked
-            return try body(r, s)
+            guard read else { return try body(r, s) }
+            return try members.withUnsafeBufferPointer { m in
+                try memberBounds.withUnsafeBufferPointer { b in
+                    r.members = m; r.memberBounds = b; r.membersRead = true
+                    return try body(r, s)
+                }
+            }
         }
     }
 

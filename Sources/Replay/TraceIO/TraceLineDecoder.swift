@@ -29,52 +29,80 @@ public struct TraceLineDecoder {
         lastLineValid = false
         try s.line(into: &fields)
         lastLineValid = true
-        let f = fields
-        return try f.withUnsafeBufferPointer { (buf) throws(LineIssue) -> DecodedLine in
-            let o = Obj(s: s, f: buf)
-            try o.checkDuplicates()
-            guard let ti = o.index("type") else { throw .missing("type") }
-            guard buf[ti].kind == .string else { throw .wrongType("type", expected: "a string", got: o.kindName(ti)) }
-            let time = try o.requiredNumber("t", in: TraceDomain.time, "s")
-            let type = buf[ti]
-            let device = try o.optionalString("device") ?? Fix.defaultSubject
-            let payload: TraceEvent.Payload
-            switch (s.p + type.start, type.end - type.start) {
-            case let (t, n) where eq(t, n, "gnss"):
-                let lat = try o.requiredNumber("lat"), lon = try o.requiredNumber("lon")
-                try checkLatLon(lat, lon)
-                let acc = try o.requiredNumber("acc")
-                guard acc >= 0 else { throw .value("acc must be ≥ 0 m, got \(acc)") }
-                try o.check("acc", acc, TraceDomain.accuracy, "m")
-                payload = .gnss(GNSSFix(latitude: lat, longitude: lon, altitude: try o.optionalNumber("alt", in: TraceDomain.height, "m"),
-                                        accuracy: acc, verticalAccuracy: try o.optionalNumber("vacc", in: TraceDomain.accuracy, "m"),
-                                        speed: try o.optionalNumber("spd", in: TraceDomain.speed, "m/s"),
-                                        bearing: try o.optionalNumber("brg", in: TraceDomain.degrees, "deg")))
-            case let (t, n) where eq(t, n, "acc"): payload = .imu(try xyz(o, .accelerometer))
-            case let (t, n) where eq(t, n, "gyro"): payload = .imu(try xyz(o, .gyroscope))
-            case let (t, n) where eq(t, n, "mag"): payload = .imu(try xyz(o, .magnetometer))
-            case let (t, n) where eq(t, n, "rotvec"):
-                payload = .imu(IMUSample(kind: .rotationVector, x: try o.requiredNumber("x", in: TraceDomain.imu, ""),
-                                         y: try o.requiredNumber("y", in: TraceDomain.imu, ""),
-                                         z: try o.requiredNumber("z", in: TraceDomain.imu, ""), w: try o.requiredNumber("w", in: TraceDomain.imu, "")))
-            case let (t, n) where eq(t, n, "baro"):
-                payload = .imu(IMUSample(kind: .barometer, x: try o.requiredNumber("p", in: TraceDomain.imu, "hPa")))
-            case let (t, n) where eq(t, n, "wifi"): payload = .wifi(try wifi(o))
-            case let (t, n) where eq(t, n, "cell"): payload = .cell(try cell(o))
-            case let (t, n) where eq(t, n, "step"): payload = .step(StepEvent(length: try o.optionalNumber("len", in: TraceDomain.stepLength, "m")))
-            case let (t, n) where eq(t, n, "acoustic"):
-                payload = .acoustic(AcousticArrival(beacon: try o.requiredString("beacon"), arrivalTime: try o.requiredNumber("toa", in: TraceDomain.time, "s"),
-                                                    emission: try o.optionalInt("k"), snr: try o.optionalNumber("snr", in: TraceDomain.power, "dB")))
-            case let (t, n) where eq(t, n, "peer_range"): payload = .peerRange(try peer(o))
-            case let (t, n) where eq(t, n, "photo"): payload = .photo(try photo(o))
-            case let (t, n) where eq(t, n, "gt"): payload = .groundTruth(try groundTruth(o))
-            default:
-                let name = try s.string(start: type.start, end: type.end, escaped: type.escaped)
-                if name == "header" { throw .value("a second header line (headers belong on line 1 only)") }
-                return .unknown(type: name, time: time)
-            }
-            return .event(TraceEvent(time: time, device: device, payload: payload))
+        return try decodeFields(s)
+    }
+
+    /// `event(_:count:)` of the event object `span` (a field of kind `.object`) of the record
+    /// `record[0..<count]`, whose members an earlier scan of the record has already read and
+    /// validated (`JSONLineScanner.line(into:reading:…objects:elementDepth:)`, offsets from
+    /// `record`). The same result as scanning the event's bytes `record[span.start..<span.end]`
+    /// again: everything after the scan is the same code, reading strings and nested arrays
+    /// through a scanner of the record (a decoded event holds no offsets). An error message may
+    /// name a column, counted from the event's first byte: on any error the event is decoded again
+    /// from its own bytes, which gives that scan's message exactly (errors are rare; no members are
+    /// copied or moved for the usual case). The members must be those of a successful scan with
+    /// the nesting limit of `event(_:count:)` (`JSONLineScanner.traceLineDepth`).
+    package mutating func event(members: UnsafeBufferPointer<JField>, record: UnsafePointer<UInt8>, count: Int,
+                                span: JField) throws(LineIssue) -> DecodedLine {
+        lastLineValid = true
+        do {
+            return try decode(JSONLineScanner(p: record, count: count), members)
+        } catch {
+            return try event(record + span.start, count: span.end - span.start)
         }
+    }
+
+    /// The event of the scanned line in `fields` (scanner `s`).
+    private mutating func decodeFields(_ s: JSONLineScanner) throws(LineIssue) -> DecodedLine {
+        let f = fields
+        return try f.withUnsafeBufferPointer { (buf) throws(LineIssue) -> DecodedLine in try decode(s, buf) }
+    }
+
+    /// The event whose members are `buf` (offsets from `s.p`).
+    private mutating func decode(_ s: JSONLineScanner, _ buf: UnsafeBufferPointer<JField>) throws(LineIssue) -> DecodedLine {
+        let o = Obj(s: s, f: buf)
+        try o.checkDuplicates()
+        guard let ti = o.index("type") else { throw .missing("type") }
+        guard buf[ti].kind == .string else { throw .wrongType("type", expected: "a string", got: o.kindName(ti)) }
+        let time = try o.requiredNumber("t", in: TraceDomain.time, "s")
+        let type = buf[ti]
+        let device = try o.optionalString("device") ?? Fix.defaultSubject
+        let payload: TraceEvent.Payload
+        switch (s.p + type.start, type.end - type.start) {
+        case let (t, n) where eq(t, n, "gnss"):
+            let lat = try o.requiredNumber("lat"), lon = try o.requiredNumber("lon")
+            try checkLatLon(lat, lon)
+            let acc = try o.requiredNumber("acc")
+            guard acc >= 0 else { throw .value("acc must be ≥ 0 m, got \(acc)") }
+            try o.check("acc", acc, TraceDomain.accuracy, "m")
+            payload = .gnss(GNSSFix(latitude: lat, longitude: lon, altitude: try o.optionalNumber("alt", in: TraceDomain.height, "m"),
+                                    accuracy: acc, verticalAccuracy: try o.optionalNumber("vacc", in: TraceDomain.accuracy, "m"),
+                                    speed: try o.optionalNumber("spd", in: TraceDomain.speed, "m/s"),
+                                    bearing: try o.optionalNumber("brg", in: TraceDomain.degrees, "deg")))
+        case let (t, n) where eq(t, n, "acc"): payload = .imu(try xyz(o, .accelerometer))
+        case let (t, n) where eq(t, n, "gyro"): payload = .imu(try xyz(o, .gyroscope))
+        case let (t, n) where eq(t, n, "mag"): payload = .imu(try xyz(o, .magnetometer))
+        case let (t, n) where eq(t, n, "rotvec"):
+            payload = .imu(IMUSample(kind: .rotationVector, x: try o.requiredNumber("x", in: TraceDomain.imu, ""),
+                                     y: try o.requiredNumber("y", in: TraceDomain.imu, ""),
+                                     z: try o.requiredNumber("z", in: TraceDomain.imu, ""), w: try o.requiredNumber("w", in: TraceDomain.imu, "")))
+        case let (t, n) where eq(t, n, "baro"):
+            payload = .imu(IMUSample(kind: .barometer, x: try o.requiredNumber("p", in: TraceDomain.imu, "hPa")))
+        case let (t, n) where eq(t, n, "wifi"): payload = .wifi(try wifi(o))
+        case let (t, n) where eq(t, n, "cell"): payload = .cell(try cell(o))
+        case let (t, n) where eq(t, n, "step"): payload = .step(StepEvent(length: try o.optionalNumber("len", in: TraceDomain.stepLength, "m")))
+        case let (t, n) where eq(t, n, "acoustic"):
+            payload = .acoustic(AcousticArrival(beacon: try o.requiredString("beacon"), arrivalTime: try o.requiredNumber("toa", in: TraceDomain.time, "s"),
+                                                emission: try o.optionalInt("k"), snr: try o.optionalNumber("snr", in: TraceDomain.power, "dB")))
+        case let (t, n) where eq(t, n, "peer_range"): payload = .peerRange(try peer(o))
+        case let (t, n) where eq(t, n, "photo"): payload = .photo(try photo(o))
+        case let (t, n) where eq(t, n, "gt"): payload = .groundTruth(try groundTruth(o))
+        default:
+            let name = try s.string(start: type.start, end: type.end, escaped: type.escaped)
+            if name == "header" { throw .value("a second header line (headers belong on line 1 only)") }
+            return .unknown(type: name, time: time)
+        }
+        return .event(TraceEvent(time: time, device: device, payload: payload))
     }
 
     private func xyz(_ o: Obj, _ kind: IMUKind) throws(LineIssue) -> IMUSample {
