@@ -39,14 +39,26 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
     /// Eigen-decomposition: semi-axes standard deviations (major ≥ minor, m) and the
     /// orientation of the major axis as an azimuth (radians clockwise from north).
     public var principalAxes: (major: Double, minor: Double, azimuth: Double) {
-        let m = 0.5 * (ee + nn)
-        let d = sqrt(max(0, 0.25 * (ee - nn) * (ee - nn) + en * en))
-        let l1 = m + d, l2 = max(0, m - d)
+        let (l1, l2) = eigenvalues
         // Eigenvector of l1 in (E, N): (en, l1 - ee) or (l1 - nn, en)
         var vx = l1 - nn, vy = en
         if abs(vx) + abs(vy) < 1e-300 { vx = ee >= nn ? 1 : 0; vy = ee >= nn ? 0 : 1 }
         let az = atan2(vx, vy)  // azimuth of (E, N) vector
         return (sqrt(l1), sqrt(l2), az)
+    }
+
+    /// The eigenvalues λ₁ ≥ λ₂ ≥ 0 (m²): m ± d, m = (ee + nn)/2, d = √((ee − nn)²/4 + en²).
+    @inline(__always) var eigenvalues: (Double, Double) {
+        let m = 0.5 * (ee + nn)
+        let d = sqrt(max(0, 0.25 * (ee - nn) * (ee - nn) + en * en))
+        return (m + d, max(0, m - d))
+    }
+
+    /// `principalAxes`' semi-axes (the same doubles) without its azimuth: `circularRadius`
+    /// does not read the orientation, whose atan2 cost ≈ 100 instructions per call (docs/refine.md).
+    public var principalSigmas: (major: Double, minor: Double) {
+        let (l1, l2) = eigenvalues
+        return (sqrt(l1), sqrt(l2))
     }
 
     /// Scale k such that the ellipse eᵀ Σ⁻¹ e ≤ k² holds probability `p` for a
@@ -57,7 +69,7 @@ public struct Covariance2: Sendable, Equatable, Hashable, Codable {
     /// under this Gaussian: the root of the exact circular-probability integral (midpoint rule
     /// over the whitened angle, safeguarded Newton; circular Σ gives σ·√(−2 ln(1−p))).
     public func circularRadius(probability p: Double = 0.95) -> Double {
-        let ax = principalAxes
+        let ax = principalSigmas
         let s1 = ax.major, s2 = ax.minor
         if s1 <= 0 { return 0 }
         if s2 <= 1e-6 * s1 {

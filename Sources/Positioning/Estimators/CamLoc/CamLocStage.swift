@@ -94,6 +94,8 @@ public final class CamLocStage: PipelineStage {
 
     public var sources: [Source] { [.camloc] }
     /// The sample buffers, user fixes, pending photos and solutions (the public `var`s are configuration).
+    /// Upstream, only the user's fixes (`userSources`).
+    public func readsPositionMeasurements(of source: Source) -> Bool { false }
     public func reset() {
         devices = [:]; lastDevice = nil; userFixes = [:]; pending = [:]; solutions = []
     }

@@ -145,6 +145,8 @@ public final class HAPELStage: PipelineStage {
     public var sources: [Source] { [.hapel] }
     /// The per-phone trackers and the map radios of the last reference data (keyed by count only).
     public func reset() { states = [:]; lastState = nil; radiosCache = nil }
+    /// It never reads `upstream` (WCL's fix comes through `link`).
+    public func readsPositionMeasurements(of source: Source) -> Bool { false }
     public func fresh() -> any PipelineStage { HAPELStage(estimator: estimator, thresholdOverride: thresholdOverride) }
 
     /// An earlier `wcl` stage of the same pipeline with the same WCL estimator (`link`), whose

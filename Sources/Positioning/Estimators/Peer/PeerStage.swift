@@ -98,6 +98,8 @@ public final class PeerStage: PipelineStage {
     }
     /// Peer ranges, and the upstream fixes of its anchor sources (nothing else changes its state).
     public var inputs: StageInputs { StageInputs(events: .peerRange, upstream: true) }
+    /// Upstream, only fixes (its anchors).
+    public func readsPositionMeasurements(of source: Source) -> Bool { false }
     public func fresh() -> any PipelineStage {
         PeerStage(solver: solver, anchorSources: anchorSources, anchorMaxAge: anchorMaxAge, rangeMaxAge: rangeMaxAge,
                   motionSpeed: motionSpeed, onsetSigmaSamples: onsetSigmaSamples, defaultRangeSigma: defaultRangeSigma,

@@ -313,6 +313,10 @@ public final class FusionStage: PipelineStage {
         return out.count > 1 ? Self.lastPerSubjectAndTime(out) : out
     }
 
+    /// A source's position measurements are read only when it is coupled tightly (`tight`);
+    /// the velocity measurements of the loop above are not position measurements.
+    public func readsPositionMeasurements(of source: Source) -> Bool { tightMask & Self.bit(source) != 0 }
+
     private func isLooseInput(_ f: Fix) -> Bool {
         looseMask & Self.bit(f.source) != 0 && !Subject.isObject(f.subject)
     }
