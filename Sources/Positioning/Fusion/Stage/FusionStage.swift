@@ -545,8 +545,12 @@ public final class FusionStage: PipelineStage {
     private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool) -> StageResult? {
         let t = track(f.subject, context)
         guard f.covariance.determinant > 0, f.covariance.determinant.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return nil }
-        let held = f.source == .gnss && !prescaled && t.isGNSSHold(f)
-        if f.source == .gnss && !prescaled { t.lastGNSS = (f.position, f.covariance) }
+        // The hold test and its memory only where holds are not fused (`gnss_hold_updates: false`):
+        // the default fuses every fix, and this runs once per fix of every report.
+        var held = false
+        if !settings.gnssHoldUpdates && f.source == .gnss && !prescaled {
+            held = t.isGNSSHold(f); t.lastGNSS = (f.position, f.covariance)
+        }
         if !t.filter.isInitialized {
             guard initialize(t, at: f, prescaled: prescaled) else { return nil }
             return emit(t, device: f.subject)
@@ -577,7 +581,7 @@ public final class FusionStage: PipelineStage {
             t.counters[f.source, default: SourceCounters()].uninformative += 1
             return emit(t, device: f.subject)
         }
-        if held && !settings.gnssHoldUpdates {
+        if held {
             t.apply(.predict(time: f.time), gate: gate)
             t.counters[f.source, default: SourceCounters()].held += 1
             return emit(t, device: f.subject)

@@ -97,7 +97,8 @@ final class FusionTrack {
     /// The source and the variance (trace of R = α²Σ) of the fix that (re)started the filter
     /// (`FusionStage.uninformativeRatio`).
     var start: (source: Source, trace: Double)?
-    /// The phone's last GNSS fix seen by the stage (position, reported covariance): a hold test.
+    /// The phone's last GNSS fix seen by the stage (position, reported covariance): the hold test
+    /// of `gnss_hold_updates: false` (nil under the default, which keeps no memory of it).
     var lastGNSS: (position: SIMD2<Double>, covariance: Covariance2)?
     /// Per observed thing (a loose source, or a tight measurement's `repeatIdentity`): the last
     /// value seen and how many times in a row it has come unchanged (`repeatCount`).
