@@ -404,7 +404,8 @@ extension CellSiteDatabaseTests {
     /// scored through the default pipeline + smoother. Prints the figures docs/fusion.md gives; checks
     /// the mechanics (a family absent from training gets the pooled factor, which is ≥ every
     /// training family's α₉₅) and that on the drives the ekf is no worse than the phone's own fixes
-    /// in P50, P95 and mean and the smoother no worse in mean and P95.
+    /// in P50, P95 and mean and the smoother no worse in mean and P95; on the static logs the ekf
+    /// no worse in P50 and mean and the smoother in P50, P95 and mean.
     @Test func gnssErrorModelLeaveOneRecordingOut() throws {
         guard let recs = try Self.gnssDevRecordings() else { return }
         for (i, test) in recs.enumerated() {
@@ -436,6 +437,17 @@ extension CellSiteDatabaseTests {
                     #expect(a <= b, "\(line)")
                 }
                 #expect(sm.errors.mean_m! <= g.errors.mean_m! && sm.errors.p95_m! <= g.errors.p95_m!, "\(line)")
+            }
+            if test.family == "pseudoranges", let g = r.sources["gnss"], let e = r.sources["ekf"], let sm = r.sources["smoother"] {
+                // The static logs (session 23: a fix gated while the receiver reports rest is
+                // re-tested with its bias re-drawn, so the log 2016-08-22's re-solutions are averaged,
+                // not gated until a restart): the ekf no worse than the fixes in P50 and mean, the
+                // smoother in P50, P95 and mean. (The ekf's P95 on that log is 22 mm over the fixes':
+                // its first 12 s, the receiver's solution converging at speed 0; not met.)
+                for (a, b) in [(e.errors.median_m!, g.errors.median_m!), (e.errors.mean_m!, g.errors.mean_m!),
+                               (sm.errors.median_m!, g.errors.median_m!), (sm.errors.p95_m!, g.errors.p95_m!), (sm.errors.mean_m!, g.errors.mean_m!)] {
+                    #expect(a <= b, "\(line)")
+                }
             }
         }
     }

@@ -259,6 +259,70 @@ private func norm(_ v: SIMD2<Double>) -> Double { (v * v).sum().squareRoot() }
         #expect(reference.contains { norm(pinned[$0.time]!.position - $0.position) > 0.01 })
     }
 
+    /// A receiver at rest (zero velocity with every fix) holds one solution for 60 s, then
+    /// re-solves 7 m away (the static GnssLogger logs: docs/fusion.md, session 23). Under the
+    /// bias model of those logs (β 0.99, τ 3600 s) the repeats pin p + b and the new solution is
+    /// gated; at rest nothing but the error can have moved, so it is re-tested with the bias
+    /// re-drawn (`GNSSBias.redraw`) and accepted: no gated fix, no restart, and the position after
+    /// it is the joint Kalman update with b = 0, C = 0, B = Σ_b, computed here by hand from the
+    /// filter's prior: x⁺ = x⁻ + P_x,p (P_pp + Σ_b + R_w)⁻¹ ν, part of the way to the new solution.
+    /// Without the rest claim (no velocity) the jump is gated, then taken as motion: the track
+    /// moves onto the new solution within seconds (as before this re-test).
+    @Test func receiverAtRestReSolvesInsteadOfRestarting() throws {
+        let z1 = SIMD2<Double>(2, 1), z2 = SIMD2<Double>(-3, -4), sigma = 3.0
+        var s = FusionStage.Settings(kind: .ekf)
+        s.gnssBias = GNSSBias(correlationTime: 3600, biasFraction: 0.99)
+        func event(_ k: Int, velocity: Bool) -> (TraceEvent, [StageResult]) {
+            let t = Double(k)
+            var up: [StageResult] = []
+            if velocity { up.append(.measurement(VelocityMeasurement(velocity: .zero, sigma: 0.35, time: t - 0.5), subject: Fix.defaultSubject)) }
+            // The solution wanders by 1 cm (not an exact repeat: `repeat_inflation` would scale R
+            // and with it Σ_b by k, and a bias that large lets the jump through ungated).
+            let wander = SIMD2<Double>(0.01 * Double(k % 2), 0)
+            up.append(.fix(Fix(time: t, position: (k < 60 ? z1 : z2) + wander, covariance: Covariance2(sigma: sigma), source: .gnss)))
+            return (TraceEvent(time: t, payload: .gnss(GNSSFix(latitude: 0, longitude: 0, accuracy: sigma))), up)
+        }
+        func run(_ stage: FusionStage, _ ks: Range<Int>, velocity: Bool) -> [Double: Fix] {
+            var out: [Double: Fix] = [:]
+            for k in ks {
+                let (e, up) = event(k, velocity: velocity)
+                for case .fix(let f) in stage.process(e, upstream: up, context: context) { out[f.time] = f }
+            }
+            return out
+        }
+        let atRest = FusionStage(settings: s)
+        let out = run(atRest, 0..<80, velocity: true)
+        let c = try #require(atRest.counters[.gnss])
+        #expect(c.gated == 0 && atRest.reinitializations == 0 && c.initializations == 1)
+
+        // The prior of the re-solved fix: the same stage to the velocity of second 60, predicted to 60.
+        let before = FusionStage(settings: s)
+        _ = run(before, 0..<60, velocity: true)
+        let (e60, up60) = event(60, velocity: true)
+        _ = before.process(e60, upstream: [up60[0]], context: context)
+        let t = try #require(before.tracks[Fix.defaultSubject])
+        t.apply(.predict(time: 60), gate: { _ in nil })
+        let x = t.filter.mean, p = t.filter.covariance
+        let lambda = t.accuracyScales[.gnss]?.value ?? 1
+        let r = lambda * sigma * sigma
+        // S = P_pp + Σ_b + R_w = P_pp + r I (Σ_b + R_w = βR + (1 − β)R) (b re-drawn: no cross term); K_x = P_x,p S⁻¹.
+        let s00 = p[0, 0] + r, s01 = p[0, 1], s11 = p[1, 1] + r, det = s00 * s11 - s01 * s01
+        let nu = z2 - SIMD2(x[0], x[1])          // second 60: no wander
+        let w = SIMD2((s11 * nu.x - s01 * nu.y) / det, (-s01 * nu.x + s00 * nu.y) / det)
+        let expected = SIMD2(x[0] + p[0, 0] * w.x + p[0, 1] * w.y, x[1] + p[1, 0] * w.x + p[1, 1] * w.y)
+        let got = try #require(out[60])
+        #expect(norm(got.position - expected) < 1e-9, "\(got.position) vs \(expected)")
+        // The update moves the track part of the way to the new solution (P_pp ≈ Σ: p is as
+        // uncertain as the bias it cannot be told from), not all of it.
+        #expect(norm(got.position - z1) > 1 && norm(got.position - z2) > 1)
+
+        // No rest claim: gated, then the fifth restarts at z2 (the behaviour before).
+        let moving = FusionStage(settings: s)
+        let plain = run(moving, 0..<80, velocity: false)
+        #expect(moving.counters[.gnss]!.gated >= 1)
+        #expect(norm(plain[64]!.position - z2) < 0.1 && norm(plain[61]!.position - out[61]!.position) > 0.5)
+    }
+
     /// A car (no IMU: constant velocity) at 15 m/s that turns 90° at 30°/s and later brakes to a
     /// stop, 1 Hz fixes with σ = 1 m. Under q₀ alone the filter, sure of its velocity, gates the
     /// fixes of the turn; the manoeuvre re-test (`cv_manoeuvre_accel_mps2`,

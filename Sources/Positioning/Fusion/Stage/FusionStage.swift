@@ -32,7 +32,9 @@ import Foundation
 /// with σ `initial_heading_sigma_deg` (no heading yet: waits up to 10 s, then starts at 0 with
 /// σ = 180° for the particle filter or waits for the EKF/UKF), s = 1 ± `initial_scale_sigma`;
 /// S2: v = 0 ± `initial_speed_sigma_mps`; if the next fix is gated under that (a vehicle), and
-/// after a divergence, two-point initiation from the last two fixes. S2 fixes gated under q₀ are re-tested as a manoeuvre (`retestAsManoeuvre`).
+/// after a divergence, two-point initiation from the last two fixes. S2 fixes gated under q₀ are re-tested as a manoeuvre (`retestAsManoeuvre`);
+/// before that, a GNSS fix gated while the receiver reports a zero velocity with it is re-tested
+/// with its bias re-drawn (`retestAsResolution`: at rest only the error can have moved).
 ///
 /// **Output.** A fix after each event's measurement updates (one per phone and time: the
 /// posterior after all of them), and after steps at most every `output_interval_s`; covariance = P_pp (the filter's own, so NEES/inside95 measure its
@@ -259,11 +261,17 @@ public final class FusionStage: PipelineStage {
         // the shipped model: pf mean 2.09 → 2.41 m, P95 3.81 → 4.65 m with it: a likelihood sharper
         // than the cloud's velocity spread under the vehicle q concentrates the weights on few
         // particles; docs/fusion.md). `ParticleFilter.update` itself handles a velocity model.
+        // A GNSS velocity of exactly zero, accepted: the receiver reports itself at rest with this
+        // event's fix (the phone whose fix may get the re-solution re-test, `update(fix:)`).
+        var atRest: String?
         for case .measurement(let m, let subject) in upstream
         where m.observedBlock == .velocity && settings.kind != .pf && settings.inputs.contains(m.source) && !Subject.isObject(subject) {
             let t = track(subject, context)
             guard t.filter.isInitialized, m.time >= t.filter.time else { continue }
-            if let r = t.apply(.update(m), gate: gate), r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
+            if let r = t.apply(.update(m), gate: gate) {
+                if r.outcome == .gated { _ = retestAsManoeuvre(t, r) }
+                if r.outcome == .accepted, m.source == .gnss, m.z.allSatisfy({ $0 == 0 }) { atRest = subject }
+            }
         }
         // The sources of the loose fixes upstream: the superseding and scan-group passes (each a
         // set or dictionary built per event) run only when a fix of theirs is there (a report's
@@ -293,7 +301,7 @@ public final class FusionStage: PipelineStage {
                         }
                     }
                 } else {
-                    update(fix: f, context, into: &out)
+                    update(fix: f, context, atRest: atRest == f.subject, into: &out)
                 }
             case .measurement(let m, let subject):
                 if m.observedBlock == .velocity { continue }     // applied above
@@ -538,11 +546,12 @@ public final class FusionStage: PipelineStage {
     /// `prescaled`: the fix's covariance is already R (a scan's intersection): no α, no repeat factor.
     /// Appends the output, if any, to `out` (an array returned per fix and appended cost ≈ 1k
     /// instructions per report).
-    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool = false, into out: inout [StageResult]) {
-        if let r = update(fix: f, context, prescaled: prescaled) { out.append(r) }
+    /// `atRest`: the receiver reported a zero velocity with this fix (the re-solution re-test).
+    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool = false, atRest: Bool = false, into out: inout [StageResult]) {
+        if let r = update(fix: f, context, prescaled: prescaled, atRest: atRest) { out.append(r) }
     }
 
-    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool) -> StageResult? {
+    private func update(fix f: Fix, _ context: PipelineContext, prescaled: Bool, atRest: Bool) -> StageResult? {
         let t = track(f.subject, context)
         guard f.covariance.determinant > 0, f.covariance.determinant.isFinite, f.position.x.isFinite, f.position.y.isFinite else { return nil }
         // The hold test and its memory only where holds are not fused (`gnss_hold_updates: false`):
@@ -596,6 +605,7 @@ public final class FusionStage: PipelineStage {
             return emit(t, device: f.subject)
         }
         t.startFix = nil
+        if r.outcome == .gated, atRest, let again = retestAsResolution(t, r) { r = again }
         if r.outcome == .gated, let again = retestAsManoeuvre(t, r) { r = again }
         if r.outcome == .gated || r.outcome == .singular {
             // A fix refused as singular (S not positive definite: the filter's covariance is broken)
@@ -665,6 +675,29 @@ public final class FusionStage: PipelineStage {
         let speed2 = max(0, v[2] * v[2] + v[3] * v[3] - p[2, 2] - p[3, 3])
         let along = settings.cvManoeuvreAcceleration, across2 = settings.cvTurnRateSigma * settings.cvTurnRateSigma * speed2
         return t.filter.withMotion({ $0.constantVelocity.q += along * along + across2 }) { t.reapplyLast(r, gate: gate) }
+    }
+
+    /// Re-solution test of a GNSS fix gated while the receiver reports itself at rest (its
+    /// velocity with this fix is exactly zero, and the filter accepted it). At rest the fix cannot
+    /// have moved by its innovation, so the only explanation inside the model is its error: a
+    /// receiver that re-computes its solution (a held solution released, another satellite set)
+    /// starts a new error, which the Gauss–Markov bias (continuous over τ) does not allow as a step.
+    /// The fix is tested once more with the bias re-drawn (`GNSSBias.redraw`: a new bias
+    /// independent of the old one, B = Σ_b). Accepted, the position moves by
+    /// P_pp (P_pp + Σ_b + R_w)⁻¹ ν: the filter averages the receiver's independent solutions instead
+    /// of gating the new one until a divergence restart jumps to it. Not accepted, the first
+    /// update is applied once more, so nothing differs from a fix without the re-test (nil is
+    /// returned and the manoeuvre re-test follows as before). GNSS bias block only (ekf, ukf,
+    /// their smoother; the particle filter keeps its own biases).
+    private func retestAsResolution(_ t: FusionTrack, _ r: UpdateRecord) -> UpdateRecord? {
+        guard t.gnssBias?.isPrimed == true else { return nil }
+        t.redrawsBias = true
+        let again = t.reapplyLast(r, gate: gate)
+        t.redrawsBias = false
+        guard let again else { return nil }
+        if again.outcome == .accepted { return again }
+        _ = t.reapplyLast(again, gate: gate)
+        return nil
     }
 
     /// Starts the phone's filter at a fix. Returns false while waiting for a heading (S1, Kalman).

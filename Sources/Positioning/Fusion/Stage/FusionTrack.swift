@@ -118,6 +118,9 @@ final class FusionTrack {
     /// forces the walking diffusion (re-test of a fix gated under the still hypothesis).
     private(set) var lastPredictionStill = false
     var allowStill = true
+    /// The next GNSS fix is applied with the bias re-drawn (`GNSSBias.redraw`): the re-solution
+    /// re-test of a fix gated while the receiver reports rest (`FusionStage`).
+    var redrawsBias = false
     /// Walks the state between heel strikes (`StrideInterpolation`); off = the position moves at steps only.
     var interpolatesStrides = true
     /// Prior σ of the step scale s from the fitted step length (`StepLengthCalibration.scaleSigma`); nil = the option's.
@@ -176,7 +179,7 @@ final class FusionTrack {
         reinitializations = 0; rewinds = 0; tooLate = 0
         lastEmitTime = -.infinity; lastHeadingUpdate = -.infinity
         seenIMU = false; platform = nil
-        lastPredictionStill = false; allowStill = true; interpolatesStrides = true; stepScaleSigma = nil
+        lastPredictionStill = false; allowStill = true; redrawsBias = false; interpolatesStrides = true; stepScaleSigma = nil
         stride = StrideInterpolation()
         gnssBias = nil; biasFamily = nil
         nisLog.removeAll(keepingCapacity: true); history.removeAll(keepingCapacity: true); epochs.removeAll(keepingCapacity: true)
@@ -280,6 +283,7 @@ final class FusionTrack {
             if gnssBias != nil, let pm = m.asPosition,
                let family = Self.biasFamily(source: pm.source, correlation: pm.errorCorrelation), biasFamily == nil || biasFamily == family {
                 gnssBias!.adopt(pm.errorCorrelation)
+                if redrawsBias, family == .gnss, biasFamily == .gnss, gnssBias!.isPrimed { redrawBias(for: pm) }
                 record = updateWithBias(pm, gate: gate(m), adapting: family == .gnss)
                 if record?.outcome == .accepted { biasFamily = family }
             } else {
@@ -351,6 +355,18 @@ final class FusionTrack {
         epochs.append(FilterEpoch(time: filter.time, transition: f, crossCovariance: d, priorMean: filter.mean,
                                   priorCovariance: filter.covariance, posteriorMean: filter.mean,
                                   posteriorCovariance: filter.covariance, priorBias: gnssBias, posteriorBias: gnssBias, biasDecay: phi))
+    }
+
+    /// The bias re-drawn for the GNSS fix `m` at the filter's time (`GNSSBias.redraw`, the
+    /// Gauss–Markov prediction with φ = 0), logged as an epoch of its own for the smoother:
+    /// transition F = I over no time, D = P, φ = 0, so the RTS recursion over [x; b] sees the new
+    /// bias independent of the old.
+    private func redrawBias(for m: PositionMeasurement) {
+        gnssBias!.redraw(fixCovariance: m.covariance)
+        guard recordEpochs else { return }
+        let (x, p) = (filter.mean, filter.covariance)
+        epochs.append(FilterEpoch(time: filter.time, transition: .identity, crossCovariance: p, priorMean: x, priorCovariance: p,
+                                  posteriorMean: x, posteriorCovariance: p, priorBias: gnssBias, posteriorBias: gnssBias, biasDecay: 0))
     }
 
     /// Time prediction to t. S1 while the PDR's motion detector shows the phone still over the

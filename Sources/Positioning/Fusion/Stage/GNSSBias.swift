@@ -136,6 +136,19 @@ public struct GNSSBias: Sendable, Equatable {
         unconditional = Self.relax(unconditional, toward: sb, a)
     }
 
+    /// The receiver re-solved while at rest (`FusionStage`'s re-solution re-test): its error is a new
+    /// draw of the bias, independent of the old one and of the state. That is the prediction above
+    /// with φ = 0 toward the re-solved fix's own Σ_b = β Σ (`fixCovariance` Σ, already × α²λ):
+    /// b ← 0, C ← 0, B = U ← Σ_b. (Not the last fix's Σ_b: a held solution's repeats enter with
+    /// R × k, `repeat_inflation`, and their Σ_b with it.) μ is kept: it is the phone's, not this
+    /// bias's.
+    public mutating func redraw(fixCovariance sigma: Covariance2) {
+        guard stationary != nil else { return }
+        let sb = sigma.scaled(biasFraction)
+        stationary = sb; bias = .zero; crossE = .zero; crossN = .zero
+        covariance = Self.relax(covariance, toward: sb, 0); unconditional = Self.relax(unconditional, toward: sb, 0)
+    }
+
     /// The Gauss–Markov covariance recursion a·c + (1 − a)·Σ_b, a = φ².
     static func relax(_ c: Covariance2, toward sb: Covariance2, _ a: Double) -> Covariance2 {
         Covariance2(ee: a * c.ee + (1 - a) * sb.ee, en: a * c.en + (1 - a) * sb.en, nn: a * c.nn + (1 - a) * sb.nn)
