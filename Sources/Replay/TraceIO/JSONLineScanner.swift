@@ -522,43 +522,29 @@ public struct JSONLineScanner {
         if i < count, p[i] == UInt8(ascii: ".") {
             i += 1
             guard i < count, p[i] &- 48 < 10 else { throw unexpected(i, expecting: "a digit after '.'") }
-            // A short fraction (≤ 8 digits, within the 19 kept with those before it: a sensor
-            // value, a time, a coordinate of 7 decimals) is accumulated in one plain loop once its
-            // end is found. The same mantissa and exponent as the general loop below gives: each
-            // of its digits would be kept (digits + n ≤ 19), a leading zero adds 0 to a mantissa
-            // still 0, and every fraction digit lowers the exponent by one. (`digits` is not read
-            // after the fraction.)
-            var end = i
-            while end < count, end - i < 9, p[end] &- 48 < 10 { end += 1 }
-            let n = end - i
-            if n <= 8 && digits + n <= 19 {
-                while i < end { mantissa = mantissa &* 10 &+ UInt64(p[i] &- 48); i += 1 }
-                exp10 -= n
-            } else {
-                // Whether eight digits at a time may still succeed: once a try fails, fewer than eight
-                // digits are left in this run, so no later position of it can hold eight.
-                var eight = true
-                while true {
-                    // Eight significant digits at a time while they fit in the 19 kept: the same
-                    // mantissa and exponent as eight turns of the loop below.
-                    if eight && digits > 0 && digits <= 11 && i + 8 <= count {
-                        if let v = eightDigits(at: i) {
-                            mantissa = mantissa &* 100_000_000 &+ v; digits += 8; exp10 -= 8; i += 8
-                            continue
-                        }
-                        eight = false
+            // Whether eight digits at a time may still succeed: once a try fails, fewer than eight
+            // digits are left in this run, so no later position of it can hold eight.
+            var eight = true
+            while true {
+                // Eight significant digits at a time while they fit in the 19 kept: the same
+                // mantissa and exponent as eight turns of the loop below.
+                if eight && digits > 0 && digits <= 11 && i + 8 <= count {
+                    if let v = eightDigits(at: i) {
+                        mantissa = mantissa &* 100_000_000 &+ v; digits += 8; exp10 -= 8; i += 8
+                        continue
                     }
-                    guard i < count, p[i] &- 48 < 10 else { break }
-                    let d = p[i] &- 48
-                    if digits == 0 && d == 0 {
-                        exp10 -= 1
-                    } else if digits < 19 {
-                        mantissa = mantissa &* 10 &+ UInt64(d); digits += 1; exp10 -= 1
-                    } else {
-                        dropped = true
-                    }
-                    i += 1
+                    eight = false
                 }
+                guard i < count, p[i] &- 48 < 10 else { break }
+                let d = p[i] &- 48
+                if digits == 0 && d == 0 {
+                    exp10 -= 1
+                } else if digits < 19 {
+                    mantissa = mantissa &* 10 &+ UInt64(d); digits += 1; exp10 -= 1
+                } else {
+                    dropped = true
+                }
+                i += 1
             }
         }
         if i < count, p[i] | 0x20 == UInt8(ascii: "e") {
