@@ -96,4 +96,65 @@ import Testing
         }
         #expect(String(decoding: out, as: UTF8.self) == want)
     }
+
+    /// `appendShortDecimal` (the ≤ 15-digit path of `append(number:)`, session 23) against
+    /// `description`, the routine it stands in for: where it answers, its bytes are
+    /// `description`'s; it answers for every non-integer in [10⁻³, 10¹⁵) whose `description` has
+    /// at most 15 significant digits, and for nothing else. On 1,000,000 seeded decimals of 1 to 15
+    /// digits over that range (read by `Double(String)`, a correct reader), 1,000,000 seeded
+    /// doubles of every exponent, 1,000,000 in [−400, 400], their neighbours one ulp away, and
+    /// edge values (powers of ten and their neighbours, the range's ends, subnormals, ±0, the
+    /// extremes, 1e15, 1e16, 0.1 + 0.2, values with 15, 16 and 17 digits).
+    @Test func shortDecimalsAreDescriptionBytes() throws {
+        var state: UInt64 = 23
+        func next() -> UInt64 {
+            state &+= 0x9E3779B97F4A7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+            return z ^ (z >> 31)
+        }
+        var values: [Double] = [0, -0.0, 0.1, 0.2, 0.3, 0.1 + 0.2, 1.0 / 3, 2.0 / 3, 0.001, -0.001, 0.0009999999999999998,
+                                1e15, -1e15, 1e16, 999999999999999.9, 99999999999999.99, 123456789012345.6, 12345678901234.56,
+                                1e15.nextDown, 5e-324, -5e-324, 2.2250738585072014e-308, .leastNormalMagnitude, .leastNonzeroMagnitude,
+                                .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 37.5665616, 127.7457818, 68.6, 1.5096, 0.30000000000000004,
+                                123.456789012345, 123.4567890123456, 123.45678901234567, 4503599627370495.5, 0.0015, 0.00015]
+        for e in -24...24 {
+            let p = Double("1e\(e)")!
+            values += [p, p.nextUp, p.nextDown, -p, 1.5 * p, 9.5 * p, 0.5 * p, p / 3]
+        }
+        for _ in 0..<1_000_000 {
+            let digits = Int(next() % 15) + 1
+            var m = next() % 1_000_000_000_000_000
+            var p: UInt64 = 1
+            for _ in 0..<digits { p *= 10 }
+            m %= p
+            let e = Int(next() % 19) - 3 - digits                    // m·10^e from ≈ 10⁻¹⁸ to 10¹⁵
+            let v = Double("\(next() & 1 == 0 ? "" : "-")\(m)e\(e)")!
+            values.append(v)
+        }
+        for _ in 0..<1_000_000 { values.append(Double(bitPattern: next())) }
+        for _ in 0..<1_000_000 { values.append((Double(next() >> 11) / Double(1 << 53) - 0.5) * 800) }
+        for i in 0..<200_000 { let v = values[values.count - 1 - i]; values += [v.nextUp, v.nextDown] }
+        var answered = 0, checked = 0
+        for v in values {
+            var out: [UInt8] = []
+            let took = out.appendShortDecimal(v)
+            let d = v.description
+            // What the path claims: a finite non-integer in range whose description has ≤ 15 significant digits.
+            let significant = d.drop { $0 == "-" || $0 == "0" || $0 == "." }.filter { $0 != "." }.count
+            let eligible = v.isFinite && v != v.rounded() && v.magnitude >= 1e-3 && v.magnitude < 1e15 && !d.contains("e") && significant <= 15
+            #expect(took == eligible, "\(d): answered \(took), expected \(eligible)")
+            if took {
+                answered += 1
+                #expect(String(decoding: out, as: UTF8.self) == d, "\(d)")
+            } else {
+                #expect(out.isEmpty)
+            }
+            var whole: [UInt8] = []
+            whole.append(number: v)
+            if String(decoding: whole, as: UTF8.self) != Self.reference(v) { #expect(Bool(false), "append(number:) \(d)") }
+            checked += 1
+        }
+        #expect(checked > 3_000_000 && answered > 400_000)
+    }
 }

@@ -51,6 +51,36 @@ import Positioning
         #expect(withoutMeasurements(a) == withoutMeasurements(b))
     }
 
+    /// The same for the WiFi stages (session 23): `wcl`, `rss` and `fingerprint` build a scan's
+    /// position measurement only when a later stage may read it. The default pipeline's build
+    /// none, one whose ekf has `tight: [wcl]` gets wcl's, a stage outside a pipeline builds them;
+    /// on a WiFi trace the default pipeline's fixes and failures are exactly those of the same
+    /// pipeline with a `Listener` at its end (which reads one measurement per WiFi fix).
+    @Test func wifiMeasurementsOnlyForReaders() throws {
+        guard let t = try PipelinePrototypeTests.load("mall-sparse-ap") else { return }
+        func wcl(_ p: Pipeline) -> WCLStage { p.stages.compactMap { $0 as? WCLStage }.first! }
+        func rss(_ p: Pipeline) -> RSSStage { p.stages.compactMap { $0 as? RSSStage }.first! }
+        func fingerprint(_ p: Pipeline) -> FingerprintStage { p.stages.compactMap { $0 as? FingerprintStage }.first! }
+        let plain = try StageRegistry.pipeline(options: [:])
+        #expect(!wcl(plain).emitsPositionMeasurement && !rss(plain).emitsPositionMeasurement && !fingerprint(plain).emitsPositionMeasurement)
+        let tight = try StageRegistry.pipeline(options: ["ekf": StageOptions(name: "ekf", values: ["tight": .list([.string("wcl")])])])
+        #expect(wcl(tight).emitsPositionMeasurement && !rss(tight).emitsPositionMeasurement)
+        #expect(WCLStage().emitsPositionMeasurement && RSSStage().emitsPositionMeasurement && FingerprintStage().emitsPositionMeasurement)
+
+        let listener = Listener()
+        let listened = Pipeline(stages: try StageRegistry.pipeline(options: [:]).stages + [listener])
+        #expect(wcl(listened).emitsPositionMeasurement && rss(listened).emitsPositionMeasurement && fingerprint(listened).emitsPositionMeasurement)
+        func withoutMeasurements(_ r: [String]) -> [String] { r.filter { !$0.hasPrefix("measurement") } }
+        let a = PipelinePrototypeTests.run(plain, header: t.header, reference: t.reference, events: t.events)
+        let b = PipelinePrototypeTests.run(listened, header: t.header, reference: t.reference, events: t.events)
+        let wifiFixes = a.filter { $0.hasPrefix("fix wcl") || $0.hasPrefix("fix rss") || $0.hasPrefix("fix fingerprint") }.count
+        #expect(a.filter { $0.hasPrefix("fix wcl") }.count > 20)
+        #expect(listener.measurements == wifiFixes)               // each with its measurement
+        #expect(!a.contains { $0.hasPrefix("measurement PositionMeasurement") })
+        #expect(a.filter { $0.hasPrefix("fix ekf") }.count > 20)
+        #expect(withoutMeasurements(a) == withoutMeasurements(b))
+    }
+
     /// `Pipeline.finish` calls only the stages called since the last reset: every stage of the
     /// registry (the opt-in ones too) finishes with nothing when fresh and after a trace and a
     /// reset, so skipping them changes no result. Each bundled trace, so every stage has run.

@@ -458,6 +458,7 @@ extension Array where Element == UInt8 {
     @inline(__always) public mutating func append(number v: Double) {
         if !v.isFinite { append(literal: "null"); return }
         if v == v.rounded(), abs(v) < 1e15 { appendInteger(Int64(v)); return }
+        if appendShortDecimal(v) { return }
         // `v.description`'s digits without its String: `Double.write(to:)` formats into a stack
         // buffer (the same shortest round-trip routine `description` calls) and hands the ASCII
         // bytes to the stream's `_writeASCII`, no String allocated (`NumberFormattingTests`
@@ -466,6 +467,57 @@ extension Array where Element == UInt8 {
             var stream = ByteAppender(target: p)
             v.write(to: &stream)
         }
+    }
+    /// Appends `v.description` when `v` is not an integer (`append(number:)` writes those), its
+    /// shortest round-trip decimal has at most 15 significant digits and 10⁻³ ≤ |v| < 10¹⁵, and returns true;
+    /// else appends nothing and returns false (the caller formats `v` with Swift's routine).
+    /// Most numbers a report echoes (its `lat`, `lon`, `accuracy_m` as the phone wrote them) are
+    /// such decimals; computed values (17 digits, mostly) fail the test after one multiply and
+    /// one divide.
+    ///
+    /// Why the digits are exactly `description`'s. Let e = ⌊log₁₀|v|⌋ and k = 14 − e, so
+    /// 0 ≤ k ≤ 17 and x = |v|·10ᵏ lies in [10¹⁴, 10¹⁵). Write I for the interval of reals that round
+    /// to |v| (round to nearest, ties to even). Its half-width is at most ulp(|v|)/2 ≤ |v|·2⁻⁵³,
+    /// i.e. ≤ x·2⁻⁵³ < 0.112 in units of 10⁻ᵏ: I holds at most one 15-digit decimal M·10⁻ᵏ, and
+    /// such an M is the integer nearest to x, within 0.112 of it.
+    /// - 10ᵏ (k ≤ 22) is a double exactly, so the computed x̃ = fl(|v|·10ᵏ) is within half an ulp
+    ///   of x (≤ 2⁻⁴, x < 2⁵⁰): the nearest integer to x̃ is that M when one exists.
+    /// - The test `Double(M) / 10ᵏ == |v|` is exact (M < 2⁵³ and 10ᵏ exact: IEEE division rounds
+    ///   the true quotient once, which is what a correct decimal reader gives for "M e−k"); so
+    ///   it holds iff the decimal M·10⁻ᵏ reads back as v. No tie can decide it: for k ≥ 0, M·10⁻ᵏ
+    ///   is either not dyadic or (5ᵏ | M) a dyadic with fewer than 53 significant bits, never a
+    ///   midpoint between two doubles, so how a routine treats the ends of I does not matter.
+    /// - If the shortest round-trip decimal of v has n ≤ 15 digits, it padded with zeros to 15
+    ///   digits lies in I, hence is M·10⁻ᵏ; M without its trailing zeros is that decimal (any
+    ///   shorter one would also pad to M). It is unique among decimals of its length (I holds one
+    ///   15-digit decimal), so "shortest, then closest" — Swift's rule — picks it. If the shortest
+    ///   has 16 or 17 digits, no 15-digit decimal lies in I and the test fails.
+    /// e is estimated from the binary exponent (⌊e₂·log₁₀2⌋ is e or e − 1) and corrected by one
+    /// comparison; a rounded x̃ outside [10¹⁴, 10¹⁵) falls back. `description` writes such values
+    /// plainly (no exponent: it switches to one below 10⁻⁴ and above 2⁵³): the integer digits
+    /// ("0" when none), ".", the fraction digits. `NumberFormattingTests` compares the bytes with
+    /// `description` on millions of seeded short decimals, random doubles and edge values.
+    @inline(__always) package mutating func appendShortDecimal(_ v: Double) -> Bool {
+        let a = v.magnitude
+        guard a >= 1e-3, a < 1e15, a != a.rounded() else { return false }
+        var k = 14 - ((Int(a.exponent) &* 78_913) >> 18)      // 14 − ⌊e₂·log₁₀2⌋ (exact for |e₂| < 1,000)
+        var x = a * shortDecimalPowers[k]
+        if x >= 1e15 { k -= 1; x = a * shortDecimalPowers[k] }
+        let r = x.rounded()
+        guard r >= 1e14, r < 1e15, r / shortDecimalPowers[k] == a else { return false }
+        var m = UInt64(r)
+        while m % 10 == 0 { m /= 10; k -= 1 }                 // k ≥ 1 stays: v is not an integer
+        var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)   // ≤ 20 bytes: "-0." and 17 digits
+        Swift.withUnsafeMutableBytes(of: &buffer) { b in
+            var i = 32
+            for _ in 0..<k { i -= 1; b[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: m % 10); m /= 10 }
+            i -= 1; b[i] = UInt8(ascii: ".")
+            if m == 0 { i -= 1; b[i] = UInt8(ascii: "0") }
+            while m > 0 { i -= 1; b[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: m % 10); m /= 10 }
+            if v < 0 { i -= 1; b[i] = UInt8(ascii: "-") }
+            append(contentsOf: UnsafeRawBufferPointer(rebasing: b[i...]))
+        }
+        return true
     }
     public mutating func appendInteger(_ v: Int64) {
         if v == 0 { append(UInt8(ascii: "0")); return }
@@ -486,6 +538,9 @@ extension Array where Element == UInt8 {
         }
     }
 }
+
+/// 10⁰ … 10¹⁸, each a double exactly (5¹⁸ < 2⁵³), for `appendShortDecimal`.
+private let shortDecimalPowers: [Double] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18]
 
 /// A `TextOutputStream` appending to a byte array in place (`append(number:)`'s `Double.write(to:)`).
 private struct ByteAppender: TextOutputStream {
