@@ -280,7 +280,7 @@ extension EvaluateRadio {
                 throw ExitCode(ExitStatus.dataError)
             }
         }
-        let sources: [Source] = [.wcl, .hapel, .rss, .fingerprint, .ekf, .ukf, .pf, .smoother]
+        let sources: [Source] = [.wcl, .hapel, .rss, .fingerprint, .ble, .ekf, .ukf, .pf, .smoother]
         var out: [String: Any] = ["dataset": ds.rawValue, "protocol": all.isEmpty ? "train/test" : "leave-one-walk-out",
                                   "pipeline": pipeline ?? "default + smoother (smoother: {enabled: true})"]
         var lines: [String] = []

@@ -88,6 +88,7 @@ struct RadioMapBuild: ParsableCommand {
                 // The radio map's members as a set: without --fingerprints an older 'fingerprints' goes.
                 try ReferenceJSONWriter.update(url: URL(fileURLWithPath: r), members: [
                     "aps": RadioMapDatabase.referenceJSON(est.map(\.ap)),
+                    "ble": RadioMapDatabase.referenceJSON(map.bleBeacons.map(\.ap), key: "id"),
                     "fingerprints": fingerprints ? RadioMapDatabase.referenceJSON(map.fingerprints) : NSNull(),
                 ])
             }
@@ -105,7 +106,7 @@ struct RadioMapBuild: ParsableCommand {
                 String(format: "; PDR step length: Weinberg K %.3f (scale σ %.3f; %d walks, %d segments, %.0f m)",
                        $0.weinbergK, $0.scaleSigma, $0.walks, $0.segments, $0.distance)
             } ?? "; no PDR step length (needs two or more walks with steps and truth)"
-            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n) and \(points) fingerprint point(s) written to \(db)"
+            print("\(walks.count) walk(s): \(est.count) AP(s) (\(est.filter(\.modelFitted).count) with fitted P0, n), \(map.bleBeacons.count) Bluetooth beacon(s) and \(points) fingerprint point(s) written to \(db)"
                   + (referenceJSON.map { " and \($0)" } ?? "") + model + steps)
         } catch let e as ImportDataError {
             printError(e.description)

@@ -38,13 +38,48 @@ import TestSupport
         #expect(scan.accessPoints[1].lastSeen == 1599999999.0)
         #expect(scan.accessPoints[0].frequency == 2412 && scan.accessPoints[0].rss == -55)
         // Dropped, with reasons.
-        #expect(r.report.dropped["TYPE_BEACON (iBeacon: no trace event type)"] == 1)
+        #expect(r.report.dropped.keys.allSatisfy { !$0.contains("TYPE_BEACON") })
+        #expect(kinds.filter { $0 == "ble" }.count == 1)
         #expect(r.report.dropped["TYPE_BLUE (undocumented)"] == 1)
         #expect(r.report.dropped["TYPE_BLU4 (undocumented)"] == 1)
         #expect(r.report.dropped["TYPE_DIST1 (undocumented)"] == 1)
         #expect(r.report.dropped["TYPE_SENSOR_MAGNETIC_FIELD_ACCURACY_CHANGED (undocumented)"] == 1)
         #expect(r.report.dropped["TYPE_ACCELEROMETER_UNCALIBRATED (calibrated stream kept)"] == 1)
         #expect(r.report.unknownTypes.isEmpty)
+    }
+
+    /// TYPE_BEACON rows → `ble` scans: rows with one unix_ms form one scan; MAC lower-cased as the
+    /// id (the iBeacon key without a MAC); rss, tx exact; `distance` and the padding time stamp
+    /// (the README: a copy of the row's time) not kept.
+    @Test func beaconRowsBecomeBLEScans() throws {
+        let text = """
+            1574142063086\tTYPE_BEACON\tFB349B5F-8000-0080-0010-00003CFE0000\t17834\t10672\t-75\t-101\t9.03701275692385\t24:0A:C4:A7:E9:41\t1574142063080
+            1574142063086\tTYPE_BEACON\tFB349B5F-8000-0080-0010-00003CFE0000\t3280\t41520\t-75\t-97\t6.6\t\t1574142063086
+            1574142063100\tTYPE_WIFI\tShop\tAA:BB:CC:00:00:01\t-55\t2412\t1574142063090
+            1574142079732\tTYPE_BEACON\t9195B3AD-A9D0-4500-85FF-9FB0F65A5201\t0\t0\t-54\t-93\t59.5\t78:A5:04:90:BA:10\t1574142079732
+            1574142079800\tTYPE_BEACON\tU\t70000\t1\t-54\t-93\t1\tAA:AA:AA:AA:AA:AA\t1574142079800
+
+            """
+        let r = try parse(text)
+        let scans = r.events.compactMap { e -> (Double, BLEScan)? in if case .ble(let s) = e.payload { return (e.time, s) } else { return nil } }
+        #expect(scans.count == 2)
+        #expect(scans[0].0 == 1574142063.086)
+        #expect(scans[0].1 == BLEScan(beacons: [
+            BLEObservation(id: "24:0a:c4:a7:e9:41", iBeacon: IBeaconID(uuid: "FB349B5F-8000-0080-0010-00003CFE0000", major: 17834, minor: 10672),
+                           rss: -101, txPower: -75),
+            BLEObservation(id: "fb349b5f-8000-0080-0010-00003cfe0000:3280:41520",
+                           iBeacon: IBeaconID(uuid: "FB349B5F-8000-0080-0010-00003CFE0000", major: 3280, minor: 41520),
+                           rss: -97, txPower: -75),
+        ]))
+        #expect(scans[1].0 == 1574142079.732)
+        #expect(scans[1].1.beacons.map(\.id) == ["78:a5:04:90:ba:10"])
+        // A major outside 0…65535 is a malformed row: dropped and counted, fatal with --strict (file:line).
+        #expect(r.report.dropped.keys.contains { $0.hasPrefix("malformed") && $0.contains("TYPE_BEACON") })
+        do { _ = try parse(text, strict: true); Issue.record("expected a failure") } catch let e as ImportDataError {
+            #expect(e.description.hasPrefix("walk.txt:5: "))
+        }
+        // What the importer writes validates (the reader's own decoder).
+        for e in r.events { #expect(TraceLineChecker().check(e) == nil) }
     }
 
     @Test func unknownTypeIsCountedLenientAndFatalStrict() throws {

@@ -49,7 +49,7 @@ struct EventGenerator {
     }
 
     mutating func payload() -> TraceEvent.Payload {
-        switch int(0...12) {
+        switch int(0...13) {
         case 0:
             return .gnss(GNSSFix(latitude: double(-90...90).clamped(-90, 90), longitude: double(-180...180).clamped(-180, 180),
                                  altitude: opt { $0.double() }, accuracy: abs(double()), verticalAccuracy: opt { abs($0.double()) },
@@ -85,6 +85,12 @@ struct EventGenerator {
                                            focalLength: double(), cx: opt { $0.double() }, cy: opt { $0.double() },
                                            exposureTime: opt { $0.double() }, object: string(), objectX: double(), objectY: double(),
                                            objectHeight: double(), cameraAzimuthMagnetic: opt { $0.double() }))
+        case 12:
+            let beacons = (0..<int(0...4)).map { _ in
+                BLEObservation(id: bssid(), iBeacon: opt { g in IBeaconID(uuid: g.string(), major: g.int(0...65535), minor: g.int(0...65535)) },
+                               rss: double(), txPower: opt { $0.double() }, lastSeen: opt { $0.double() })
+            }
+            return .ble(BLEScan(beacons: beacons))
         default:
             let pos: GroundTruthPosition = bool()
                 ? .geodetic(Geodetic(latitude: double(-90...90).clamped(-90, 90), longitude: double(-180...180).clamped(-180, 180), height: double()))

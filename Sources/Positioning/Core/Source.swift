@@ -8,6 +8,8 @@ public enum Source: String, CaseIterable, Sendable, Codable, Hashable, Comparabl
     case rss
     case hapel
     case fingerprint
+    /// Bluetooth LE beacons' weighted centroid (`BLEStage`).
+    case ble
     case tdoa
     case peer
     case camloc
@@ -47,13 +49,14 @@ public enum Source: String, CaseIterable, Sendable, Codable, Hashable, Comparabl
         case .rss: return 4
         case .hapel: return 5
         case .fingerprint: return 6
-        case .tdoa: return 7
-        case .peer: return 8
-        case .camloc: return 9
-        case .ekf: return 10
-        case .ukf: return 11
-        case .pf: return 12
-        case .smoother: return 13
+        case .ble: return 7
+        case .tdoa: return 8
+        case .peer: return 9
+        case .camloc: return 10
+        case .ekf: return 11
+        case .ukf: return 12
+        case .pf: return 13
+        case .smoother: return 14
         }
     }
 }

@@ -25,12 +25,14 @@ public struct EventKinds: OptionSet, Sendable {
     public static let gnss = EventKinds(rawValue: 1 << 0), wifi = EventKinds(rawValue: 1 << 1), cell = EventKinds(rawValue: 1 << 2)
     public static let imu = EventKinds(rawValue: 1 << 3), step = EventKinds(rawValue: 1 << 4), acoustic = EventKinds(rawValue: 1 << 5)
     public static let peerRange = EventKinds(rawValue: 1 << 6), photo = EventKinds(rawValue: 1 << 7), groundTruth = EventKinds(rawValue: 1 << 8)
-    public static let all = EventKinds(rawValue: 0x1FF)
+    public static let ble = EventKinds(rawValue: 1 << 9)
+    public static let all = EventKinds(rawValue: 0x3FF)
     /// The kind of `payload`.
     @inline(__always) public init(_ payload: TraceEvent.Payload) {
         switch payload {
         case .gnss: self = .gnss
         case .wifi: self = .wifi
+        case .ble: self = .ble
         case .cell: self = .cell
         case .imu: self = .imu
         case .step: self = .step

@@ -30,6 +30,8 @@ public enum StageRegistry {
         Entry(name: "hapel", sources: [.hapel], options: HAPELStage.Options.table) { try HAPELStage.make($0) },
         // fingerprint: matching against a surveyed map; silent where the reference has none.
         Entry(name: "fingerprint", sources: [.fingerprint], options: FingerprintStage.Options.table) { try FingerprintStage.make($0) },
+        // ble: Bluetooth LE beacons located like WiFi APs (the WCL estimator over the beacon map).
+        Entry(name: "ble", sources: [.ble], options: BLEStage.Options.table) { try BLEStage.make($0) },
         // Acoustic and camera estimators (tdoa, peer, camloc) register here.
         // tdoa: acoustic TDoA against synchronised beacons (options: TDoAStage.init(options:)).
         Entry(name: "tdoa", sources: [.tdoa], options: TDoAStage.Options.table) { o in try TDoAStage(options: o) },

@@ -1,8 +1,12 @@
-/// Reference data that estimators look up: AP map, cell database, acoustic beacons,
+/// Reference data that estimators look up: AP map, Bluetooth LE beacon map, cell database, acoustic beacons,
 /// landmarks, an optional floor plan and an optional WiFi fingerprint survey. Positions are local ENU metres in the trace's
 /// frame (readers convert WGS84 side files at load time). Formats: `docs/trace-format.md`.
 public struct ReferenceData: Sendable {
     public var accessPoints: [String: AccessPoint]
+    /// Bluetooth LE beacons by id (`BLEObservation.id`: MAC lower case, or `uuid:major:minor`):
+    /// transmitters like the access points, in the same record (`AccessPoint`, `bssid` = the id;
+    /// `p0` the RSS at 1 m). `reference.json` member `ble`; learned by `posfuse radiomap build`.
+    public var bleBeacons: [String: AccessPoint] = [:]
     public var cells: [CellID: CellSite]
     public var beacons: [String: AcousticBeacon]
     public var landmarks: [String: Landmark]

@@ -56,6 +56,49 @@ public struct WiFiScan: Sendable, Equatable {
     public init(start: Double? = nil, accessPoints: [WiFiObservation]) { self.start = start; self.accessPoints = accessPoints }
 }
 
+/// One Bluetooth LE beacon in a `ble` scan (iBeacon, Eddystone or any advertiser the phone
+/// reports with a signal level).
+public struct BLEObservation: Sendable, Equatable {
+    /// The beacon's key in the beacon map: its MAC address, lower case "aa:bb:cc:dd:ee:ff", or,
+    /// when the phone gives no MAC (iOS), the iBeacon identity "uuid:major:minor" lower case.
+    public var id: String
+    /// The iBeacon identity (proximity UUID, major, minor), when the advertisement is an iBeacon.
+    public var iBeacon: IBeaconID?
+    /// Received signal strength, dBm.
+    public var rss: Double
+    /// The advertised (calibrated) transmit power: the RSS expected at 1 m, dBm; nil: not advertised.
+    public var txPower: Double?
+    /// When the beacon was last heard, trace s (nil: at the event time).
+    public var lastSeen: Double?
+    public init(id: String, iBeacon: IBeaconID? = nil, rss: Double, txPower: Double? = nil, lastSeen: Double? = nil) {
+        self.id = id; self.iBeacon = iBeacon; self.rss = rss; self.txPower = txPower; self.lastSeen = lastSeen
+    }
+}
+
+/// An iBeacon identity: proximity UUID (text as advertised), major and minor (0…65535).
+public struct IBeaconID: Sendable, Equatable {
+    public var uuid: String
+    public var major: Int
+    public var minor: Int
+    public init(uuid: String, major: Int, minor: Int) { self.uuid = uuid; self.major = major; self.minor = minor }
+    /// The map key of a beacon known only by this identity: "uuid:major:minor", lower case.
+    public var key: String { "\(uuid.lowercased()):\(major):\(minor)" }
+}
+
+/// A Bluetooth LE scan: the beacons heard, reported at the event time.
+public struct BLEScan: Sendable, Equatable {
+    public var beacons: [BLEObservation]
+    public init(beacons: [BLEObservation]) { self.beacons = beacons }
+
+    /// The scan as the transmitter list the weighted-centroid estimator reads (`WCLEstimator`):
+    /// each beacon as an entry with its map key, RSS and last-seen time (frequency 0 = unknown).
+    /// Beacons and access points are the same kind of transmitter to the estimator: a learned
+    /// position and a level heard (docs/radio.md, "Bluetooth beacons").
+    public var transmitters: WiFiScan {
+        WiFiScan(accessPoints: beacons.map { WiFiObservation(bssid: $0.id, frequency: 0, rss: $0.rss, lastSeen: $0.lastSeen) })
+    }
+}
+
 /// Radio access technology.
 public enum RAT: String, Sendable, Codable, CaseIterable {
     case gsm, umts, lte, nr

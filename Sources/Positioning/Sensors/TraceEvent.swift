@@ -12,6 +12,7 @@ public struct TraceEvent: Sendable, Equatable {
     public enum Payload: Sendable, Equatable {
         case gnss(GNSSFix)
         case wifi(WiFiScan)
+        case ble(BLEScan)
         indirect case cell(CellObservation)
         case imu(IMUSample)
         case step(StepEvent)
@@ -30,6 +31,7 @@ public struct TraceEvent: Sendable, Equatable {
         switch payload {
         case .gnss: return "gnss"
         case .wifi: return "wifi"
+        case .ble: return "ble"
         case .cell: return "cell"
         case .imu(let s): return s.kind.rawValue
         case .step: return "step"

@@ -18,7 +18,14 @@ import Positioning
 /// - `TYPE_WAYPOINT x y` → `gt` `checkpoint` at `e = x`, `n = y`, `u = 0` in the floor-plan
 ///   frame (metres, x east, y north = up in the floor image), `floor` from the header's
 ///   `FloorName` (`F1` = 0, `F3` = 2, `B1` = −1, `1F` = 0).
-/// - `TYPE_BEACON` (iBeacon) → dropped and counted (trace format v1 has no iBeacon event).
+/// - `TYPE_BEACON uuid major minor txPower rssi distance mac unix_ms` (iBeacon; columns as the
+///   competition's README describes them: txPower is the advertisement's calibrated power byte,
+///   the RSS expected at 1 m): consecutive rows with the same `unix_ms` form one `ble` scan at that
+///   time (as WiFi rows do); each beacon gets `id` = the MAC lower-cased (the iBeacon key
+///   `uuid:major:minor` when the MAC is empty), `uuid`/`major`/`minor`, `rss` = rssi and
+///   `tx` = txPower. Not kept: `distance` (the app's range from txPower and rssi by a fixed
+///   formula: a function of the two levels kept) and the last column, which the README calls a
+///   copy of the row's time stamp ("padding"), so no `t_seen` is written.
 /// - Undocumented `TYPE_BLUE`, `TYPE_BLU4`, `TYPE_DIST1`, `TYPE_DIST2`,
 ///   `TYPE_SENSOR_MAGNETIC_FIELD_ACCURACY_CHANGED` → dropped and counted, never fatal.
 /// - Any other `TYPE_*` → unknown type (counted; fatal only with `--strict`).
@@ -59,6 +66,15 @@ public enum MSIndoorImporter {
                                          payload: .wifi(WiFiScan(accessPoints: scanAPs))))
             }
             scanTime = nil; scanAPs.removeAll(keepingCapacity: true)
+        }
+
+        var bleTime: Int? = nil
+        var bleBeacons: [BLEObservation] = []
+        func flushBLE() {
+            if let ts = bleTime, !bleBeacons.isEmpty {
+                events.append(TraceEvent(time: Double(ts) / 1000, device: device, payload: .ble(BLEScan(beacons: bleBeacons))))
+            }
+            bleTime = nil; bleBeacons.removeAll(keepingCapacity: true)
         }
 
         func record(_ fields: [Range<Int>]) throws {
@@ -107,7 +123,22 @@ public enum MSIndoorImporter {
                     GroundTruth(position: .local(SIMD3(v[0], v[1], 0)), floor: floor, kind: .checkpoint))))
                 return
             }
-            if buf.equals(type, "TYPE_BEACON") { ctx.drop("TYPE_BEACON (iBeacon: no trace event type)"); return }
+            if buf.equals(type, "TYPE_BEACON") {
+                guard fields.count >= 10, let major = buf.int(fields[3]), let minor = buf.int(fields[4]),
+                      let tx = buf.double(fields[5]), let rss = buf.double(fields[6]),
+                      (0...65_535).contains(major), (0...65_535).contains(minor) else {
+                    try ctx.malformed("TYPE_BEACON needs uuid major minor txPower rssi distance mac timestamp"); return
+                }
+                let uuid = buf.string(buf.trimmed(fields[2]))
+                let ib = uuid.isEmpty ? nil : IBeaconID(uuid: uuid, major: major, minor: minor)
+                let mac = buf.string(buf.trimmed(fields[8])).lowercased()
+                guard let id = mac.isEmpty ? ib?.key : mac else {
+                    try ctx.malformed("TYPE_BEACON with neither a MAC nor a UUID"); return
+                }
+                if bleTime != ms { flushBLE(); bleTime = ms }
+                bleBeacons.append(BLEObservation(id: id, iBeacon: ib, rss: rss, txPower: tx))
+                return
+            }
             let name = buf.string(type)
             if name.hasSuffix("_UNCALIBRATED") { ctx.drop("\(name) (calibrated stream kept)"); return }
             if undocumented.contains(name) { ctx.drop("\(name) (undocumented)"); return }
@@ -149,6 +180,7 @@ public enum MSIndoorImporter {
             try record(rest)
         }
         flushScan()
+        flushBLE()
         ctx.report.files = 1
         return (events, ctx.report, meta)
     }

@@ -3,7 +3,8 @@ import GRDB
 import TraceIO
 import Positioning
 
-/// The radio map: estimated AP positions in SQLite (GRDB), table `aps` keyed by BSSID, plus
+/// The radio map: estimated AP positions in SQLite (GRDB), table `aps` keyed by BSSID, Bluetooth
+/// LE beacon positions in table `ble` (same columns, keyed by beacon id), plus
 /// the ENU frame origin they are expressed in (table `meta`). Writes are transactional.
 public final class RadioMapDatabase {
     public let queue: DatabaseQueue
@@ -14,20 +15,7 @@ public final class RadioMapDatabase {
     private func migrate() throws {
         var m = DatabaseMigrator()
         m.registerMigration("radiomap-v1") { db in
-            try db.create(table: "aps") { t in
-                t.primaryKey("bssid", .text)
-                t.column("e", .double).notNull()
-                t.column("n", .double).notNull()
-                t.column("u", .double).notNull()
-                t.column("lat", .double).notNull()
-                t.column("lon", .double).notNull()
-                t.column("floor", .integer)
-                t.column("p0", .double)
-                t.column("n_exp", .double)
-                t.column("radio", .text)
-                t.column("samples", .integer).notNull()
-                t.column("model_fitted", .boolean).notNull()
-            }
+            try Self.createTransmitterTable(db, "aps", key: "bssid")
             try db.create(table: "meta") { t in
                 t.primaryKey("key", .text)
                 t.column("value", .text).notNull()
@@ -43,7 +31,27 @@ public final class RadioMapDatabase {
                 t.column("rss", .text).notNull()      // JSON object BSSID → mean RSS dBm
             }
         }
+        m.registerMigration("radiomap-v3-ble") { db in try Self.createTransmitterTable(db, "ble", key: "id") }
         try m.migrate(queue)
+    }
+
+    /// A transmitter table: `aps` (WiFi, key `bssid`) or `ble` (Bluetooth LE beacons, key `id`),
+    /// one layout for both (a beacon is a transmitter with a learned position like an AP).
+    private static func createTransmitterTable(_ db: Database, _ name: String, key: String) throws {
+        try db.create(table: name) { t in
+            t.primaryKey(key, .text)
+            t.column("e", .double).notNull()
+            t.column("n", .double).notNull()
+            t.column("u", .double).notNull()
+            t.column("lat", .double).notNull()
+            t.column("lon", .double).notNull()
+            t.column("floor", .integer)
+            t.column("p0", .double)
+            t.column("n_exp", .double)
+            t.column("radio", .text)
+            t.column("samples", .integer).notNull()
+            t.column("model_fitted", .boolean).notNull()
+        }
     }
 
     /// Replaces the whole map with `estimates` in `frame`, in one transaction.
@@ -51,11 +59,12 @@ public final class RadioMapDatabase {
         try queue.write { db in try Self.writeAPs(db, estimates, frame: frame) }
     }
 
-    private static func writeAPs(_ db: Database, _ estimates: [APMapEstimator.Estimate], frame: LocalFrame) throws {
+    private static func writeAPs(_ db: Database, _ estimates: [APMapEstimator.Estimate], frame: LocalFrame,
+                                 table: String = "aps", key: String = "bssid") throws {
         do {
-            try db.execute(sql: "DELETE FROM aps")
+            try db.execute(sql: "DELETE FROM \(table)")
             let st = try db.cachedStatement(sql: """
-                INSERT INTO aps(bssid, e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
+                INSERT INTO \(table)(\(key), e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             for x in estimates {
@@ -72,11 +81,12 @@ public final class RadioMapDatabase {
 
     /// Replaces the whole map (APs and, when given, the fingerprint survey) in one transaction:
     /// what `posfuse radiomap build` writes.
-    public func replace(with estimates: [APMapEstimator.Estimate], fingerprints: FingerprintMap?,
+    public func replace(with estimates: [APMapEstimator.Estimate], bleBeacons: [APMapEstimator.Estimate] = [], fingerprints: FingerprintMap?,
                         uncertainty: RadioUncertaintyModel? = nil, stepLength: StepLengthCalibration? = nil, frame: LocalFrame) throws {
         // One transaction: a reader never sees the APs of one build with the survey of another.
         try queue.write { db in
             try Self.writeAPs(db, estimates, frame: frame)
+            try Self.writeAPs(db, bleBeacons, frame: frame, table: "ble", key: "id")
             try db.execute(sql: "DELETE FROM fingerprints")
             try db.execute(sql: "DELETE FROM meta WHERE key IN ('fp_threshold_dbm', 'fp_spacing_m', 'uncertainty', 'pdr_step_length')")
             if let uncertainty {
@@ -150,8 +160,8 @@ public final class RadioMapDatabase {
     /// to `frame` (exactly, through WGS84, when the origins differ); entries the reference
     /// already has (its own side file) are kept, and its own survey wins over the map's.
     public func merge(into reference: inout ReferenceData, frame: LocalFrame) throws {
-        let aps: [String: AccessPoint], fps: FingerprintMap?, mapOrigin: Geodetic?, model: RadioUncertaintyModel?, steps: StepLengthCalibration?
-        do { aps = try accessPoints(); fps = try fingerprints(); mapOrigin = origin; model = try uncertainty(); steps = try stepLength() } catch {
+        let aps: [String: AccessPoint], ble: [String: AccessPoint], fps: FingerprintMap?, mapOrigin: Geodetic?, model: RadioUncertaintyModel?, steps: StepLengthCalibration?
+        do { aps = try accessPoints(); ble = try bleBeacons(); fps = try fingerprints(); mapOrigin = origin; model = try uncertainty(); steps = try stepLength() } catch {
             throw TraceDataError(file: queue.path, line: 0, reason: "cannot read the radio map: \(error)", code: .invalidRadioMap)
         }
         let same = mapOrigin == nil || mapOrigin == frame.origin
@@ -161,6 +171,11 @@ public final class RadioMapDatabase {
             var c = a
             c.position = convert(a.position)
             reference.accessPoints[b] = c
+        }
+        for (b, a) in ble where reference.bleBeacons[b] == nil {
+            var c = a
+            c.position = convert(a.position)
+            reference.bleBeacons[b] = c
         }
         if reference.radioUncertainty == nil { reference.radioUncertainty = model }
         if reference.stepLength == nil { reference.stepLength = steps }
@@ -182,11 +197,16 @@ public final class RadioMapDatabase {
     }
 
     /// The AP map in the map's own frame.
-    public func accessPoints() throws -> [String: AccessPoint] {
+    public func accessPoints() throws -> [String: AccessPoint] { try transmitters("aps", key: "bssid") }
+
+    /// The Bluetooth LE beacon map in the map's own frame (`ble` table; empty in maps built before it).
+    public func bleBeacons() throws -> [String: AccessPoint] { try transmitters("ble", key: "id") }
+
+    private func transmitters(_ table: String, key: String) throws -> [String: AccessPoint] {
         try queue.read { db in
             var out: [String: AccessPoint] = [:]
-            for r in try Row.fetchAll(db, sql: "SELECT * FROM aps") {
-                let b: String = r["bssid"]
+            for r in try Row.fetchAll(db, sql: "SELECT * FROM \(table)") {
+                let b: String = r[key]
                 out[b] = AccessPoint(bssid: b, position: SIMD3(r["e"], r["n"], r["u"]), floor: r["floor"],
                                      p0: r["p0"], pathLossExponent: r["n_exp"], radio: r["radio"])
             }
@@ -207,9 +227,10 @@ public final class RadioMapDatabase {
         return d
     }
 
-    public static func referenceJSON(_ aps: [AccessPoint]) -> [[String: Any]] {
+    /// The `aps` section (or with `key: "id"` the `ble` section) of a `reference.json`.
+    public static func referenceJSON(_ aps: [AccessPoint], key: String = "bssid") -> [[String: Any]] {
         aps.sorted { $0.bssid < $1.bssid }.map { a in
-            var d: [String: Any] = ["bssid": a.bssid, "e": a.position.x, "n": a.position.y, "u": a.position.z]
+            var d: [String: Any] = [key: a.bssid, "e": a.position.x, "n": a.position.y, "u": a.position.z]
             if let f = a.floor { d["floor"] = f }
             if let p = a.p0 { d["p0"] = p }
             if let n = a.pathLossExponent { d["n_exp"] = n }

@@ -53,6 +53,8 @@ public struct RadioMapLearner: Sendable {
     public struct Output: Sendable {
         public var frame: LocalFrame
         public var accessPoints: [APMapEstimator.Estimate]
+        /// Bluetooth LE beacons located like the access points (`RadioMapBuilder.build(of: .ble)`).
+        public var bleBeacons: [APMapEstimator.Estimate] = []
         public var fingerprints: FingerprintMap
         public var uncertainty: RadioUncertaintyModel?
         /// The residuals the uncertainty model was fitted on, per source (the inner folds').
@@ -66,6 +68,7 @@ public struct RadioMapLearner: Sendable {
             func conv(_ v: SIMD3<Double>) -> SIMD3<Double> { same ? v : target.enu(frame.geodetic(v)) }
             var r = ReferenceData()
             for e in accessPoints { var a = e.ap; a.position = conv(a.position); r.accessPoints[a.bssid] = a }
+            for e in bleBeacons { var a = e.ap; a.position = conv(a.position); r.bleBeacons[a.bssid] = a }
             if !fingerprints.isEmpty {
                 r.fingerprints = FingerprintMap(points: fingerprints.points.map { p in
                     var q = p; let v = conv(SIMD3(p.position.x, p.position.y, 0)); q.position = SIMD2(v.x, v.y); return q
@@ -105,9 +108,11 @@ public struct RadioMapLearner: Sendable {
     func buildMap(_ walks: [RecordedWalk]) -> Output? {
         guard let origin = walks.first?.header.origin else { return nil }
         let frame = LocalFrame(origin: origin)
-        let aps = RadioMapBuilder(maxAge: maxAge).build(walks, frame: frame)
+        let builder = RadioMapBuilder(maxAge: maxAge)
+        let aps = builder.build(walks, frame: frame)
         let fps = FingerprintMapBuilder(cellSize: fingerprintCell, maxAge: maxAge).build(walks, frame: frame)
-        return Output(frame: frame, accessPoints: aps, fingerprints: fps, uncertainty: nil, residuals: [:])
+        return Output(frame: frame, accessPoints: aps, bleBeacons: builder.build(walks, frame: frame, of: .ble),
+                      fingerprints: fps, uncertainty: nil, residuals: [:])
     }
 
     /// Residuals of the WiFi stages on walks the map never saw: the walks are dealt into K
@@ -176,7 +181,7 @@ public struct RadioMapLearner: Sendable {
     /// Writes (replaces) the map in the SQLite file at `path`, in one transaction.
     public func write(_ o: Output, to path: String) throws {
         let db = try RadioMapDatabase(path: path)
-        try db.replace(with: o.accessPoints, fingerprints: o.fingerprints.isEmpty ? nil : o.fingerprints,
+        try db.replace(with: o.accessPoints, bleBeacons: o.bleBeacons, fingerprints: o.fingerprints.isEmpty ? nil : o.fingerprints,
                        uncertainty: o.uncertainty, stepLength: o.stepLength, frame: o.frame)
     }
 
@@ -202,15 +207,25 @@ public struct RadioMapLearner: Sendable {
 
     /// Removes the WiFi scans of `w` taken within `radius` m of any of `paths` (position = the
     /// walk's truth interpolated at the scan time, waypoints up to 30 s apart; scans without
-    /// truth are kept: no builder uses them). Paths are in the walks' common frame.
+    /// truth are kept: no builder uses them), and its Bluetooth scans by the same rule (the
+    /// beacon map must not see the blocked area either). `removed` and `kept` count WiFi scans.
+    /// Paths are in the walks' common frame.
     public static func block(_ w: RecordedWalk, paths: [[SIMD2<Double>]], radius: Double) -> (walk: RecordedWalk, removed: Int, kept: Int) {
         let truth = TruthTrack(walk: w, frame: LocalFrame(origin: w.header.origin), maxGap: 30)
         var out = w
         var removed = 0, kept = 0
         out.events = w.events.filter { e in
-            guard case .wifi = e.payload else { return true }
-            if let p = truth.position(at: e.time), paths.contains(where: { distance(p, to: $0) <= radius }) { removed += 1; return false }
-            kept += 1
+            let wifi: Bool
+            switch e.payload {
+            case .wifi: wifi = true
+            case .ble: wifi = false
+            default: return true
+            }
+            if let p = truth.position(at: e.time), paths.contains(where: { distance(p, to: $0) <= radius }) {
+                if wifi { removed += 1 }
+                return false
+            }
+            if wifi { kept += 1 }
             return true
         }
         return (out, removed, kept)

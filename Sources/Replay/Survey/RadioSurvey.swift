@@ -197,7 +197,7 @@ public struct CellSiteBuilder: Sendable {
 }
 
 /// `posfuse radiomap build`: AP positions (+ P0, n where the data allows) from walks with
-/// ground truth (`APMapEstimator`). A scan entry becomes a sample at the truth position
+/// ground truth (`APMapEstimator`), and Bluetooth LE beacon positions by the same rule. A scan entry becomes a sample at the truth position
 /// interpolated at its own `t_seen` (else the scan time), if it is at most `maxAge` s older
 /// than the scan (stale cached entries are dropped).
 public struct RadioMapBuilder: Sendable {
@@ -213,12 +213,22 @@ public struct RadioMapBuilder: Sendable {
         self.estimator = estimator; self.maxAge = maxAge
     }
 
-    public func samples(_ walks: [RecordedWalk], frame: LocalFrame) -> [String: [APMapEstimator.Sample]] {
+    /// The transmitters an event carries: a WiFi scan's access points (`.wifi`) or a Bluetooth
+    /// scan's beacons (`.ble`, `BLEScan.transmitters`); nil for every other event.
+    public static func transmitters(_ e: TraceEvent, _ kind: TransmitterKind) -> WiFiScan? {
+        switch (kind, e.payload) {
+        case (.wifi, .wifi(let s)): return s
+        case (.ble, .ble(let s)): return s.transmitters
+        default: return nil
+        }
+    }
+
+    public func samples(_ walks: [RecordedWalk], frame: LocalFrame, of kind: TransmitterKind = .wifi) -> [String: [APMapEstimator.Sample]] {
         var out: [String: [APMapEstimator.Sample]] = [:]
         for w in walks {
             let truth = TruthTrack(walk: w, frame: frame)
             for e in w.events {
-                guard case .wifi(let scan) = e.payload else { continue }
+                guard let scan = Self.transmitters(e, kind) else { continue }
                 for o in scan.accessPoints {
                     let t = o.lastSeen ?? e.time
                     guard e.time - t <= maxAge, o.rss.isFinite, let p = truth.position(at: t) else { continue }
@@ -229,9 +239,18 @@ public struct RadioMapBuilder: Sendable {
         return out
     }
 
-    public func build(_ walks: [RecordedWalk], frame: LocalFrame) -> [APMapEstimator.Estimate] {
-        samples(walks, frame: frame).sorted { $0.key < $1.key }.compactMap { estimator.estimate(bssid: $0.key, samples: $0.value) }
+    /// The map of `kind`'s transmitters: access points (WiFi) or beacons (Bluetooth LE), by the
+    /// same estimator. Beacons skip the locally-administered rule: the IEEE U/L bit means nothing
+    /// in a Bluetooth address (random addresses are marked by the address type, which Android's
+    /// scan record does not carry), so a beacon is kept whatever its first octet.
+    public func build(_ walks: [RecordedWalk], frame: LocalFrame, of kind: TransmitterKind = .wifi) -> [APMapEstimator.Estimate] {
+        var est = estimator
+        if kind == .ble { est.excludeLocallyAdministered = false }
+        return samples(walks, frame: frame, of: kind).sorted { $0.key < $1.key }.compactMap { est.estimate(bssid: $0.key, samples: $0.value) }
     }
+
+    /// The kinds of transmitter a radio map locates.
+    public enum TransmitterKind: Sendable { case wifi, ble }
 }
 
 /// A fingerprint map (`FingerprintMap`) from walks with ground truth — the crowdsourced

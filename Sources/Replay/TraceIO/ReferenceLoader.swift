@@ -1,7 +1,7 @@
 import Foundation
 import Positioning
 
-/// Loads the reference side file `reference.json` (AP map, cell database, acoustic
+/// Loads the reference side file `reference.json` (AP map, Bluetooth LE beacon map, cell database, acoustic
 /// beacons, landmarks, floor plan, WiFi fingerprint survey) into `ReferenceData` in the
 /// trace's ENU frame.
 ///
@@ -51,15 +51,22 @@ public enum ReferenceLoader {
         guard let root = any as? [String: Any] else { throw p.fail("", "the top level must be an object") }
         var ref = ReferenceData()
         var prepared = PreparedReference(template: ReferenceData())
-        for (i, o) in try p.array(root, "aps").enumerated() {
-            let at = "aps[\(i)]"
-            let bssid = try p.string(o, "bssid", at).lowercased()
-            prepared.aps[bssid] = try p.spec(o, at)
-            ref.accessPoints[bssid] = AccessPoint(bssid: bssid, position: try p.position(o, at), floor: try p.optInt(o, "floor", at),
-                                                  p0: try p.optNumber(o, "p0", at, in: TraceDomain.power, "dBm"),
-                                                  pathLossExponent: try p.optNumber(o, "n_exp", at, in: 0...100, ""),
-                                                  radio: try p.optString(o, "radio", at))
+        // WiFi access points (`aps`, keyed by `bssid`) and Bluetooth LE beacons (`ble`, keyed by
+        // `id`) are the same kind of transmitter: one entry form, read by one loop.
+        func transmitters(_ member: String, key: String, into map: inout [String: AccessPoint],
+                          specs: inout [String: PreparedReference.Spec]) throws {
+            for (i, o) in try p.array(root, member).enumerated() {
+                let at = "\(member)[\(i)]"
+                let id = try p.string(o, key, at).lowercased()
+                specs[id] = try p.spec(o, at)
+                map[id] = AccessPoint(bssid: id, position: try p.position(o, at), floor: try p.optInt(o, "floor", at),
+                                      p0: try p.optNumber(o, "p0", at, in: TraceDomain.power, "dBm"),
+                                      pathLossExponent: try p.optNumber(o, "n_exp", at, in: 0...100, ""),
+                                      radio: try p.optString(o, "radio", at))
+            }
         }
+        try transmitters("aps", key: "bssid", into: &ref.accessPoints, specs: &prepared.aps)
+        try transmitters("ble", key: "id", into: &ref.bleBeacons, specs: &prepared.bleBeacons)
         for (i, o) in try p.array(root, "cells").enumerated() {
             let at = "cells[\(i)]"
             let id = try p.cellID(o, at)
@@ -149,6 +156,7 @@ public struct PreparedReference: Sendable {
     /// The data in the frame of the checks; `data(in:)` replaces every position.
     var template: ReferenceData
     var aps: [String: Spec] = [:]
+    var bleBeacons: [String: Spec] = [:]
     var cells: [CellID: Spec] = [:]
     var beacons: [String: Spec] = [:]
     var landmarks: [String: Spec] = [:]
@@ -161,6 +169,7 @@ public struct PreparedReference: Sendable {
     public func data(in frame: LocalFrame) -> ReferenceData {
         var r = template
         for (k, s) in aps { r.accessPoints[k]?.position = s.enu(frame) }
+        for (k, s) in bleBeacons { r.bleBeacons[k]?.position = s.enu(frame) }
         for (k, s) in cells { r.cells[k]?.position = s.enu(frame) }
         for (k, s) in beacons { r.beacons[k]?.position = s.enu(frame) }
         for (k, s) in landmarks { r.landmarks[k]?.position = s.enu(frame) }

@@ -28,6 +28,8 @@ public enum TraceDomain {
     public static let imu: ClosedRange<Double> = -1e6...1e6
     /// Timing-advance index (LTE: 0…1282; NR extended ranges stay far below this).
     public static let timingAdvance: ClosedRange<Int> = 0...1_000_000
+    /// iBeacon major and minor numbers (16-bit unsigned in the advertisement).
+    public static let iBeaconNumber: ClosedRange<Int> = 0...65_535
     /// Floor index.
     public static let floor: ClosedRange<Int> = -1000...1000
     /// Step length, m.

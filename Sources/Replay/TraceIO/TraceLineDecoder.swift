@@ -89,6 +89,7 @@ public struct TraceLineDecoder {
         case let (t, n) where eq(t, n, "baro"):
             payload = .imu(IMUSample(kind: .barometer, x: try o.requiredNumber("p", in: TraceDomain.imu, "hPa")))
         case let (t, n) where eq(t, n, "wifi"): payload = .wifi(try wifi(o))
+        case let (t, n) where eq(t, n, "ble"): payload = .ble(try ble(o))
         case let (t, n) where eq(t, n, "cell"): payload = .cell(try cell(o))
         case let (t, n) where eq(t, n, "step"): payload = .step(StepEvent(length: try o.optionalNumber("len", in: TraceDomain.stepLength, "m")))
         case let (t, n) where eq(t, n, "acoustic"):
@@ -115,33 +116,60 @@ public struct TraceLineDecoder {
     }
 
     private mutating func wifi(_ o: Obj) throws(LineIssue) -> WiFiScan {
-        guard let ai = o.index("aps") else { throw .missing("aps") }
+        let aps = try objects(o, "aps") { (n) throws(LineIssue) -> WiFiObservation in
+            WiFiObservation(bssid: try n.requiredLowercasedString("bssid"), ssid: try n.optionalString("ssid") ?? "",
+                            frequency: try n.requiredNumber("freq", in: TraceDomain.frequencyMHz, "MHz"),
+                            rss: try n.requiredNumber("rss", in: TraceDomain.power, "dBm"),
+                            lastSeen: try n.optionalNumber("t_seen", in: TraceDomain.time, "s"))
+        }
+        return WiFiScan(start: try o.optionalNumber("t_start", in: TraceDomain.time, "s"), accessPoints: aps)
+    }
+
+    /// A `ble` scan: `beacons`: [{`id`, `uuid`/`major`/`minor` (optional, together), `rss`, `tx`, `t_seen`}].
+    private mutating func ble(_ o: Obj) throws(LineIssue) -> BLEScan {
+        BLEScan(beacons: try objects(o, "beacons") { (n) throws(LineIssue) -> BLEObservation in
+            let id = try n.requiredLowercasedString("id")
+            guard !id.isEmpty else { throw .value("\(n.path)id must not be empty") }
+            var ib: IBeaconID?
+            if let uuid = try n.optionalString("uuid") {
+                let major = try n.requiredInt("major"), minor = try n.requiredInt("minor")
+                for (k, v) in [("major", major), ("minor", minor)] {
+                    if let m = TraceDomain.violation(n.path + k, v, TraceDomain.iBeaconNumber) { throw .value(m) }
+                }
+                ib = IBeaconID(uuid: uuid, major: major, minor: minor)
+            }
+            return BLEObservation(id: id, iBeacon: ib, rss: try n.requiredNumber("rss", in: TraceDomain.power, "dBm"),
+                                  txPower: try n.optionalNumber("tx", in: TraceDomain.power, "dBm"),
+                                  lastSeen: try n.optionalNumber("t_seen", in: TraceDomain.time, "s"))
+        })
+    }
+
+    /// The array of objects under `key` (required), each decoded by `body` with its path
+    /// (`key[k].`) for messages: the one loop of `wifi`'s access points and `ble`'s beacons.
+    private mutating func objects<T>(_ o: Obj, _ key: StaticString,
+                                     _ body: (Obj) throws(LineIssue) -> T) throws(LineIssue) -> [T] {
+        guard let ai = o.index(key) else { throw .missing(key.description) }
         let a = o.f[ai]
-        guard a.kind == .array else { throw .wrongType("aps", expected: "an array", got: o.kindName(ai)) }
+        guard a.kind == .array else { throw .wrongType(key.description, expected: "an array", got: o.kindName(ai)) }
         elements.removeAll(keepingCapacity: true)
         try o.s.arrayElements(start: a.start, end: a.end, into: &elements)
-        var aps: [WiFiObservation] = []
-        aps.reserveCapacity(elements.count)
+        var out: [T] = []
+        out.reserveCapacity(elements.count)
         for k in elements.indices {
             let el = elements[k]
             guard el.kind == .object else {
-                throw .wrongType("aps[\(k)]", expected: "an object", got: Obj.kindName(el.kind))
+                throw .wrongType("\(key)[\(k)]", expected: "an object", got: Obj.kindName(el.kind))
             }
             nested.removeAll(keepingCapacity: true)
             _ = try o.s.object(at: el.start, into: &nested)
-            let ap = try nested.withUnsafeBufferPointer { (nb) throws(LineIssue) -> WiFiObservation in
-                let n = Obj(s: o.s, f: nb, path: "aps[\(k)].")
+            let v = try nested.withUnsafeBufferPointer { (nb) throws(LineIssue) -> T in
+                let n = Obj(s: o.s, f: nb, path: "\(key)[\(k)].")
                 try n.checkDuplicates()
-                var bssid = try n.requiredString("bssid")
-                if bssid.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) { bssid = bssid.lowercased() }
-                return WiFiObservation(bssid: bssid, ssid: try n.optionalString("ssid") ?? "",
-                                       frequency: try n.requiredNumber("freq", in: TraceDomain.frequencyMHz, "MHz"),
-                                       rss: try n.requiredNumber("rss", in: TraceDomain.power, "dBm"),
-                                       lastSeen: try n.optionalNumber("t_seen", in: TraceDomain.time, "s"))
+                return try body(n)
             }
-            aps.append(ap)
+            out.append(v)
         }
-        return WiFiScan(start: try o.optionalNumber("t_start", in: TraceDomain.time, "s"), accessPoints: aps)
+        return out
     }
 
     private func cell(_ o: Obj) throws(LineIssue) -> CellObservation {
@@ -388,6 +416,12 @@ private struct Obj {
             throw .missing(path + key.description)
         }
         return v
+    }
+
+    /// A required string, lower-cased (MAC addresses and beacon ids; a string without capitals is kept as is).
+    func requiredLowercasedString(_ key: StaticString) throws(LineIssue) -> String {
+        let v = try requiredString(key)
+        return v.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? v.lowercased() : v
     }
 
     func optionalString(_ key: StaticString) throws(LineIssue) -> String? {

@@ -127,7 +127,7 @@ struct TraceReaderCore {
     /// per event would cost more than parsing the event).
     private let typeCounts = UnsafeMutablePointer<Int>.allocate(capacity: 16)
     private static let typeNames = ["gnss", "wifi", "cell", "acc", "gyro", "mag", "rotvec", "baro", "step",
-                                    "acoustic", "peer_range", "photo", "gt"]
+                                    "acoustic", "peer_range", "photo", "gt", "ble"]
 
     private let fd: Int32
     private var buf: UnsafeMutablePointer<UInt8>
@@ -244,6 +244,7 @@ struct TraceReaderCore {
         case .peerRange: k = 10
         case .photo: k = 11
         case .groundTruth: k = 12
+        case .ble: k = 13
         }
         typeCounts[k] += 1
         return e

@@ -43,6 +43,17 @@ public struct TraceLineEncoder: Sendable {
                 return a.finish()
             }
             o.raw("aps", "[" + aps.joined(separator: ",") + "]")
+        case .ble(let s):
+            let beacons = s.beacons.map { b -> String in
+                var a = JSONLine()
+                a.string("id", b.id)
+                if let ib = b.iBeacon { a.string("uuid", ib.uuid); a.int("major", ib.major); a.int("minor", ib.minor) }
+                a.number("rss", b.rss)
+                if let tx = b.txPower { a.number("tx", tx) }
+                if let ts = b.lastSeen { a.number("t_seen", ts) }
+                return a.finish()
+            }
+            o.raw("beacons", "[" + beacons.joined(separator: ",") + "]")
         case .cell(let c):
             o.string("rat", c.cell.rat.rawValue); o.int("mcc", c.cell.mcc); o.int("mnc", c.cell.mnc)
             o.int("area", c.cell.area); o.int("cid", c.cell.cid)

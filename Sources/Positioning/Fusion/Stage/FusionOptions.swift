@@ -6,7 +6,7 @@ extension FusionStage {
         // Structure and inputs.
         public static let layout = OptionSpec.choice("layout", "auto", LayoutChoice.allCases.map(\.rawValue),
             "auto (step state with an accelerometer, else constant velocity) | step | cv")
-        public static let inputs = OptionSpec.sources("inputs", ["gnss", "cell", "cell-ta", "wcl", "hapel", "fingerprint", "tdoa", "peer"],
+        public static let inputs = OptionSpec.sources("inputs", ["gnss", "cell", "cell-ta", "wcl", "hapel", "fingerprint", "ble", "tdoa", "peer"],
             "sources whose fixes update the filter")
         public static let tight = OptionSpec.sources("tight", [], "sources used through their measurement models instead of fixes")
         public static let supersede = OptionSpec.bool("supersede", true,
@@ -15,7 +15,7 @@ extension FusionStage {
             "true: one scan's wcl/hapel/fingerprint/rss fixes enter as ONE update, their\ncovariance intersection (same RSS, same map: correlated errors; docs/fusion.md)")
         public static let bestWiFiSource = OptionSpec.bool("best_wifi_source", true,
             "of one scan's wcl/hapel/fingerprint/rss fixes from a learned radio map\n(they carry the map's error correlation), fuse only the sources with the\nsmallest error on held-out walks (`radiomap build` stores it); false:\nthe covariance intersection of all of them (docs/fusion.md)")
-        public static let inflation = OptionSpec.map("inflation", ["gnss": 1, "wcl": 1.5, "hapel": 1.5, "fingerprint": 1.5, "cell": 1.5, "cell-ta": 1.5],
+        public static let inflation = OptionSpec.map("inflation", ["gnss": 1, "wcl": 1.5, "hapel": 1.5, "fingerprint": 1.5, "ble": 1.5, "cell": 1.5, "cell-ta": 1.5],
             "α per source: R = α² Σ_fix (others 1; gnss 3\nby default where gnss_bias is false: the white-noise stand-in)")
         public static let radioMapInflation = OptionSpec.number("radio_map_inflation", 1,
             "α of a WiFi fix that carries its radio map's fitted error correlation\n(`radiomap build`) while the bias states are on: the correlation is\nmodelled, so `inflation`'s white-noise stand-in would count it twice\n(docs/fusion.md, \"The WiFi inflation under the bias block\")")
