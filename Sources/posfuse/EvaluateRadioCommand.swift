@@ -87,7 +87,6 @@ struct EvaluateRadio: ParsableCommand {
     }
 
     func run() throws {
-        let hv = HAPELEstimator.Variant(rawValue: variant)!
         let w = try wcl.estimator()
         var out: [String: Any] = [:]
         var text: [String] = []
