@@ -211,6 +211,44 @@ extension Double {
         #expect(none.isEmpty && stats.skipped["invalid_value"] == outside.count)
     }
 
+    /// The scanner reads runs of up to eight digits from one load (`JSONLineScanner.leadingDigits`),
+    /// falling back to one digit at a time near the 19 kept digits and within eight bytes of the
+    /// line's end. Seeded decimals of every shape those branches see — integer parts of 0–22
+    /// digits, fractions of 1–30 digits with 0–12 leading zeros, with and without an exponent —
+    /// each read in the middle of a line and as its last member (so its last digits lie within
+    /// eight bytes of the end), against `Double(String)`'s bits.
+    @Test func digitRunsOfEveryLengthAreCorrectlyRounded() throws {
+        var rng = SeededRNG(seed: 11)
+        func digits(_ n: Int, leadingNonZero: Bool) -> String {
+            var s = ""
+            for k in 0..<n { s.append(Character(String(Int.random(in: (k == 0 && leadingNonZero ? 1 : 0)...9, using: &rng)))) }
+            return s
+        }
+        var all: [String] = []
+        for _ in 0..<20_000 {
+            let intDigits = Int.random(in: 0...22, using: &rng)
+            var s = Bool.random(using: &rng) ? "-" : ""
+            s += intDigits == 0 ? "0" : digits(intDigits, leadingNonZero: true)
+            if Int.random(in: 0..<4, using: &rng) > 0 {
+                s += "." + String(repeating: "0", count: Int.random(in: 0...12, using: &rng)) + digits(Int.random(in: 1...30, using: &rng), leadingNonZero: false)
+            }
+            if Int.random(in: 0..<5, using: &rng) == 0 { s += "e\(Int.random(in: -40...10, using: &rng))" }
+            all.append(s)
+        }
+        let inDomain = all.filter { abs(Double($0)!) <= 1e15 }
+        #expect(inDomain.count > 10_000)
+        let middle = inDomain.map { #"{"t":0,"type":"peer_range","peer":"p","n_aa":"# + $0 + #","n_ab":0,"n_ba":0,"n_bb":0,"fs":48000}"# }
+        let last = inDomain.map { #"{"t":0,"type":"peer_range","peer":"p","n_ab":0,"n_ba":0,"n_bb":0,"fs":48000,"n_aa":"# + $0 + "}" }
+        for lines in [middle, last] {
+            let (ev, _) = try read(lines)
+            #expect(ev.count == inDomain.count)
+            for (s, e) in zip(inDomain, ev) {
+                guard case .peerRange(let b) = e.payload else { Issue.record("not a peer range: \(s)"); continue }
+                if b.nAA!.bitPattern != Double(s)!.bitPattern { Issue.record("\(s) → \(b.nAA!), expected \(Double(s)!)") }
+            }
+        }
+    }
+
     @Test func strictErrorsNameFileLineAndReason() throws {
         #expect(strictError(#"{"t":1,"type":"gnss","lon":11,"acc":3}"#)?.reason == "missing key 'lat'")
         #expect(strictError(#"{"t":1,"type":"gnss","lat":48,"lon":11,"acc":3,}"#)?.reason

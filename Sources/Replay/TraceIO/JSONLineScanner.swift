@@ -522,18 +522,31 @@ public struct JSONLineScanner {
         if i < count, p[i] == UInt8(ascii: ".") {
             i += 1
             guard i < count, p[i] &- 48 < 10 else { throw unexpected(i, expecting: "a digit after '.'") }
-            // Whether eight digits at a time may still succeed: once a try fails, fewer than eight
-            // digits are left in this run, so no later position of it can hold eight.
-            var eight = true
+            // Runs of digits from one eight-byte load each (`leadingDigits`: how many of the eight
+            // are digits, with no per-byte test). Each step leaves the mantissa, the count of
+            // significant digits and the exponent where the one-digit loop below would have left
+            // them: leading zeros (nothing significant yet) only move the exponent; a run that
+            // ends inside the load and fits the 19 kept digits is taken whole, and so are eight
+            // digits while they fit. Otherwise (the 19 are nearly full, or the line ends within
+            // eight bytes) the one-digit loop takes the rest, without more loads.
+            var runs = true
             while true {
-                // Eight significant digits at a time while they fit in the 19 kept: the same
-                // mantissa and exponent as eight turns of the loop below.
-                if eight && digits > 0 && digits <= 11 && i + 8 <= count {
-                    if let v = eightDigits(at: i) {
-                        mantissa = mantissa &* 100_000_000 &+ v; digits += 8; exp10 -= 8; i += 8
+                if runs && i + 8 <= count {
+                    let (v, n) = leadingDigits(at: i)
+                    if n == 0 { break }
+                    if digits == 0 {
+                        let z = min(n, Self.leadingZeroDigits(v))
+                        if z > 0 { exp10 -= z; i += z; continue }
+                    }
+                    if n < 8 && digits + n <= 19 {
+                        mantissa = mantissa &* Self.pow10Int(n) &+ Self.digitValue(v, n); digits += n; exp10 -= n; i += n
+                        break
+                    }
+                    if n == 8 && digits <= 11 {
+                        mantissa = mantissa &* 100_000_000 &+ Self.eightDigitValue(v); digits += 8; exp10 -= 8; i += 8
                         continue
                     }
-                    eight = false
+                    runs = false
                 }
                 guard i < count, p[i] &- 48 < 10 else { break }
                 let d = p[i] &- 48
@@ -596,21 +609,42 @@ public struct JSONLineScanner {
         return (v, i)
     }
 
-    /// The value of the eight ASCII digits at `p[i..<i+8]`, or nil when any of them is not a
-    /// digit (the caller guarantees `i + 8 <= count`). SWAR: one 64-bit load, a test of all
-    /// eight bytes at once and three multiplications (the technique of Lemire's fast_float,
-    /// `is_made_of_eight_digits_fast` / `parse_eight_digits_unrolled`; D. Lemire, "Number
-    /// parsing at a gigabyte per second", Software: Practice and Experience 51(8), 2021).
-    @inline(__always) private func eightDigits(at i: Int) -> UInt64? {
+    /// The eight bytes at `p[i..<i+8]` (the caller guarantees `i + 8 <= count`) and how many of
+    /// them, from the first, are ASCII digits (0…8). SWAR: one 64-bit load and a test of all eight
+    /// bytes at once (the digit test of Lemire's fast_float, `is_made_of_eight_digits_fast`;
+    /// D. Lemire, "Number parsing at a gigabyte per second", Software: Practice and Experience
+    /// 51(8), 2021), whose failing bytes are located instead of only detected: byte k of
+    /// `(v & F0…) | (((v + 06…) & F0…) >> 4)` is 0x33 exactly when byte k of v is '0'…'9'. The one
+    /// place the test can err is a carry out of a lower byte (a byte ≥ 0xFA, itself not a digit)
+    /// into the next: only bytes after the first non-digit, which the count does not read.
+    @inline(__always) private func leadingDigits(at i: Int) -> (v: UInt64, n: Int) {
         let v = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-        guard (v & 0xF0F0_F0F0_F0F0_F0F0) | (((v &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4) == 0x3333_3333_3333_3333 else {
-            return nil
-        }
+        let x = (v & 0xF0F0_F0F0_F0F0_F0F0) | (((v &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
+        let other = x ^ 0x3333_3333_3333_3333
+        return (v, other == 0 ? 8 : other.trailingZeroBitCount >> 3)
+    }
+
+    /// How many of the bytes of `v`, from the first, are '0' (0…8).
+    @inline(__always) static func leadingZeroDigits(_ v: UInt64) -> Int {
+        let x = v ^ 0x3030_3030_3030_3030
+        return x == 0 ? 8 : x.trailingZeroBitCount >> 3
+    }
+
+    /// The value of eight ASCII digits loaded as `v` (first digit in the lowest byte): three
+    /// multiplications (fast_float's `parse_eight_digits_unrolled`, Lemire 2021).
+    @inline(__always) static func eightDigitValue(_ v: UInt64) -> UInt64 {
         var x = v &- 0x3030_3030_3030_3030
         x = (x &* 10) &+ (x >> 8)
         x = (((x & 0x0000_00FF_0000_00FF) &* (100 &+ (1_000_000 << 32)))
              &+ (((x >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ (10_000 << 32)))) >> 32
         return x
+    }
+
+    /// The value of the first n (1…7) ASCII digits of `v`: they are moved to the last n bytes and
+    /// the first 8 − n filled with '0', which leaves the value of eight digits unchanged.
+    @inline(__always) static func digitValue(_ v: UInt64, _ n: Int) -> UInt64 {
+        let shift = UInt64(64 - 8 * n)
+        return eightDigitValue((v << shift) | (0x3030_3030_3030_3030 >> (64 - shift)))
     }
 
     // MARK: helpers
