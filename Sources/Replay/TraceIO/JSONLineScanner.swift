@@ -620,15 +620,14 @@ public struct JSONLineScanner {
     @inline(__always) private func leadingDigits(at i: Int) -> (v: UInt64, n: Int) {
         let v = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
         let x = (v & 0xF0F0_F0F0_F0F0_F0F0) | (((v &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
-        let other = x ^ 0x3333_3333_3333_3333
-        return (v, other == 0 ? 8 : other.trailingZeroBitCount >> 3)
+        return (v, Self.leadingZeroBytes(x ^ 0x3333_3333_3333_3333))
     }
 
     /// How many of the bytes of `v`, from the first, are '0' (0…8).
-    @inline(__always) static func leadingZeroDigits(_ v: UInt64) -> Int {
-        let x = v ^ 0x3030_3030_3030_3030
-        return x == 0 ? 8 : x.trailingZeroBitCount >> 3
-    }
+    @inline(__always) static func leadingZeroDigits(_ v: UInt64) -> Int { leadingZeroBytes(v ^ 0x3030_3030_3030_3030) }
+
+    /// How many of the bytes of `x`, from the first (the lowest: a little-endian load), are 0 (0…8).
+    @inline(__always) static func leadingZeroBytes(_ x: UInt64) -> Int { x == 0 ? 8 : x.trailingZeroBitCount >> 3 }
 
     /// The value of eight ASCII digits loaded as `v` (first digit in the lowest byte): three
     /// multiplications (fast_float's `parse_eight_digits_unrolled`, Lemire 2021).
