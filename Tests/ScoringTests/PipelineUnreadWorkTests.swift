@@ -66,6 +66,11 @@ import Positioning
         let tight = try StageRegistry.pipeline(options: ["ekf": StageOptions(name: "ekf", values: ["tight": .list([.string("wcl")])])])
         #expect(wcl(tight).emitsPositionMeasurement && !rss(tight).emitsPositionMeasurement)
         #expect(WCLStage().emitsPositionMeasurement && RSSStage().emitsPositionMeasurement && FingerprintStage().emitsPositionMeasurement)
+        // The same rule for Bluetooth beacon fixes (`PositionMeasurementEmission`, session 25).
+        func ble(_ p: Pipeline) -> BLEStage { p.stages.compactMap { $0 as? BLEStage }.first! }
+        let tightBLE = try StageRegistry.pipeline(options: ["ekf": StageOptions(name: "ekf", values: ["tight": .list([.string("ble")])])])
+        #expect(!ble(plain).emitsPositionMeasurement && ble(tightBLE).emitsPositionMeasurement && !wcl(tightBLE).emitsPositionMeasurement)
+        #expect(BLEStage().emitsPositionMeasurement)
 
         let listener = Listener()
         let listened = Pipeline(stages: try StageRegistry.pipeline(options: [:]).stages + [listener])

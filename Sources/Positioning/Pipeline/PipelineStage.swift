@@ -112,6 +112,27 @@ extension PipelineStage {
     public func readsPositionMeasurements(of source: Source) -> Bool { inputs.upstream }
 }
 
+/// Whether a stage's fixes are followed by their `PositionMeasurement` (the tight-coupling form
+/// of the same fix): true unless `link` found that no later stage of the pipeline reads one
+/// (`readsPositionMeasurements(of:)`; only a filter with the source in its `tight` list does, so
+/// in the default pipeline none is built). A stage outside a pipeline emits it. Building an unread
+/// one allocated its z, its R and its existential box (≈ 1k instructions per fix, every refined
+/// report). Part of the pipeline's structure: `reset()` keeps it, `fresh()` links again.
+/// The one rule of the stages that emit them (`gnss`, `wcl`, `rss`, `fingerprint`, `ble`).
+public struct PositionMeasurementEmission: Sendable {
+    public let source: Source
+    public private(set) var isOn = true
+    public init(_ source: Source) { self.source = source }
+    /// Asks the stages after `index` (a stage's `link`).
+    public mutating func link(_ stages: [any PipelineStage], at index: Int) {
+        isOn = stages[(index + 1)...].contains { $0.readsPositionMeasurements(of: source) }
+    }
+    /// `f` as a fix, followed by its position measurement when on.
+    @inline(__always) public func results(_ f: Fix, subject: String) -> [StageResult] {
+        isOn ? [.fix(f), .measurement(PositionMeasurement(fix: f), subject: subject)] : [.fix(f)]
+    }
+}
+
 /// An ordered list of stages.
 public final class Pipeline {
     public let stages: [any PipelineStage]

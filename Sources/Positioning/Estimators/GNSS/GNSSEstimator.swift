@@ -94,13 +94,9 @@ public final class GNSSStage: PipelineStage {
     public let widensFromFilter: Bool
     /// The pipeline's ekf (`link`), when `widensFromFilter`.
     private weak var filter: FusionStage?
-    /// Whether a fix is followed by its `PositionMeasurement` (the tight-coupling form of the
-    /// same fix): true unless `link` found that no later stage reads one
-    /// (`readsPositionMeasurements(of: .gnss)`: only a filter with `gnss` in its `tight` list does).
-    /// A stage outside a pipeline emits it. Building it allocated its z, its R and its
-    /// existential box, freed again unread (≈ 1k instructions per fix, every refined report).
-    /// Part of the pipeline's structure: `reset()` keeps it, `fresh()` links again.
-    public private(set) var emitsPositionMeasurement = true
+    /// Whether a fix is followed by its `PositionMeasurement` (`PositionMeasurementEmission`).
+    private var emission = PositionMeasurementEmission(.gnss)
+    public var emitsPositionMeasurement: Bool { emission.isOn }
     public init(estimator: GNSSEstimator = GNSSEstimator(), errorModel: GNSSErrorModel? = nil, handsetFamily: String? = nil,
                 families: HandsetFamilies = HandsetFamilies(), velocitySigma: Double? = nil, velocityLatency: Double? = nil,
                 widensFromFilter: Bool = Options.widenFromFilter.flag) {
@@ -110,7 +106,7 @@ public final class GNSSStage: PipelineStage {
     /// Links the first later `ekf` stage that fuses GNSS fixes loosely: its state before an event
     /// is read, never changed (a feedback of earlier fixes only; `reset()` keeps the link).
     public func link(_ stages: [any PipelineStage], at index: Int) {
-        emitsPositionMeasurement = stages[(index + 1)...].contains { $0.readsPositionMeasurements(of: .gnss) }
+        emission.link(stages, at: index)
         guard widensFromFilter else { return }
         filter = stages[(index + 1)...].lazy.compactMap { $0 as? FusionStage }
             .first { $0.source == .ekf && $0.settings.inputs.contains(.gnss) && !$0.settings.tight.contains(.gnss) }
@@ -155,10 +151,11 @@ public final class GNSSStage: PipelineStage {
                 reported.covariance = region; reported.filterCovariance = f.covariance
             }
             let v = e.velocityMeasurement(g, time: event.time)
-            guard emitsPositionMeasurement else {
+            guard emission.isOn else {
                 guard let v else { return [.fix(reported)] }
                 return [.fix(reported), .measurement(v, subject: event.device)]
             }
+            // The measurement of the unwidened fix (the filter fuses that one), then the velocity.
             guard let v else {
                 return [.fix(reported), .measurement(PositionMeasurement(fix: f), subject: event.device)]
             }

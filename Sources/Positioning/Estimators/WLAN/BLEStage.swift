@@ -17,12 +17,16 @@ public final class BLEStage: PipelineStage {
     public func reset() {}
     /// Bluetooth scans only.
     public var inputs: StageInputs { StageInputs(events: .ble, upstream: false) }
+    /// Whether a fix is followed by its `PositionMeasurement` (`PositionMeasurementEmission`).
+    private var emission = PositionMeasurementEmission(.ble)
+    public var emitsPositionMeasurement: Bool { emission.isOn }
+    public func link(_ stages: [any PipelineStage], at index: Int) { emission.link(stages, at: index) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .ble(let scan) = event.payload else { return [] }
         let anchors = estimator.selectAnchors(scan.transmitters, time: event.time, map: context.reference.bleBeacons)
         switch estimator.fix(anchors: anchors, time: event.time, source: .ble, subject: event.device) {
-        case .success(let f): return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+        case .success(let f): return emission.results(f, subject: event.device)
         case .failure(let r): return [.failure(source: .ble, time: event.time, subject: event.device, reason: r)]
         }
     }

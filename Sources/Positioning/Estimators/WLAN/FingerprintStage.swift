@@ -36,12 +36,10 @@ public final class FingerprintStage: PipelineStage {
     public func reset() {}
     /// Scans only.
     public var inputs: StageInputs { StageInputs(events: .wifi, upstream: false) }
-    /// Whether a fix is followed by its `PositionMeasurement` (as `WCLStage.emitsPositionMeasurement`,
-    /// for `readsPositionMeasurements(of: .fingerprint)`).
-    public private(set) var emitsPositionMeasurement = true
-    public func link(_ stages: [any PipelineStage], at index: Int) {
-        emitsPositionMeasurement = stages[(index + 1)...].contains { $0.readsPositionMeasurements(of: .fingerprint) }
-    }
+    /// Whether a fix is followed by its `PositionMeasurement` (`PositionMeasurementEmission`).
+    private var emission = PositionMeasurementEmission(.fingerprint)
+    public var emitsPositionMeasurement: Bool { emission.isOn }
+    public func link(_ stages: [any PipelineStage], at index: Int) { emission.link(stages, at: index) }
     public func fresh() -> any PipelineStage {
         method == .wknn ? FingerprintStage(knn: knn) : FingerprintStage(estimator: estimator, phoneThreshold: phoneThreshold)
     }
@@ -169,8 +167,7 @@ public final class FingerprintStage: PipelineStage {
         switch result {
         case .success(let x):
             let f = context.reference.wifiFix(x, scan: scan, rssMin: e.phoneThreshold, maxAge: method == .wknn ? knn.maxAge : e.maxAge)
-            guard emitsPositionMeasurement else { return [.fix(f)] }
-            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+            return emission.results(f, subject: event.device)
         case .failure(let r): return [.failure(source: .fingerprint, time: event.time, subject: event.device, reason: r)]
         }
     }

@@ -169,20 +169,17 @@ public final class RSSStage: PipelineStage {
     public func reset() {}
     /// Scans only.
     public var inputs: StageInputs { StageInputs(events: .wifi, upstream: false) }
-    /// Whether a fix is followed by its `PositionMeasurement` (as `WCLStage.emitsPositionMeasurement`,
-    /// for `readsPositionMeasurements(of: .rss)`).
-    public private(set) var emitsPositionMeasurement = true
-    public func link(_ stages: [any PipelineStage], at index: Int) {
-        emitsPositionMeasurement = stages[(index + 1)...].contains { $0.readsPositionMeasurements(of: .rss) }
-    }
+    /// Whether a fix is followed by its `PositionMeasurement` (`PositionMeasurementEmission`).
+    private var emission = PositionMeasurementEmission(.rss)
+    public var emitsPositionMeasurement: Bool { emission.isOn }
+    public func link(_ stages: [any PipelineStage], at index: Int) { emission.link(stages, at: index) }
 
     public func process(_ event: TraceEvent, upstream: [StageResult], context: PipelineContext) -> [StageResult] {
         guard case .wifi(let scan) = event.payload else { return [] }
         switch estimator.estimate(scan, time: event.time, map: context.reference.accessPoints, subject: event.device) {
         case .success(let e):
             let f = context.reference.wifiFix(e, scan: scan, rssMin: estimator.wcl.rssMin, maxAge: estimator.wcl.maxAge)
-            guard emitsPositionMeasurement else { return [.fix(f)] }
-            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+            return emission.results(f, subject: event.device)
         case .failure(let r): return [.failure(source: .rss, time: event.time, subject: event.device, reason: r)]
         }
     }

@@ -18,14 +18,10 @@ public final class WCLStage: PipelineStage {
     public func reset() { last = nil }
     /// Scans only (`process` returns [] for every other event).
     public var inputs: StageInputs { StageInputs(events: .wifi, upstream: false) }
-    /// Whether a fix is followed by its `PositionMeasurement`: true unless `link` found that no
-    /// later stage reads one (`readsPositionMeasurements(of: .wcl)`: in the default pipeline none
-    /// does; the ekf reads them only with `wcl` in its `tight` list). A stage outside a pipeline
-    /// emits it. As `GNSSStage.emitsPositionMeasurement`: part of the pipeline's structure.
-    public private(set) var emitsPositionMeasurement = true
-    public func link(_ stages: [any PipelineStage], at index: Int) {
-        emitsPositionMeasurement = stages[(index + 1)...].contains { $0.readsPositionMeasurements(of: .wcl) }
-    }
+    /// Whether a fix is followed by its `PositionMeasurement` (`PositionMeasurementEmission`).
+    private var emission = PositionMeasurementEmission(.wcl)
+    public var emitsPositionMeasurement: Bool { emission.isOn }
+    public func link(_ stages: [any PipelineStage], at index: Int) { emission.link(stages, at: index) }
 
     /// The estimate of `scan` at `time` for `device` when it is the last one this stage made
     /// (the same scan, compared by value), else nil.
@@ -41,8 +37,7 @@ public final class WCLStage: PipelineStage {
         switch estimate {
         case .success(let e):
             let f = context.reference.wifiFix(e, scan: scan, rssMin: estimator.rssMin, maxAge: estimator.maxAge)
-            guard emitsPositionMeasurement else { return [.fix(f)] }
-            return [.fix(f), .measurement(PositionMeasurement(fix: f), subject: event.device)]
+            return emission.results(f, subject: event.device)
         case .failure(let r): return [.failure(source: .wcl, time: event.time, subject: event.device, reason: r)]
         }
     }
