@@ -80,22 +80,10 @@ public final class PostgresStore: LocationStore {
             PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
         """,
         """
-        CREATE TABLE IF NOT EXISTS aps (
-            bssid TEXT PRIMARY KEY, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, floor BIGINT,
-            p0 DOUBLE PRECISION, n_exp DOUBLE PRECISION, samples BIGINT NOT NULL, model_fitted BOOLEAN NOT NULL)
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS ap_samples (
-            seq BIGSERIAL PRIMARY KEY, bssid TEXT NOT NULL, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL,
-            rss DOUBLE PRECISION NOT NULL)
-        """,
-        "CREATE INDEX IF NOT EXISTS ap_samples_bssid ON ap_samples(bssid, seq)",
-        """
         CREATE TABLE IF NOT EXISTS submissions (
             id BIGSERIAL PRIMARY KEY, received DOUBLE PRECISION NOT NULL, items BIGINT NOT NULL, digest TEXT NOT NULL)
         """,
         "CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest)",
-        "CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY)",
         """
         CREATE TABLE IF NOT EXISTS coverage_points (
             seq BIGSERIAL PRIMARY KEY, rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL,
@@ -106,22 +94,27 @@ public final class PostgresStore: LocationStore {
         // A log written before rows had a time: its rows count as old (pruned first).
         "ALTER TABLE radio_changes ADD COLUMN IF NOT EXISTS at DOUBLE PRECISION NOT NULL DEFAULT 0",
         "CREATE TABLE IF NOT EXISTS radio_changes_pruned (id INT PRIMARY KEY CHECK (id = 1), through BIGINT NOT NULL)",
-        // Bluetooth beacons (2 Dec 2026): the layout of `aps`, `ap_samples`, `ap_pending`, keyed
-        // by the beacon's id; a log written before them names no beacon.
-        """
-        CREATE TABLE IF NOT EXISTS ble (
-            id TEXT PRIMARY KEY, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, floor BIGINT,
-            p0 DOUBLE PRECISION, n_exp DOUBLE PRECISION, samples BIGINT NOT NULL, model_fitted BOOLEAN NOT NULL)
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS ble_samples (
-            seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL,
-            rss DOUBLE PRECISION NOT NULL)
-        """,
-        "CREATE INDEX IF NOT EXISTS ble_samples_id ON ble_samples(id, seq)",
-        "CREATE TABLE IF NOT EXISTS ble_pending (id TEXT PRIMARY KEY)",
+        // A log written before beacons were learned (2 Dec 2026) names no beacon.
         "ALTER TABLE radio_changes ADD COLUMN IF NOT EXISTS beacons TEXT NOT NULL DEFAULT ''",
-    ]
+    ] + TransmitterTables.kinds.flatMap { transmitterTables(.of($0)) }
+
+    /// The tables of one kind of transmitter (`TransmitterTables`: `aps`, `ap_samples`,
+    /// `ap_pending` keyed by `bssid`; `ble`, `ble_samples`, `ble_pending` keyed by the beacon's `id`):
+    /// one layout for both.
+    static func transmitterTables(_ t: TransmitterTables) -> [String] {
+        ["""
+         CREATE TABLE IF NOT EXISTS \(t.map) (
+             \(t.key) TEXT PRIMARY KEY, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, floor BIGINT,
+             p0 DOUBLE PRECISION, n_exp DOUBLE PRECISION, samples BIGINT NOT NULL, model_fitted BOOLEAN NOT NULL)
+         """,
+         """
+         CREATE TABLE IF NOT EXISTS \(t.samples) (
+             seq BIGSERIAL PRIMARY KEY, \(t.key) TEXT NOT NULL, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL,
+             rss DOUBLE PRECISION NOT NULL)
+         """,
+         "CREATE INDEX IF NOT EXISTS \(t.samples)_\(t.key) ON \(t.samples)(\(t.key), seq)",
+         "CREATE TABLE IF NOT EXISTS \(t.pending) (\(t.key) TEXT PRIMARY KEY)"]
+    }
 
     typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int, Double)
     static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks, scale"

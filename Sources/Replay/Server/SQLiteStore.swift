@@ -27,11 +27,19 @@ public final class SQLiteStore: LocationStore {
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         pool = try DatabasePool(path: path, configuration: config)
         try pool.write { db in
+            // The samples and pending marks of each kind of transmitter (`TransmitterTables`; the
+            // maps `aps` and `ble` are the radio map's), one layout for both.
+            for kind in TransmitterTables.kinds {
+                let t = TransmitterTables.of(kind)
+                try db.execute(sql: """
+                    CREATE TABLE IF NOT EXISTS \(t.samples) (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, \(t.key) TEXT NOT NULL,
+                        lat REAL NOT NULL, lon REAL NOT NULL, rss REAL NOT NULL);
+                    CREATE INDEX IF NOT EXISTS \(t.samples)_\(t.key) ON \(t.samples)(\(t.key), seq);
+                    CREATE TABLE IF NOT EXISTS \(t.pending) (\(t.key) TEXT PRIMARY KEY) WITHOUT ROWID;
+                    """)
+            }
             try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS ap_samples (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, bssid TEXT NOT NULL,
-                    lat REAL NOT NULL, lon REAL NOT NULL, rss REAL NOT NULL);
-                CREATE INDEX IF NOT EXISTS ap_samples_bssid ON ap_samples(bssid, seq);
                 CREATE TABLE IF NOT EXISTS coverage_sums (
                     rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL, area INTEGER NOT NULL, cid INTEGER NOT NULL,
                     ta INTEGER NOT NULL, olat REAL NOT NULL, olon REAL NOT NULL, walks INTEGER NOT NULL, n INTEGER NOT NULL,
@@ -40,7 +48,6 @@ public final class SQLiteStore: LocationStore {
                 CREATE TABLE IF NOT EXISTS submissions (
                     id INTEGER PRIMARY KEY AUTOINCREMENT, received REAL NOT NULL, items INTEGER NOT NULL, digest TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest);
-                CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS coverage_points (
                     seq INTEGER PRIMARY KEY AUTOINCREMENT, rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL,
                     area INTEGER NOT NULL, cid INTEGER NOT NULL, ta INTEGER NOT NULL, walk INTEGER NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL);
@@ -49,11 +56,6 @@ public final class SQLiteStore: LocationStore {
                     seq INTEGER PRIMARY KEY AUTOINCREMENT, cells TEXT NOT NULL, bssids TEXT NOT NULL, at REAL NOT NULL DEFAULT 0,
                     beacons TEXT NOT NULL DEFAULT '');
                 CREATE TABLE IF NOT EXISTS radio_changes_pruned (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL);
-                CREATE TABLE IF NOT EXISTS ble_samples (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL,
-                    lat REAL NOT NULL, lon REAL NOT NULL, rss REAL NOT NULL);
-                CREATE INDEX IF NOT EXISTS ble_samples_id ON ble_samples(id, seq);
-                CREATE TABLE IF NOT EXISTS ble_pending (id TEXT PRIMARY KEY) WITHOUT ROWID;
                 """)
             // A log written before rows had a time: its rows count as old (pruned first).
             try Self.addColumn(db, table: "radio_changes", column: "at", "REAL NOT NULL DEFAULT 0")
