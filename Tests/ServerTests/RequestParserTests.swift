@@ -65,6 +65,14 @@ enum FoundationGeoParser {
         return WiFiObservation(bssid: mac, ssid: d["ssid"] as? String ?? "", frequency: f, rss: rss, lastSeen: age.map { -$0 / 1000 })
     }
 
+    /// A Bluetooth beacon entry: nil without a valid MAC; level and age read as WiFi's.
+    static func beacon(_ d: [String: Any]) -> BLEObservation? {
+        guard let mac = GeoAPI.mac(d["macAddress"] as? String) else { return nil }
+        let rss = number(d["signalStrength"]).flatMap { $0 < 0 && $0 > -150 ? $0 : nil } ?? GeoAPI.defaultWiFiSignal
+        let age = number(d["age"]).flatMap { $0 >= 0 ? $0 : nil }
+        return BLEObservation(id: mac, rss: rss, lastSeen: age.map { -$0 / 1000 })
+    }
+
     /// Cells of one request/item: the entry marked `serving` (1/true) is the serving cell; when
     /// none is marked, the first one is (the ichnaea/Google convention: the first entry is the
     /// cell the phone is camped on).
@@ -92,7 +100,12 @@ enum FoundationGeoParser {
             q.wifi.append(w)
         }
         q.wifiValues = q.wifi.map { GeoAPI.macValue($0.bssid) }     // what the parser reads with each name
-        q.bluetooth = try array(o, "bluetoothBeacons").count
+        var seenBeacons = Set<String>()
+        for d in try array(o, "bluetoothBeacons") {
+            guard let x = beacon(d), seenBeacons.insert(x.id).inserted else { q.droppedBeacons += 1; continue }
+            q.beacons.append(x)
+        }
+        q.beaconValues = q.beacons.map { GeoAPI.macValue($0.id) }
         if let f = o["fallbacks"], !(f is NSNull) {
             guard let fd = f as? [String: Any] else { throw GeoAPI.APIError.parse("'fallbacks' must be an object") }
             if let l = fd["lacf"] as? Bool { q.lacf = l }
@@ -119,7 +132,11 @@ enum FoundationGeoParser {
             let wifi = ((try? array(item, "wifiAccessPoints")) ?? []).compactMap(wifi).filter {
                 ($0.lastSeen ?? 0) >= -maxAge && seen.insert($0.bssid).inserted
             }
-            out.append(Submission(position: Geodetic(latitude: lat, longitude: lon), accuracy: acc, cells: cells, wifi: wifi))
+            var seenBeacons = Set<String>()
+            let beacons = ((try? array(item, "bluetoothBeacons")) ?? []).compactMap(beacon).filter {
+                ($0.lastSeen ?? 0) >= -maxAge && seenBeacons.insert($0.id).inserted
+            }
+            out.append(Submission(position: Geodetic(latitude: lat, longitude: lon), accuracy: acc, cells: cells, wifi: wifi, beacons: beacons))
         }
         return (out, list.count)
     }
@@ -175,6 +192,15 @@ enum FoundationGeoParser {
             }
             return object(m)
         }
+        mutating func beacon() -> String {
+            var m: [String] = []
+            for (k, v) in [("macAddress", mac()), ("signalStrength", pick(["-75", "-92.5", "0", "-151", "12"])), ("age", pick(["0", "1500", "-1", "400000"])),
+                           ("name", pick(["\"tag\"", "\"\"", "\"x_nomap\"", "5"]))]
+                where chance(k == "macAddress" ? 0.95 : 0.5) {
+                m.append(member(k, value(v)))
+            }
+            return object(m)
+        }
         mutating func list(_ element: (inout Gen) -> String) -> String {
             if chance(0.1) { return scalar() }
             let n = Int(rng.next() % 6)
@@ -184,7 +210,7 @@ enum FoundationGeoParser {
             var m: [String] = []
             if chance(0.8) { m.append(member("cellTowers", list { $0.cell() })) }
             if chance(0.9) { m.append(member("wifiAccessPoints", list { $0.wifi() })) }
-            if chance(0.2) { m.append(member("bluetoothBeacons", list { $0.object([$0.member("macAddress", $0.mac())]) })) }
+            if chance(0.3) { m.append(member("bluetoothBeacons", list { $0.beacon() })) }
             if chance(0.3) { m.append(member("radioType", value("\"lte\""))) }
             if chance(0.3) { m.append(member("considerIp", pick(["false", "true"]))) }
             if chance(0.3) { m.append(member("fallbacks", value(object([member("lacf", pick(["false", "true", "0", "1", "2", "null"]))])))) }
@@ -202,6 +228,7 @@ enum FoundationGeoParser {
                     }
                     if g.chance(0.7) { item.append(g.member("cellTowers", g.list { $0.cell() })) }
                     if g.chance(0.8) { item.append(g.member("wifiAccessPoints", g.list { $0.wifi() })) }
+                    if g.chance(0.4) { item.append(g.member("bluetoothBeacons", g.list { $0.beacon() })) }
                     if g.chance(0.3) { item.append(g.member("radioType", g.value("\"gsm\""))) }
                     return g.object(item)
                 }))

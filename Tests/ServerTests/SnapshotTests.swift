@@ -14,9 +14,9 @@ final class CountingStore: LocationStore, @unchecked Sendable {
     var lookups: Int { lock.lock(); defer { lock.unlock() }; return _lookups }
     var changeReads: Int { lock.lock(); defer { lock.unlock() }; return _changes }
     init(_ inner: any LocationStore) { self.inner = inner }
-    func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
+    func lookup(cells: Set<CellID>, bssids: Set<String>, beacons: Set<String>) async throws -> KnownRadios {
         lock.withLock { _lookups += 1 }
-        return try await inner.lookup(cells: cells, bssids: bssids)
+        return try await inner.lookup(cells: cells, bssids: bssids, beacons: beacons)
     }
     func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord] { try await inner.areaCoverage(of: cells) }
     func submit(_ items: [Submission], digest: String) async throws { try await inner.submit(items, digest: digest) }

@@ -54,16 +54,21 @@ public enum GeoAPI {
         /// WiFi entries dropped by the privacy rules (`_nomap`, hidden SSID) or as invalid.
         public var droppedWiFi = 0
         public var droppedCells = 0
-        public var bluetooth = 0
+        /// The Bluetooth beacons (`bluetoothBeacons`), distinct by MAC.
+        public var beacons: [BLEObservation] = []
+        /// Beacon entries dropped as invalid (no valid MAC) or repeated.
+        public var droppedBeacons = 0
         /// ichnaea `fallbacks.lacf` (default true): answer from the location area when no cell or AP is known.
         public var lacf = true
         /// `GeoAPI.macValue` of each of `wifi`'s BSSIDs: `query` reads them from the body's bytes
         /// as it checks each name (a Query built otherwise leaves this empty: `locate` computes them).
         var wifiValues: [UInt64?] = []
+        /// `GeoAPI.macValue` of each of `beacons`' ids, as `wifiValues`.
+        var beaconValues: [UInt64?] = []
     }
 
-    /// WiFi signal strength assumed when an entry gives none, dBm (a mid-range value: every
-    /// such AP gets the same weight).
+    /// Signal strength assumed when a WiFi entry (or a Bluetooth beacon) gives none, dBm (a
+    /// mid-range value: every such AP gets the same weight).
     public static let defaultWiFiSignal = -80.0
 
     /// The JSON object of a body (JSONSerialization), or a parseError: refine's FeatureCollection
@@ -368,10 +373,66 @@ public enum GeoAPI {
     static func wifi(_ d: Body.Object, _ b: Body, value: inout UInt64?) -> WiFiObservation? {
         let ssid = b.string(d["ssid", in: b])
         guard privacyAllows(ssid: ssid), let mac = b.mac(d["macAddress", in: b], value: &value) else { return nil }
-        let rss = b.number(d["signalStrength", in: b]).flatMap { $0 < 0 && $0 > -150 ? $0 : nil } ?? defaultWiFiSignal
         let f = b.number(d["frequency", in: b]) ?? b.integer(d["channel", in: b]).map(frequency(channel:)) ?? 2437
-        let age = b.number(d["age", in: b]).flatMap { $0 >= 0 ? $0 : nil }
-        return WiFiObservation(bssid: mac, ssid: ssid ?? "", frequency: f, rss: rss, lastSeen: age.map { -$0 / 1000 })
+        return WiFiObservation(bssid: mac, ssid: ssid ?? "", frequency: f, rss: signal(d, b), lastSeen: lastSeen(d, b))
+    }
+
+    /// An entry's `signalStrength` (dBm, in (−150, 0)), else `defaultWiFiSignal`.
+    static func signal(_ d: Body.Object, _ b: Body) -> Double {
+        b.number(d["signalStrength", in: b]).flatMap { $0 < 0 && $0 > -150 ? $0 : nil } ?? defaultWiFiSignal
+    }
+    /// An entry's `age` (ms before the observation time, ≥ 0) as `lastSeen` = −age/1000 s.
+    static func lastSeen(_ d: Body.Object, _ b: Body) -> Double? {
+        b.number(d["age", in: b]).flatMap { $0 >= 0 ? -$0 / 1000 : nil }
+    }
+
+    /// A Bluetooth beacon entry (`macAddress`, `signalStrength`, `age`, `name`): nil when its MAC
+    /// is not valid. Read as a WiFi entry is (the same MAC rules, default level and age), its id
+    /// the normalized MAC (`BLEObservation.id`, the beacon map's key). `name` is accepted and not
+    /// used (no privacy rule reads it: ichnaea's `_nomap` opt-out is a WiFi SSID's).
+    static func beacon(_ d: Body.Object, _ b: Body) -> BLEObservation? {
+        var value: UInt64?
+        return beacon(d, b, value: &value)
+    }
+    /// `beacon`, with the `macValue` of its id in `value`.
+    static func beacon(_ d: Body.Object, _ b: Body, value: inout UInt64?) -> BLEObservation? {
+        guard let mac = b.mac(d["macAddress", in: b], value: &value) else { return nil }
+        return BLEObservation(id: mac, rss: signal(d, b), lastSeen: lastSeen(d, b))
+    }
+
+    /// The entries of `list` that `parse` reads, repeats of a name dropped (the first kept):
+    /// among a handful compared with the ones kept by `macValue` (cheaper than hashing each
+    /// name), in a set past 16. Returns them, each one's `macValue` (as `parse` gave it) and how
+    /// many entries were dropped (unreadable or repeated). geolocate's WiFi APs and beacons.
+    @inline(__always)
+    static func distinct<T>(_ list: [Body.Object], _ b: Body, name: (T) -> String,
+                            _ parse: (Body.Object, Body, inout UInt64?) -> T?) -> (kept: [T], values: [UInt64?], dropped: Int) {
+        // Sized once: grown from empty, the set rehashed every name three times for 8 APs
+        // (callgrind: 12.7k instructions per request went to these inserts).
+        var seen = list.count > 16 ? Set<String>(minimumCapacity: list.count) : nil
+        var kept: [T] = [], values: [UInt64?] = [], dropped = 0
+        kept.reserveCapacity(list.count)
+        values.reserveCapacity(list.count)
+        var v: UInt64?
+        for d in list {
+            guard let w = parse(d, b, &v) else { dropped += 1; continue }
+            let n = name(w)
+            let repeated: Bool
+            if seen != nil { repeated = !seen!.insert(n).inserted } else {
+                repeated = kept.indices.contains { sameName(name(kept[$0]), values[$0], n, v) }
+            }
+            if repeated { dropped += 1; continue }
+            kept.append(w)
+            values.append(v)
+        }
+        return (kept, values, dropped)
+    }
+
+    /// The entries of `list` not older than `maxAge` s, repeats of a name dropped (geosubmit's
+    /// WiFi entries and beacons: `radiomap build` drops stale scan entries the same way).
+    static func recent<T>(_ list: [T], maxAge: Double, name: (T) -> String, lastSeen: (T) -> Double?) -> [T] {
+        var seen = Set<String>(minimumCapacity: list.count)
+        return list.filter { (lastSeen($0) ?? 0) >= -maxAge && seen.insert(name($0)).inserted }
     }
 
     /// Cells of one request/item: the entry marked `serving` (1/true) is the serving cell; when
@@ -395,28 +456,10 @@ public enum GeoAPI {
             let defaultRAT = rat(b.string(o["radioType", in: b]), default: .gsm) ?? .gsm
             let (cells, droppedCells) = cells(try b.array(o, "cellTowers"), b, defaultRAT: defaultRAT)
             q.cells = cells; q.droppedCells = droppedCells
-            // Sized once: grown from empty, the set rehashed every name three times for 8 APs
-            // (callgrind: 12.7k instructions per request went to these inserts).
-            let list = try b.array(o, "wifiAccessPoints")
-            // Repeats by name: among a handful of APs compared with the ones kept (cheaper than
-            // hashing each name), in a set past 16.
-            var seen = list.count > 16 ? Set<String>(minimumCapacity: list.count) : nil
-            var values: [UInt64?] = []                       // `macValue` of each kept name (compared as integers)
-            q.wifi.reserveCapacity(list.count)
-            values.reserveCapacity(list.count)
-            var v: UInt64?
-            for d in list {
-                guard let w = wifi(d, b, value: &v) else { q.droppedWiFi += 1; continue }
-                let repeated: Bool
-                if seen != nil { repeated = !seen!.insert(w.bssid).inserted } else {
-                    repeated = q.wifi.indices.contains { sameName(q.wifi[$0].bssid, values[$0], w.bssid, v) }
-                }
-                if repeated { q.droppedWiFi += 1; continue }
-                q.wifi.append(w)
-                values.append(v)
-            }
-            q.wifiValues = values
-            q.bluetooth = try b.array(o, "bluetoothBeacons").count
+            let wifi = distinct(try b.array(o, "wifiAccessPoints"), b, name: { (w: WiFiObservation) in w.bssid }) { GeoAPI.wifi($0, $1, value: &$2) }
+            q.wifi = wifi.kept; q.wifiValues = wifi.values; q.droppedWiFi = wifi.dropped
+            let beacons = distinct(try b.array(o, "bluetoothBeacons"), b, name: { (x: BLEObservation) in x.id }) { GeoAPI.beacon($0, $1, value: &$2) }
+            q.beacons = beacons.kept; q.beaconValues = beacons.values; q.droppedBeacons = beacons.dropped
             if let f = o["fallbacks", in: b], f.kind != .null {
                 guard let fd = b.object(f) else { throw APIError.parse("'fallbacks' must be an object") }
                 if let l = b.bool(fd["lacf", in: b]) { q.lacf = l }
@@ -426,8 +469,8 @@ public enum GeoAPI {
     }
 
     /// Parses a geosubmit (v2) body: the items with a valid position (others teach nothing).
-    /// WiFi entries older than `maxAge` s at the position's time are dropped, as
-    /// `radiomap build` drops stale scan entries.
+    /// WiFi entries and Bluetooth beacons older than `maxAge` s at the position's time are
+    /// dropped, as `radiomap build` drops stale scan entries.
     public static func submission(_ body: consuming [UInt8], maxAge: Double = RadioMapBuilder.defaultMaxAge) throws -> (items: [Submission], received: Int) {
         try Body.read(consume body) { b, o in
             guard o["items", in: b] != nil else { throw APIError.parse("'items' is missing") }
@@ -440,12 +483,11 @@ public enum GeoAPI {
                 if let a = acc, a > maxSubmitAccuracy { continue }
                 let defaultRAT = rat(b.string(item["radioType", in: b]), default: .gsm) ?? .gsm
                 let cells = self.cells((try? b.array(item, "cellTowers")) ?? [], b, defaultRAT: defaultRAT).cells
-                let entries = (try? b.array(item, "wifiAccessPoints")) ?? []
-                var seen = Set<String>(minimumCapacity: entries.count)
-                let wifi = entries.compactMap { GeoAPI.wifi($0, b) }.filter {
-                    ($0.lastSeen ?? 0) >= -maxAge && seen.insert($0.bssid).inserted
-                }
-                out.append(Submission(position: Geodetic(latitude: lat, longitude: lon), accuracy: acc, cells: cells, wifi: wifi))
+                let wifi = recent(((try? b.array(item, "wifiAccessPoints")) ?? []).compactMap { GeoAPI.wifi($0, b) }, maxAge: maxAge,
+                                  name: \.bssid, lastSeen: \.lastSeen)
+                let beacons = recent(((try? b.array(item, "bluetoothBeacons")) ?? []).compactMap { GeoAPI.beacon($0, b) }, maxAge: maxAge,
+                                     name: \.id, lastSeen: \.lastSeen)
+                out.append(Submission(position: Geodetic(latitude: lat, longitude: lon), accuracy: acc, cells: cells, wifi: wifi, beacons: beacons))
             }
             return (out, list.count)
         }
@@ -465,6 +507,8 @@ public enum GeoAPI {
         public var sourcesUsed: [String]
         public var notes: [String]
         public var knownAPs: Int, knownCells: Int
+        /// The request's Bluetooth beacons the answer used (known, at least two).
+        public var knownBeacons: Int = 0
 
         public var json: [String: Any] {
             let k = ChiSquare.quantile(0.95, dof: 2).squareRoot()
@@ -479,7 +523,7 @@ public enum GeoAPI {
                     "covariance_m2": ["ee": covariance.ee, "en": covariance.en, "nn": covariance.nn],
                     "ellipse95": ["semi_major_m": k * ax.major, "semi_minor_m": k * ax.minor, "orientation_deg": deg],
                     "sources_used": sourcesUsed,
-                    "known": ["wifi": knownAPs, "cells": knownCells],
+                    "known": ["wifi": knownAPs, "cells": knownCells, "bluetooth": knownBeacons],
                     "notes": notes,
                 ] as [String: Any],
             ]
@@ -511,7 +555,8 @@ public enum GeoAPI {
             o.append(literal: "},\"ellipse95\":{\"orientation_deg\":"); o.append(number: deg)
             o.append(literal: ",\"semi_major_m\":"); o.append(number: k * ax.major)
             o.append(literal: ",\"semi_minor_m\":"); o.append(number: k * ax.minor)
-            o.append(literal: "},\"known\":{\"cells\":"); o.appendInteger(Int64(knownCells))
+            o.append(literal: "},\"known\":{\"bluetooth\":"); o.appendInteger(Int64(knownBeacons))
+            o.append(literal: ",\"cells\":"); o.appendInteger(Int64(knownCells))
             o.append(literal: ",\"wifi\":"); o.appendInteger(Int64(knownAPs))
             o.append(literal: "},\"notes\":[")
             for (i, n) in notes.enumerated() { if i > 0 { o.append(UInt8(ascii: ",")) }; GeoAPI.appendString(n, to: &o) }
@@ -566,11 +611,11 @@ public enum GeoAPI {
         guard let ekf = full.configuredStages.compactMap({ $0 as? FusionStage }).first(where: { $0.source == .ekf }) else { return full }
         let taken = ekf.settings.inputs.union(ekf.settings.tight).union(ekf.settings.scanCombined)
         // Left out as well (`noEvidence`): stages that work from evidence a geolocate request never has
-        // (`ReportRefiner.ownInput`: peer ranges, photos, acoustic arrivals; geolocate builds cell
-        // and WiFi events only): without it they emit nothing but "missing input" failures, which
-        // `fuse` leaves out of the notes. `peer` looked at every upstream fix for that (callgrind:
-        // 10k instructions per request).
-        let built: EventKinds = [.cell, .wifi]
+        // (`ReportRefiner.ownInput`: peer ranges, photos, acoustic arrivals; geolocate builds cell,
+        // WiFi and Bluetooth events only): without it they emit nothing but "missing input" failures,
+        // which `fuse` leaves out of the notes. `peer` looked at every upstream fix for that
+        // (callgrind: 10k instructions per request).
+        let built: EventKinds = [.cell, .wifi, .ble]
         var pruned = false
         for e in StageRegistry.entries where stages[e.name]?.values["enabled"] == nil {
             let notTaken = !e.sources.contains(where: \.isFusion) && taken.isDisjoint(with: e.sources)
@@ -588,7 +633,8 @@ public enum GeoAPI {
     /// Locates `q` from what `store` knows, through the estimator stages and the ekf
     /// (`ReportRefiner.fuse`, the one fusion path of refine). WiFi is used only when at least
     /// two of the request's APs are known (ichnaea's rule: one AP would reveal its owner's
-    /// position to anyone who knows its MAC). `pipeline`: the prototype of
+    /// position to anyone who knows its MAC); Bluetooth beacons likewise, by the same rule
+    /// (a `ble` scan of the known beacons for the `ble` stage). `pipeline`: the prototype of
     /// `ReportRefiner.reportOptions` of the configuration, parsed once per server; this request
     /// gets a fresh pipeline from it. Nil = not found.
     public static func locate(_ q: Query, store: any RadioLookup, pipeline: PipelinePrototype) async throws -> Answer? {
@@ -601,25 +647,17 @@ public enum GeoAPI {
         // The query's BSSIDs are distinct (`query` drops repeats): no set of them is built.
         // The names as integers (compared and found as such): the parser's, or computed.
         let qv = q.wifiValues.count == q.wifi.count ? q.wifiValues : q.wifi.map { macValue($0.bssid) }
-        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid), values: qv)
+        let bv = q.beaconValues.count == q.beacons.count ? q.beaconValues : q.beacons.map { macValue($0.id) }
+        let known = try await store.lookup(cells: Set(q.cells.map(\.cell)), distinctBSSIDs: q.wifi.map(\.bssid), values: qv,
+                                           distinctBeacons: q.beacons.map(\.id), beaconValues: bv)
         var notes: [String] = []
-        var wifi: [WiFiObservation]
-        if known.aps.count <= 16 {
-            // A handful of known APs: compared by name (cheaper than hashing every name twice),
-            // as integers (`macValue`).
-            let kv = known.apValues.flatMap { $0.count == known.aps.count ? $0 : nil } ?? known.aps.map { macValue($0.bssid) }
-            wifi = []
-            for (i, w) in q.wifi.enumerated() where known.aps.indices.contains(where: { sameName(known.aps[$0].bssid, kv[$0], w.bssid, qv[i]) }) {
-                wifi.append(w)
-            }
-        } else {
-            var knownBSSIDs = Set<String>(minimumCapacity: known.aps.count)
-            for a in known.aps { knownBSSIDs.insert(a.bssid) }
-            wifi = q.wifi.filter { knownBSSIDs.contains($0.bssid) }
-        }
+        var wifi = knownOnes(q.wifi, name: { $0.bssid }, values: qv, known: known.aps, knownValues: known.apValues)
+        var beacons = knownOnes(q.beacons, name: { $0.id }, values: bv, known: known.beacons, knownValues: known.beaconValues)
         if wifi.count == 1 { notes.append("wifi: 1 known access point; at least 2 are needed (privacy rule), not used"); wifi = [] }
+        if beacons.count == 1 { notes.append("ble: 1 known beacon; at least 2 are needed (privacy rule), not used"); beacons = [] }
         var usable = known
         if wifi.isEmpty { usable.aps = []; usable.apECEF = [] }
+        if beacons.isEmpty { usable.beacons = []; usable.beaconECEF = [] }
         // The distinct cells among the known towers and coverage areas (a handful: a list).
         var cellsKnown: [CellID] = []
         for c in known.coverage.lazy.map(\.cell) where !cellsKnown.contains(c) { cellsKnown.append(c) }
@@ -628,6 +666,7 @@ public enum GeoAPI {
             let frame = LocalFrame(origin: Geodetic(latitude: anchor.latitude, longitude: anchor.longitude))
             var events = q.cells.map { TraceEvent(time: 0, payload: .cell($0)) }
             if !wifi.isEmpty { events.append(TraceEvent(time: 0, payload: .wifi(WiFiScan(accessPoints: wifi)))) }
+            if !beacons.isEmpty { events.append(TraceEvent(time: 0, payload: .ble(BLEScan(beacons: beacons)))) }
             let context = PipelineContext(header: TraceHeader(origin: frame.origin), reference: usable.reference(in: frame))
             var rejected: [ReportRefiner.Rejection] = []
             let pipeline = pipelines.take()
@@ -638,7 +677,7 @@ public enum GeoAPI {
                 let g = frame.geodetic(east: f.position.x, north: f.position.y, up: 0)
                 return Answer(latitude: g.latitude, longitude: g.longitude, accuracy: f.covariance.circularRadius(probability: 0.95),
                               covariance: f.covariance, fallback: nil, sourcesUsed: fused.used, notes: notes,
-                              knownAPs: wifi.count, knownCells: cellsKnown.count)
+                              knownAPs: wifi.count, knownCells: cellsKnown.count, knownBeacons: beacons.count)
             }
         }
         // ichnaea's lacf: the location area of the request's cells, from every learned cell in it.
@@ -656,5 +695,26 @@ public enum GeoAPI {
         notes.append("lacf: \(sorted.count) learned cell(s) of the location area")
         return Answer(latitude: p.latitude, longitude: p.longitude, accuracy: c.circularRadius(probability: 0.95), covariance: c,
                       fallback: "lacf", sourcesUsed: [], notes: notes, knownAPs: 0, knownCells: 0)
+    }
+
+    /// The entries of a request (`name` of each, `values` their `macValue`s) that `known` lists
+    /// (the store's transmitters, `knownValues` their values when the snapshot gave them), in
+    /// the request's order.
+    @inline(__always)
+    static func knownOnes<T>(_ entries: [T], name: (T) -> String, values qv: [UInt64?], known: [LearnedAP], knownValues: [UInt64?]?) -> [T] {
+        if known.isEmpty { return [] }
+        if known.count <= 16 {
+            // A handful of known ones: compared by name (cheaper than hashing every name twice),
+            // as integers (`macValue`).
+            let kv = knownValues.flatMap { $0.count == known.count ? $0 : nil } ?? known.map { macValue($0.bssid) }
+            var out: [T] = []
+            for (i, w) in entries.enumerated() where known.indices.contains(where: { sameName(known[$0].bssid, kv[$0], name(w), qv[i]) }) {
+                out.append(w)
+            }
+            return out
+        }
+        var names = Set<String>(minimumCapacity: known.count)
+        for a in known { names.insert(a.bssid) }
+        return entries.filter { names.contains(name($0)) }
     }
 }

@@ -11,12 +11,46 @@ public struct Submission: Sendable {
     public var cells: [CellObservation]
     /// WiFi observations already filtered by the privacy rules (`GeoAPI.usableWiFi`).
     public var wifi: [WiFiObservation]
-    public init(position: Geodetic, accuracy: Double? = nil, cells: [CellObservation] = [], wifi: [WiFiObservation] = []) {
-        self.position = position; self.accuracy = accuracy; self.cells = cells; self.wifi = wifi
+    /// Bluetooth beacons heard there (`GeoAPI.beacon`: valid MACs, not older than the age limit).
+    public var beacons: [BLEObservation]
+    public init(position: Geodetic, accuracy: Double? = nil, cells: [CellObservation] = [], wifi: [WiFiObservation] = [],
+                beacons: [BLEObservation] = []) {
+        self.position = position; self.accuracy = accuracy; self.cells = cells; self.wifi = wifi; self.beacons = beacons
+    }
+
+    /// The transmitters of `kind` heard here, as the AP learner reads them: the WiFi entries, or
+    /// the beacons as `BLEScan.transmitters` gives them (id as the name, RSS, last seen).
+    public func transmitters(_ kind: Transmitters) -> [WiFiObservation] {
+        switch kind {
+        case .wifi: return wifi
+        case .ble: return BLEScan(beacons: beacons).transmitters.accessPoints
+        }
     }
 }
 
-/// A learned access point, in WGS84 (the radio map's `aps` row).
+/// The kinds of learned transmitter a store keeps: WiFi access points and Bluetooth LE beacons,
+/// learned and read the same way (a beacon is a transmitter with a learned position, like an
+/// AP: docs/radio.md "Bluetooth beacons"), each in tables of its own.
+public typealias Transmitters = RadioMapBuilder.TransmitterKind
+
+/// Where a store keeps one kind of transmitter: the map (`radiomap build`'s `aps`, or its
+/// Bluetooth table `ble`), the samples behind each entry and the entries awaiting a re-fit.
+/// The one place of these names: both stores build their statements from them.
+struct TransmitterTables: Sendable {
+    /// The learned map, its key column, the samples (key column `key` as well) and the pending marks.
+    let map: String, key: String, samples: String, pending: String
+    static func of(_ kind: Transmitters) -> TransmitterTables {
+        switch kind {
+        case .wifi: return TransmitterTables(map: "aps", key: "bssid", samples: "ap_samples", pending: "ap_pending")
+        case .ble: return TransmitterTables(map: "ble", key: "id", samples: "ble_samples", pending: "ble_pending")
+        }
+    }
+    /// Every kind, in the order stores work through them.
+    static let kinds: [Transmitters] = [.wifi, .ble]
+}
+
+/// A learned access point, in WGS84 (the radio map's `aps` row), or a learned Bluetooth beacon
+/// (its `ble` row: `bssid` is the beacon's id).
 public struct LearnedAP: Sendable, Equatable {
     public var bssid: String
     public var position: Geodetic
@@ -39,14 +73,22 @@ public struct KnownRadios: Sendable {
     public var towers: [CellTower] = []
     public var coverage: [CellCoverageRecord] = []
     public var aps: [LearnedAP] = []
-    /// The ECEF positions of `towers`, `coverage` and `aps` (`ecef(of:)`, one per element, in
-    /// their order) when the server's snapshot keeps them (computed once per radio, not per
-    /// request); nil, or a list whose count differs from its radios', = computed by `reference`.
-    public var towerECEF: [ECEF]?, coverageECEF: [ECEF]?, apECEF: [ECEF]?
-    /// `GeoAPI.macValue` of each of `aps` when the snapshot assembled them (it keys APs by these).
-    var apValues: [UInt64?]?
-    public init(towers: [CellTower] = [], coverage: [CellCoverageRecord] = [], aps: [LearnedAP] = []) {
-        self.towers = towers; self.coverage = coverage; self.aps = aps
+    /// The learned Bluetooth beacons (by id, in id order).
+    public var beacons: [LearnedAP] = []
+    /// The ECEF positions of `towers`, `coverage`, `aps` and `beacons` (`ecef(of:)`, one per
+    /// element, in their order) when the server's snapshot keeps them (computed once per radio,
+    /// not per request); nil, or a list whose count differs from its radios', = computed by `reference`.
+    public var towerECEF: [ECEF]?, coverageECEF: [ECEF]?, apECEF: [ECEF]?, beaconECEF: [ECEF]?
+    /// `GeoAPI.macValue` of each of `aps` (`beacons`) when the snapshot assembled them (it keys them by these).
+    var apValues: [UInt64?]?, beaconValues: [UInt64?]?
+    public init(towers: [CellTower] = [], coverage: [CellCoverageRecord] = [], aps: [LearnedAP] = [], beacons: [LearnedAP] = []) {
+        self.towers = towers; self.coverage = coverage; self.aps = aps; self.beacons = beacons
+    }
+
+    /// The learned transmitters of `kind`.
+    public subscript(_ kind: Transmitters) -> [LearnedAP] {
+        get { kind == .wifi ? aps : beacons }
+        set { if kind == .wifi { aps = newValue } else { beacons = newValue } }
     }
 
     /// The ECEF position `reference` converts to the frame: the one place of each radio's
@@ -56,7 +98,7 @@ public struct KnownRadios: Sendable {
     public static func ecef(of a: LearnedAP) -> ECEF { ECEF(Geodetic(latitude: a.position.latitude, longitude: a.position.longitude)) }
 
     /// The known radios as reference data in `frame` (towers as cell sites, coverage areas as
-    /// the coverage map, APs as the AP map): what the estimator stages read.
+    /// the coverage map, APs as the AP map, beacons as the beacon map): what the estimator stages read.
     public func reference(in frame: LocalFrame) -> ReferenceData {
         var ref = ReferenceData()
         let te = towerECEF.flatMap { $0.count == towers.count ? $0 : nil }
@@ -65,17 +107,26 @@ public struct KnownRadios: Sendable {
             let ce = coverageECEF.flatMap { $0.count == coverage.count ? $0 : nil } ?? coverage.map(Self.ecef(of:))
             ref.cellCoverage = CellCoverageRecord.map(coverage, ecef: ce, frame: frame)
         }
-        let ae = apECEF.flatMap { $0.count == aps.count ? $0 : nil }
-        ref.accessPoints.reserveCapacity(aps.count)        // sized once: grown, it rehashed every name
-        for (i, a) in aps.enumerated() {
-            ref.accessPoints[a.bssid] = AccessPoint(bssid: a.bssid, position: frame.enu(ae?[i] ?? Self.ecef(of: a)),
-                                                    floor: a.floor, p0: a.p0, pathLossExponent: a.pathLossExponent)
-        }
+        ref.accessPoints = Self.map(aps, ecef: apECEF, frame: frame)
+        if !beacons.isEmpty { ref.bleBeacons = Self.map(beacons, ecef: beaconECEF, frame: frame) }
         return ref
     }
 
-    /// A position to centre a local frame on: the first AP, coverage area or tower.
-    public var anchor: Geodetic? { aps.first?.position ?? coverage.first?.position ?? towers.first?.position }
+    /// Learned transmitters as the estimators' map (`AccessPoint` by name) in `frame`, from
+    /// their ECEF positions when given (one per transmitter), else computed.
+    static func map(_ list: [LearnedAP], ecef: [ECEF]?, frame: LocalFrame) -> [String: AccessPoint] {
+        let e = ecef.flatMap { $0.count == list.count ? $0 : nil }
+        var out: [String: AccessPoint] = [:]
+        out.reserveCapacity(list.count)                    // sized once: grown, it rehashed every name
+        for (i, a) in list.enumerated() {
+            out[a.bssid] = AccessPoint(bssid: a.bssid, position: frame.enu(e?[i] ?? Self.ecef(of: a)),
+                                       floor: a.floor, p0: a.p0, pathLossExponent: a.pathLossExponent)
+        }
+        return out
+    }
+
+    /// A position to centre a local frame on: the first AP, beacon, coverage area or tower.
+    public var anchor: Geodetic? { aps.first?.position ?? beacons.first?.position ?? coverage.first?.position ?? towers.first?.position }
 }
 
 /// The radios committed submissions changed, after a point of the store's change log
@@ -85,20 +136,25 @@ public struct RadioChanges: Sendable, Equatable {
     public var last: Int64
     public var cells: [CellID]
     public var bssids: [String]
+    /// The ids of the Bluetooth beacons re-fitted.
+    public var beacons: [String]
     /// True when more than `limit` submissions were skipped over: forget everything.
     public var overflow: Bool
-    public init(last: Int64, cells: [CellID] = [], bssids: [String] = [], overflow: Bool = false) {
-        self.last = last; self.cells = cells; self.bssids = bssids; self.overflow = overflow
+    public init(last: Int64, cells: [CellID] = [], bssids: [String] = [], beacons: [String] = [], overflow: Bool = false) {
+        self.last = last; self.cells = cells; self.bssids = bssids; self.beacons = beacons; self.overflow = overflow
     }
 
-    /// One log row's text: its cells ("rat,mcc,mnc,area,cid" per line) and its BSSIDs (one per
-    /// line). The one place of the row format: both stores write `rowText` and read with `add`.
-    static func rowText(cells: [CellID], bssids: [String]) -> (cells: String, bssids: String) {
-        (cells.map { "\($0.rat.rawValue),\($0.mcc),\($0.mnc),\($0.area),\($0.cid)" }.joined(separator: "\n"),
-         bssids.joined(separator: "\n"))
+    /// True when these changes name no radio.
+    public var isEmpty: Bool { cells.isEmpty && bssids.isEmpty && beacons.isEmpty }
+
+    /// One log row's text: its cells ("rat,mcc,mnc,area,cid" per line), its BSSIDs and its beacon
+    /// ids (one per line). The one place of the row format: both stores write `rowText` and read with `add`.
+    static func rowText(_ c: RadioChanges) -> (cells: String, bssids: String, beacons: String) {
+        (c.cells.map { "\($0.rat.rawValue),\($0.mcc),\($0.mnc),\($0.area),\($0.cid)" }.joined(separator: "\n"),
+         c.bssids.joined(separator: "\n"), c.beacons.joined(separator: "\n"))
     }
     /// Adds one log row (position `seq`, its `rowText`) to these changes.
-    mutating func add(seq: Int64, cells: String, bssids: String) {
+    mutating func add(seq: Int64, cells: String, bssids: String, beacons: String) {
         last = seq
         self.cells += cells.split(separator: "\n").compactMap { line in
             let f = line.split(separator: ",")
@@ -107,19 +163,22 @@ public struct RadioChanges: Sendable, Equatable {
             return CellID(rat: rat, mcc: mcc, mnc: mnc, area: area, cid: cid)
         }
         self.bssids += bssids.split(separator: "\n").map(String.init)
+        self.beacons += beacons.split(separator: "\n").map(String.init)
     }
     /// The serving cells of a submission's items: the cells whose coverage areas it changes.
     static func servingCells(_ items: [Submission]) -> Set<CellID> {
         Set(items.flatMap { $0.cells.filter(\.serving).map(\.cell) })
     }
     /// The radios of one submission a snapshot must forget once it commits: its serving cells
-    /// (their coverage areas change) and the BSSIDs of its WiFi samples (their APs are re-fitted).
-    static func of(_ items: [Submission]) -> (cells: [CellID], bssids: [String]) {
-        of(cells: servingCells(items), samples: Learner.samples(items))
+    /// (their coverage areas change), the BSSIDs of its WiFi samples and the ids of its beacon
+    /// samples (their APs and beacons are re-fitted). `last` 0: not a log position.
+    static func of(_ items: [Submission]) -> RadioChanges {
+        of(cells: servingCells(items), samples: Learner.samples(items, of: .wifi), beaconSamples: Learner.samples(items, of: .ble))
     }
     /// `of` from the serving cells and samples a store has already derived for the submission.
-    static func of(cells: Set<CellID>, samples: [APSample]) -> (cells: [CellID], bssids: [String]) {
-        (cells.sorted { $0.description < $1.description }, Set(samples.map(\.bssid)).sorted())
+    static func of(cells: Set<CellID>, samples: [APSample], beaconSamples: [APSample]) -> RadioChanges {
+        RadioChanges(last: 0, cells: cells.sorted { $0.description < $1.description }, bssids: Set(samples.map(\.bssid)).sorted(),
+                     beacons: Set(beaconSamples.map(\.bssid)).sorted())
     }
     /// Most log rows one `changes` call reads; beyond, `overflow`.
     public static let limit = 10_000
@@ -132,43 +191,52 @@ public struct RadioChanges: Sendable, Equatable {
 }
 
 extension RadioLookup {
-    public func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?]) async throws -> KnownRadios {
-        try await lookup(cells: cells, bssids: Set(bssids))
+    public func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?],
+                       distinctBeacons beacons: [String] = [], beaconValues: [UInt64?] = []) async throws -> KnownRadios {
+        try await lookup(cells: cells, bssids: Set(bssids), beacons: Set(beacons))
+    }
+    /// `lookup` of cells and APs only.
+    public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
+        try await lookup(cells: cells, bssids: bssids, beacons: [])
     }
 }
 
 /// Counts for /metrics and /health.
 public struct StoreStatistics: Sendable, Equatable {
     public var cells: Int, coverageAreas: Int, aps: Int, submissions: Int
+    public var beacons: Int = 0
 }
 
 /// What geolocate reads: a store, or the server's snapshot of one (`RadioSnapshot`).
 public protocol RadioLookup: Sendable {
-    /// The known towers, coverage areas (cells in description order, areas by TA) and APs (by
-    /// name) of the request's radios.
-    func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios
-    /// `lookup` of radios given as lists: `bssids` distinct (geolocate's parser drops repeats),
-    /// in any order, with each name's `GeoAPI.macValue` (`values[i]` of `bssids[i]`, as the
-    /// parser computed them). The same answer; the snapshot answers it without building a set
-    /// of names, and finds the APs by those values.
-    func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?]) async throws -> KnownRadios
+    /// The known towers, coverage areas (cells in description order, areas by TA), APs and
+    /// Bluetooth beacons (each by name) of the request's radios.
+    func lookup(cells: Set<CellID>, bssids: Set<String>, beacons: Set<String>) async throws -> KnownRadios
+    /// `lookup` of radios given as lists: `bssids` (`beacons`) distinct (geolocate's parser drops
+    /// repeats), in any order, with each name's `GeoAPI.macValue` (`values[i]` of `bssids[i]`,
+    /// `beaconValues[i]` of `beacons[i]`, as the parser computed them). The same answer; the
+    /// snapshot answers it without building a set of names, and finds the radios by those values.
+    func lookup(cells: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?],
+                distinctBeacons beacons: [String], beaconValues: [UInt64?]) async throws -> KnownRadios
     /// Whole-cell coverage areas (TA −1) of the location areas (rat, mcc, mnc, area) of `cells`,
     /// for the ichnaea `lacf` fallback.
     func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord]
 }
 
 /// Where `posfuse serve` keeps what it knows and learns: the cell database (towers + coverage
-/// areas, the schema `celldb build` writes), the radio map (APs) with the WiFi samples behind
-/// each AP, and a log of acknowledged submissions. SQLite (one process) or PostgreSQL (several
+/// areas, the schema `celldb build` writes), the radio map (APs and Bluetooth beacons) with the
+/// WiFi and beacon samples behind each, and a log of acknowledged submissions. SQLite (one process) or PostgreSQL (several
 /// replicas). `submit` returns only after its transaction has committed.
 public protocol LocationStore: RadioLookup {
     /// Learns from `items` in one transaction and records the submission (`digest` of its body):
-    /// coverage areas are updated, the WiFi samples stored and their APs marked pending; the
-    /// APs' estimates are re-fitted outside the transaction (`refitPending`). `lookup` and
-    /// `statistics` re-fit the pending APs they read first, so no answer uses a stale AP.
+    /// coverage areas are updated, the WiFi and beacon samples stored and their APs and beacons
+    /// marked pending; the estimates are re-fitted outside the transaction (`refitPending`).
+    /// `lookup` and `statistics` re-fit the pending ones they read first, so no answer uses a
+    /// stale AP or beacon.
     func submit(_ items: [Submission], digest: String) async throws
-    /// Re-fits up to `limit` pending APs from their stored samples in one transaction (the
-    /// pending marks are durable: a crash before it loses nothing); returns how many.
+    /// Re-fits up to `limit` pending APs and beacons (APs first) from their stored samples, each
+    /// kind in one transaction (the pending marks are durable: a crash before it loses nothing);
+    /// returns how many.
     func refitPending(limit: Int) async throws -> Int
     func statistics() async throws -> StoreStatistics
     /// The change log (`radio_changes`, one row per committed submission, written in its
@@ -309,11 +377,18 @@ public enum Learner {
         return out
     }
 
-    /// The WiFi samples of `items` (BSSIDs normalised; the privacy filter ran at parsing).
-    public static func samples(_ items: [Submission]) -> [APSample] {
+    /// The WiFi (or beacon) samples of `items` (names normalised; the privacy filter ran at parsing).
+    public static func samples(_ items: [Submission], of kind: Transmitters = .wifi) -> [APSample] {
         items.flatMap { s in
-            s.wifi.filter { $0.rss.isFinite }.map { APSample(bssid: MACAddress.normalize($0.bssid), position: s.position, rss: $0.rss) }
+            s.transmitters(kind).filter { $0.rss.isFinite }.map { APSample(bssid: MACAddress.normalize($0.bssid), position: s.position, rss: $0.rss) }
         }
+    }
+
+    /// The AP (or beacon) of `samples` (one name) by `radiomap build`'s estimator for `kind`
+    /// (`RadioMapBuilder.mapEstimator(of:)`: beacons skip the locally-administered rule), or nil
+    /// when it has too few.
+    public static func estimate(bssid: String, samples: [APSample], kind: Transmitters) -> LearnedAP? {
+        estimate(bssid: bssid, samples: samples, estimator: RadioMapBuilder().mapEstimator(of: kind))
     }
 
     /// The AP of `samples` (one BSSID) by `radiomap build`'s estimator, or nil when it has too few.

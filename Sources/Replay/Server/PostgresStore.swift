@@ -6,8 +6,8 @@ import Replay
 
 /// The shared store of several `serve` replicas: PostgreSQL through postgres-nio
 /// (`PostgresClient`, a connection pool). The tables are those of the SQLite store (the cell
-/// database's `cells` and `cell_coverage`, the radio map's `aps`, and `ap_samples`,
-/// `submissions`). A submission is one transaction that first takes a transaction-scoped
+/// database's `cells` and `cell_coverage`, the radio map's `aps` and `ble`, and `ap_samples`,
+/// `ble_samples`, `submissions`). A submission is one transaction that first takes a transaction-scoped
 /// advisory lock, so the read–merge–write of coverage areas and AP estimates is serialised
 /// across replicas (no lost update; the price: submissions are learned one at a time, lookups
 /// are not blocked). The client's `run()` must be running (`Server` adds it to its services).
@@ -80,22 +80,10 @@ public final class PostgresStore: LocationStore {
             PRIMARY KEY (rat, mcc, mnc, area, cid, ta))
         """,
         """
-        CREATE TABLE IF NOT EXISTS aps (
-            bssid TEXT PRIMARY KEY, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, floor BIGINT,
-            p0 DOUBLE PRECISION, n_exp DOUBLE PRECISION, samples BIGINT NOT NULL, model_fitted BOOLEAN NOT NULL)
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS ap_samples (
-            seq BIGSERIAL PRIMARY KEY, bssid TEXT NOT NULL, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL,
-            rss DOUBLE PRECISION NOT NULL)
-        """,
-        "CREATE INDEX IF NOT EXISTS ap_samples_bssid ON ap_samples(bssid, seq)",
-        """
         CREATE TABLE IF NOT EXISTS submissions (
             id BIGSERIAL PRIMARY KEY, received DOUBLE PRECISION NOT NULL, items BIGINT NOT NULL, digest TEXT NOT NULL)
         """,
         "CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest)",
-        "CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY)",
         """
         CREATE TABLE IF NOT EXISTS coverage_points (
             seq BIGSERIAL PRIMARY KEY, rat TEXT NOT NULL, mcc BIGINT NOT NULL, mnc BIGINT NOT NULL, area BIGINT NOT NULL, cid BIGINT NOT NULL,
@@ -106,7 +94,27 @@ public final class PostgresStore: LocationStore {
         // A log written before rows had a time: its rows count as old (pruned first).
         "ALTER TABLE radio_changes ADD COLUMN IF NOT EXISTS at DOUBLE PRECISION NOT NULL DEFAULT 0",
         "CREATE TABLE IF NOT EXISTS radio_changes_pruned (id INT PRIMARY KEY CHECK (id = 1), through BIGINT NOT NULL)",
-    ]
+        // A log written before beacons were learned (2 Dec 2026) names no beacon.
+        "ALTER TABLE radio_changes ADD COLUMN IF NOT EXISTS beacons TEXT NOT NULL DEFAULT ''",
+    ] + TransmitterTables.kinds.flatMap { transmitterTables(.of($0)) }
+
+    /// The tables of one kind of transmitter (`TransmitterTables`: `aps`, `ap_samples`,
+    /// `ap_pending` keyed by `bssid`; `ble`, `ble_samples`, `ble_pending` keyed by the beacon's `id`):
+    /// one layout for both.
+    static func transmitterTables(_ t: TransmitterTables) -> [String] {
+        ["""
+         CREATE TABLE IF NOT EXISTS \(t.map) (
+             \(t.key) TEXT PRIMARY KEY, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL, floor BIGINT,
+             p0 DOUBLE PRECISION, n_exp DOUBLE PRECISION, samples BIGINT NOT NULL, model_fitted BOOLEAN NOT NULL)
+         """,
+         """
+         CREATE TABLE IF NOT EXISTS \(t.samples) (
+             seq BIGSERIAL PRIMARY KEY, \(t.key) TEXT NOT NULL, lat DOUBLE PRECISION NOT NULL, lon DOUBLE PRECISION NOT NULL,
+             rss DOUBLE PRECISION NOT NULL)
+         """,
+         "CREATE INDEX IF NOT EXISTS \(t.samples)_\(t.key) ON \(t.samples)(\(t.key), seq)",
+         "CREATE TABLE IF NOT EXISTS \(t.pending) (\(t.key) TEXT PRIMARY KEY)"]
+    }
 
     typealias CoverageRow = (String, Int, Int, Int, Int, Int, Double, Double, Double, Double, Double, Double, Int, Int, Double)
     static let coverageColumns = "rat, mcc, mnc, area, cid, ta, lat, lon, h, cov_ee, cov_en, cov_nn, n, walks, scale"
@@ -130,19 +138,24 @@ public final class PostgresStore: LocationStore {
         return out
     }
 
-    public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
+    public func lookup(cells: Set<CellID>, bssids: Set<String>, beacons: Set<String>) async throws -> KnownRadios {
         let logger = self.logger
-        // APs with samples not yet in their estimate are re-fitted first (see `LocationStore.submit`).
-        // One statement for all the request's APs (`= ANY` of a text array), in name order.
-        let names = bssids.sorted()
-        let pending: [String] = names.isEmpty ? [] : try await client.withConnection { c in
-            var marked = Set<String>()
-            for try await b in try await c.query("SELECT bssid FROM ap_pending WHERE bssid = ANY(\(names))", logger: logger).decode(String.self) {
-                marked.insert(b)
+        // APs (beacons) with samples not yet in their estimate are re-fitted first (see
+        // `LocationStore.submit`). One statement for all the request's APs (`= ANY` of a text
+        // array), one for its beacons, in name order.
+        let wanted: [(Transmitters, [String])] = [(.wifi, bssids.sorted()), (.ble, beacons.sorted())]
+        for (kind, names) in wanted where !names.isEmpty {
+            let t = TransmitterTables.of(kind)
+            let pending: [String] = try await client.withConnection { c in
+                var marked = Set<String>()
+                for try await b in try await c.query("SELECT \(unescaped: t.key) FROM \(unescaped: t.pending) WHERE \(unescaped: t.key) = ANY(\(names))",
+                                                     logger: logger).decode(String.self) {
+                    marked.insert(b)
+                }
+                return names.filter(marked.contains)
             }
-            return names.filter(marked.contains)
+            if !pending.isEmpty { try await refit(pending, kind: kind) }
         }
-        if !pending.isEmpty { try await refit(pending) }
         return try await client.withConnection { c in
             var out = KnownRadios()
             for cell in cells.sorted(by: { $0.description < $1.description }) {
@@ -156,15 +169,18 @@ public final class PostgresStore: LocationStore {
                 }
                 out.coverage += try await Self.coverageRows(c, cell: cell, logger: logger)
             }
-            if !names.isEmpty {
+            for (kind, names) in wanted where !names.isEmpty {
+                let t = TransmitterTables.of(kind)
                 var found: [String: LearnedAP] = [:]
-                let rows = try await c.query("SELECT bssid, lat, lon, floor, p0, n_exp, samples, model_fitted FROM aps WHERE bssid = ANY(\(names))",
-                                             logger: logger)
+                let rows = try await c.query("""
+                    SELECT \(unescaped: t.key), lat, lon, floor, p0, n_exp, samples, model_fitted FROM \(unescaped: t.map)
+                    WHERE \(unescaped: t.key) = ANY(\(names))
+                    """, logger: logger)
                 for try await r in rows.decode((String, Double, Double, Int?, Double?, Double?, Int, Bool).self) {
                     found[r.0] = LearnedAP(bssid: r.0, position: Geodetic(latitude: r.1, longitude: r.2), floor: r.3, p0: r.4,
                                            pathLossExponent: r.5, samples: r.6, modelFitted: r.7)
                 }
-                for b in names { if let a = found[b] { out.aps.append(a) } }
+                for b in names { if let a = found[b] { out[kind].append(a) } }
             }
             return out
         }
@@ -188,7 +204,7 @@ public final class PostgresStore: LocationStore {
 
     public func submit(_ items: [Submission], digest: String) async throws {
         let logger = self.logger
-        let samples = Learner.samples(items)
+        let samples = Learner.samples(items, of: .wifi), beaconSamples = Learner.samples(items, of: .ble)
         let cells = RadioChanges.servingCells(items)
         try await client.withTransaction(logger: logger) { c in
             _ = try await c.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
@@ -252,24 +268,30 @@ public final class PostgresStore: LocationStore {
                         wee = EXCLUDED.wee, wen = EXCLUDED.wen, wnn = EXCLUDED.wnn
                     """, logger: logger)
             }
-            for s in samples {
-                _ = try await c.query("INSERT INTO ap_samples (bssid, lat, lon, rss) VALUES (\(s.bssid), \(s.position.latitude), \(s.position.longitude), \(s.rss))",
-                                      logger: logger)
-            }
-            // The APs these samples change are marked pending, durably with the submission; their
-            // estimates are re-fitted outside it (`refitPending`; reads re-fit first).
-            for b in Set(samples.map(\.bssid)).sorted() {
-                _ = try await c.query("INSERT INTO ap_pending (bssid) VALUES (\(b)) ON CONFLICT DO NOTHING", logger: logger)
+            for (kind, list) in [(Transmitters.wifi, samples), (.ble, beaconSamples)] where !list.isEmpty {
+                let t = TransmitterTables.of(kind)
+                for s in list {
+                    _ = try await c.query("""
+                        INSERT INTO \(unescaped: t.samples) (\(unescaped: t.key), lat, lon, rss)
+                        VALUES (\(s.bssid), \(s.position.latitude), \(s.position.longitude), \(s.rss))
+                        """, logger: logger)
+                }
+                // The APs (beacons) these samples change are marked pending, durably with the
+                // submission; their estimates are re-fitted outside it (`refitPending`; reads re-fit first).
+                for b in Set(list.map(\.bssid)).sorted() {
+                    _ = try await c.query("INSERT INTO \(unescaped: t.pending) (\(unescaped: t.key)) VALUES (\(b)) ON CONFLICT DO NOTHING", logger: logger)
+                }
             }
             let now = Date().timeIntervalSince1970
             _ = try await c.query("INSERT INTO submissions (received, items, digest) VALUES (\(now), \(items.count), \(digest))",
                                   logger: logger)
             // The change log row (`LocationStore.changes`): its sequence value is taken under the
             // advisory lock, so the log's order is the commit order.
-            let changed = RadioChanges.of(cells: cells, samples: samples)
-            if !changed.cells.isEmpty || !changed.bssids.isEmpty {
-                let row = RadioChanges.rowText(cells: changed.cells, bssids: changed.bssids)
-                _ = try await c.query("INSERT INTO radio_changes (cells, bssids, at) VALUES (\(row.cells), \(row.bssids), \(now))", logger: logger)
+            let changed = RadioChanges.of(cells: cells, samples: samples, beaconSamples: beaconSamples)
+            if !changed.isEmpty {
+                let row = RadioChanges.rowText(changed)
+                _ = try await c.query("INSERT INTO radio_changes (cells, bssids, beacons, at) VALUES (\(row.cells), \(row.bssids), \(row.beacons), \(now))",
+                                      logger: logger)
             }
         }
     }
@@ -294,11 +316,11 @@ public final class PostgresStore: LocationStore {
             guard let after else { return RadioChanges(last: try await end()) }
             var out = RadioChanges(last: after)
             var n = 0
-            let rows = try await c.query("SELECT seq, cells, bssids FROM radio_changes WHERE seq > \(after) ORDER BY seq LIMIT \(RadioChanges.limit + 1)",
+            let rows = try await c.query("SELECT seq, cells, bssids, beacons FROM radio_changes WHERE seq > \(after) ORDER BY seq LIMIT \(RadioChanges.limit + 1)",
                                          logger: logger)
-            for try await r in rows.decode((Int64, String, String).self) {
+            for try await r in rows.decode((Int64, String, String, String).self) {
                 n += 1
-                out.add(seq: r.0, cells: r.1, bssids: r.2)
+                out.add(seq: r.0, cells: r.1, bssids: r.2, beacons: r.3)
             }
             let pruned = try await through()
             if n > RadioChanges.limit || after < pruned { return RadioChanges(last: try await end(), overflow: true) }
@@ -329,40 +351,49 @@ public final class PostgresStore: LocationStore {
 
     public func refitPending(limit: Int) async throws -> Int {
         let logger = self.logger
-        let names = try await client.withConnection { c in
-            var p: [String] = []
-            for try await b in try await c.query("SELECT bssid FROM ap_pending ORDER BY bssid LIMIT \(limit)", logger: logger).decode(String.self) {
-                p.append(b)
+        var done = 0
+        for kind in TransmitterTables.kinds where done < limit {
+            let t = TransmitterTables.of(kind), left = limit - done
+            let names = try await client.withConnection { c in
+                var p: [String] = []
+                for try await b in try await c.query("SELECT \(unescaped: t.key) FROM \(unescaped: t.pending) ORDER BY \(unescaped: t.key) LIMIT \(left)",
+                                                     logger: logger).decode(String.self) {
+                    p.append(b)
+                }
+                return p
             }
-            return p
+            if !names.isEmpty { try await refit(names, kind: kind) }
+            done += names.count
         }
-        if !names.isEmpty { try await refit(names) }
-        return names.count
+        return done
     }
 
-    /// Re-fits the APs `bssids` from their newest samples (`Learner.estimate`) and clears their
-    /// pending marks, in one transaction under the submissions' advisory lock (no lost update
-    /// between replicas).
-    func refit(_ bssids: [String]) async throws {
+    /// Re-fits the APs (beacons) `names` from their newest samples (`Learner.estimate`) and
+    /// clears their pending marks, in one transaction under the submissions' advisory lock (no
+    /// lost update between replicas).
+    func refit(_ names: [String], kind: Transmitters) async throws {
         let logger = self.logger
+        let t = TransmitterTables.of(kind)
         try await client.withTransaction(logger: logger) { c in
             _ = try await c.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
-            for b in bssids {
+            for b in names {
                 var marked = false
-                for try await _ in try await c.query("DELETE FROM ap_pending WHERE bssid = \(b) RETURNING 1", logger: logger).decode(Int.self) { marked = true }
+                for try await _ in try await c.query("DELETE FROM \(unescaped: t.pending) WHERE \(unescaped: t.key) = \(b) RETURNING 1",
+                                                     logger: logger).decode(Int.self) { marked = true }
                 guard marked else { continue }                   // another replica re-fitted it meanwhile
-                let rows = try await c.query("SELECT lat, lon, rss FROM ap_samples WHERE bssid = \(b) ORDER BY seq DESC LIMIT \(Learner.maxSamplesPerAP)",
-                                             logger: logger)
+                let rows = try await c.query("""
+                    SELECT lat, lon, rss FROM \(unescaped: t.samples) WHERE \(unescaped: t.key) = \(b) ORDER BY seq DESC LIMIT \(Learner.maxSamplesPerAP)
+                    """, logger: logger)
                 var all: [APSample] = []
                 for try await r in rows.decode((Double, Double, Double).self) {
                     all.append(APSample(bssid: b, position: Geodetic(latitude: r.0, longitude: r.1), rss: r.2))
                 }
-                guard let ap = Learner.estimate(bssid: b, samples: all.reversed()) else { continue }
+                guard let ap = Learner.estimate(bssid: b, samples: all.reversed(), kind: kind) else { continue }
                 _ = try await c.query("""
-                    INSERT INTO aps (bssid, lat, lon, floor, p0, n_exp, samples, model_fitted)
+                    INSERT INTO \(unescaped: t.map) (\(unescaped: t.key), lat, lon, floor, p0, n_exp, samples, model_fitted)
                     VALUES (\(ap.bssid), \(ap.position.latitude), \(ap.position.longitude), \(ap.floor), \(ap.p0), \(ap.pathLossExponent),
                         \(ap.samples), \(ap.modelFitted))
-                    ON CONFLICT (bssid) DO UPDATE SET lat = EXCLUDED.lat, lon = EXCLUDED.lon, floor = EXCLUDED.floor, p0 = EXCLUDED.p0,
+                    ON CONFLICT (\(unescaped: t.key)) DO UPDATE SET lat = EXCLUDED.lat, lon = EXCLUDED.lon, floor = EXCLUDED.floor, p0 = EXCLUDED.p0,
                         n_exp = EXCLUDED.n_exp, samples = EXCLUDED.samples, model_fitted = EXCLUDED.model_fitted
                     """, logger: logger)
             }
@@ -370,13 +401,13 @@ public final class PostgresStore: LocationStore {
     }
 
     public func statistics() async throws -> StoreStatistics {
-        while try await refitPending(limit: 256) > 0 {}          // the counts include every acknowledged AP
+        while try await refitPending(limit: 256) > 0 {}          // the counts include every acknowledged AP and beacon
         let rows = try await client.query("""
             SELECT (SELECT COUNT(*) FROM cell_coverage WHERE ta = -1), (SELECT COUNT(*) FROM cell_coverage),
-                   (SELECT COUNT(*) FROM aps), (SELECT COUNT(*) FROM submissions)
+                   (SELECT COUNT(*) FROM aps), (SELECT COUNT(*) FROM submissions), (SELECT COUNT(*) FROM ble)
             """, logger: logger)
-        for try await r in rows.decode((Int, Int, Int, Int).self) {
-            return StoreStatistics(cells: r.0, coverageAreas: r.1, aps: r.2, submissions: r.3)
+        for try await r in rows.decode((Int, Int, Int, Int, Int).self) {
+            return StoreStatistics(cells: r.0, coverageAreas: r.1, aps: r.2, submissions: r.3, beacons: r.4)
         }
         return StoreStatistics(cells: 0, coverageAreas: 0, aps: 0, submissions: 0)
     }
@@ -387,10 +418,11 @@ public final class PostgresStore: LocationStore {
         let rows = try await client.query("""
             SELECT (SELECT COUNT(*) FROM cell_coverage WHERE n <= 0 OR lat <> lat OR lon <> lon),
                    (SELECT COUNT(*) FROM aps WHERE lat <> lat OR lon <> lon),
-                   (SELECT COUNT(*) FROM ap_samples), (SELECT COUNT(*) FROM submissions)
+                   (SELECT COUNT(*) FROM ap_samples), (SELECT COUNT(*) FROM submissions),
+                   (SELECT COUNT(*) FROM ble WHERE lat <> lat OR lon <> lon), (SELECT COUNT(*) FROM ble_samples)
             """, logger: logger)
-        for try await r in rows.decode((Int, Int, Int, Int).self) {
-            return r.0 == 0 && r.1 == 0 ? "ok" : "\(r.0) bad coverage row(s), \(r.1) bad AP row(s)"
+        for try await r in rows.decode((Int, Int, Int, Int, Int, Int).self) {
+            return r.0 == 0 && r.1 == 0 && r.4 == 0 ? "ok" : "\(r.0) bad coverage row(s), \(r.1) bad AP row(s), \(r.4) bad beacon row(s)"
         }
         return "no answer"
     }

@@ -3,7 +3,7 @@ import Positioning
 import Replay
 
 /// The server's in-memory read snapshot of the store's learned radios (docs/serve.md,
-/// "Snapshot"): geolocate and refine read known cells and APs here, so a request whose radios
+/// "Snapshot"): geolocate and refine read known cells, APs and Bluetooth beacons here, so a request whose radios
 /// have been read before runs no SQL. It is filled on demand (a miss reads the store — which
 /// re-fits a pending AP first — and keeps the answer, "unknown" included) and forgets a radio
 /// when a committed submission changes it:
@@ -29,12 +29,12 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
             towerECEF = towers.map(KnownRadios.ecef(of:)); coverageECEF = coverage.map(KnownRadios.ecef(of:))
         }
     }
-    /// A known AP with its ECEF position.
+    /// A known AP (or beacon) with its ECEF position.
     struct APEntry: Sendable {
         var ap: LearnedAP; var ecef: ECEF
         init(_ ap: LearnedAP) { self.ap = ap; ecef = KnownRadios.ecef(of: ap) }
     }
-    /// An AP's key: the 48-bit value of its MAC when its name is a normalized MAC (what the
+    /// An AP's (a beacon's) key: the 48-bit value of its MAC when its name is a normalized MAC (what the
     /// parser and the stores hand over; hashed as one integer instead of 17 bytes), else its name.
     /// Distinct names have distinct keys (a normalized MAC's spelling and value determine each other).
     enum APKey: Hashable {
@@ -62,6 +62,7 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
     private let lock = NSLock()
     private var cells: [CellID: CellEntry] = [:]
     private var aps: [APKey: APEntry?] = [:]
+    private var beacons: [APKey: APEntry?] = [:]
     private var generation: UInt64 = 0
     /// The change-log position the snapshot reflects (nil before the first read of it).
     private var position: Int64?
@@ -73,78 +74,93 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
     }
 
     /// What `store.lookup` would answer, in the same order (cells by description: towers,
-    /// then coverage by TA; APs by name).
-    func lookup(cells wanted: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
+    /// then coverage by TA; APs and beacons by name).
+    func lookup(cells wanted: Set<CellID>, bssids: Set<String>, beacons: Set<String>) async throws -> KnownRadios {
         try await followChanges()
-        return try await read(wanted, bssids)
+        return try await read(wanted, bssids, beacons)
     }
 
-    /// `lookup` with the names as a list: a hit (every radio in the snapshot) needs no set of them.
-    func lookup(cells wanted: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?]) async throws -> KnownRadios {
+    /// `lookup` with the names as lists: a hit (every radio in the snapshot) needs no set of them.
+    func lookup(cells wanted: Set<CellID>, distinctBSSIDs bssids: [String], values: [UInt64?],
+                distinctBeacons beacons: [String], beaconValues: [UInt64?]) async throws -> KnownRadios {
         try await followChanges()
         let sorted = APKey.sorted(bssids, values: values.count == bssids.count ? values : bssids.map(GeoAPI.macValue))
-        if let hit = lock.withLock({ assembleCached(wanted, sorted) }) { return hit }
-        return try await read(wanted, Set(bssids))
+        let sortedBeacons = beacons.isEmpty ? [] : APKey.sorted(beacons, values: beaconValues.count == beacons.count ? beaconValues : beacons.map(GeoAPI.macValue))
+        if let hit = lock.withLock({ assembleCached(wanted, sorted, sortedBeacons) }) { return hit }
+        return try await read(wanted, Set(bssids), Set(beacons))
     }
 
     /// `lookup` after the change log was followed.
-    private func read(_ wanted: Set<CellID>, _ bssids: Set<String>) async throws -> KnownRadios {
-        let (hit, gen, missingCells, missingAPs) = cached(wanted, bssids)
+    private func read(_ wanted: Set<CellID>, _ bssids: Set<String>, _ beaconIDs: Set<String>) async throws -> KnownRadios {
+        let (hit, gen, missingCells, missingAPs, missingBeacons) = cached(wanted, bssids, beaconIDs)
         if let hit { return hit }
-        let got = try await store.lookup(cells: missingCells, bssids: missingAPs)
-        var fc: [CellID: CellEntry] = [:], fa: [APKey: APEntry?] = [:]
+        let got = try await store.lookup(cells: missingCells, bssids: missingAPs, beacons: missingBeacons)
+        var fc: [CellID: CellEntry] = [:]
         for c in missingCells { fc[c] = CellEntry(towers: [], coverage: []) }
         for t in got.towers { fc[t.cell]?.towers.append(t) }
         for r in got.coverage { fc[r.cell]?.coverage.append(r) }
         for c in missingCells { fc[c]?.computeECEF() }
-        for b in missingAPs { fa[APKey(b)] = .some(nil) }
-        for a in got.aps where fa[APKey(a.bssid)] != nil { fa[APKey(a.bssid)] = .some(APEntry(a)) }
-        return keep(wanted, bssids, cells: fc, aps: fa, generation: gen)
+        return keep(wanted, bssids, beaconIDs, cells: fc, aps: Self.entries(missingAPs, got.aps),
+                    beacons: Self.entries(missingBeacons, got.beacons), generation: gen)
+    }
+
+    /// The snapshot entries of a read of the names `missing`: the transmitters `found`, and
+    /// "unknown" (`.some(nil)`) for the others.
+    private static func entries(_ missing: Set<String>, _ found: [LearnedAP]) -> [APKey: APEntry?] {
+        var out: [APKey: APEntry?] = [:]
+        for b in missing { out[APKey(b)] = .some(nil) }
+        for a in found where out[APKey(a.bssid)] != nil { out[APKey(a.bssid)] = .some(APEntry(a)) }
+        return out
     }
 
     /// The answer when every radio is in the snapshot; else the generation and what is missing.
-    private func cached(_ wanted: Set<CellID>, _ bssids: Set<String>)
-        -> (KnownRadios?, UInt64, Set<CellID>, Set<String>) {
+    private func cached(_ wanted: Set<CellID>, _ bssids: Set<String>, _ beaconIDs: Set<String>)
+        -> (KnownRadios?, UInt64, Set<CellID>, Set<String>, Set<String>) {
         lock.withLock {
             // A hit is `assemble`'s answer, assembled while the radios are found (one look-up of
             // each instead of one to test and one to assemble); the first radio missing ends it.
-            if let hit = assembleCached(wanted, APKey.sorted(Array(bssids))) { return (hit, generation, [], []) }
-            var missingCells = Set<CellID>(), missingAPs = Set<String>()
+            let beaconKeys = beaconIDs.isEmpty ? [] : APKey.sorted(Array(beaconIDs))
+            if let hit = assembleCached(wanted, APKey.sorted(Array(bssids)), beaconKeys) { return (hit, generation, [], [], []) }
+            var missingCells = Set<CellID>(), missingAPs = Set<String>(), missingBeacons = Set<String>()
             for c in wanted where cells[c] == nil { missingCells.insert(c) }
             for b in bssids where aps[APKey(b)] == nil { missingAPs.insert(b) }
-            return (nil, generation, missingCells, missingAPs)
+            for b in beaconIDs where beacons[APKey(b)] == nil { missingBeacons.insert(b) }
+            return (nil, generation, missingCells, missingAPs, missingBeacons)
         }
     }
 
     /// Keeps what a read fetched unless a change arrived since it started (`generation`), and
     /// answers.
-    private func keep(_ wanted: Set<CellID>, _ bssids: Set<String>, cells fc: [CellID: CellEntry], aps fa: [APKey: APEntry?],
-                      generation gen: UInt64) -> KnownRadios {
+    private func keep(_ wanted: Set<CellID>, _ bssids: Set<String>, _ beaconIDs: Set<String>, cells fc: [CellID: CellEntry],
+                      aps fa: [APKey: APEntry?], beacons fb: [APKey: APEntry?], generation gen: UInt64) -> KnownRadios {
         lock.withLock {
             if generation == gen {
-                if cells.count + aps.count + fc.count + fa.count > Self.maxEntries { cells = [:]; aps = [:] }
+                if stored + fc.count + fa.count + fb.count > Self.maxEntries { cells = [:]; aps = [:]; beacons = [:] }
                 cells.merge(fc) { $1 }
                 aps.merge(fa) { $1 }
+                beacons.merge(fb) { $1 }
             }
-            return assemble(wanted, bssids, fetchedCells: fc, fetchedAPs: fa)
+            return gather(wanted, APKey.sorted(Array(bssids)), beaconIDs.isEmpty ? [] : APKey.sorted(Array(beaconIDs)), complete: false,
+                          cell: { fc[$0] ?? self.cells[$0] }, ap: { fa[$0] ?? self.aps[$0] }, beacon: { fb[$0] ?? self.beacons[$0] })!
         }
     }
 
-    /// `assemble` with nothing fetched when every radio is in the snapshot, else nil. Under the lock.
-    private func assembleCached(_ wanted: Set<CellID>, _ sortedKeys: [APKey]) -> KnownRadios? {
-        gather(wanted, sortedKeys, complete: true, cell: { self.cells[$0] }, ap: { self.aps[$0] })
+    /// `gather` with nothing fetched when every radio is in the snapshot, else nil. Under the lock.
+    private func assembleCached(_ wanted: Set<CellID>, _ sortedKeys: [APKey], _ beaconKeys: [APKey]) -> KnownRadios? {
+        gather(wanted, sortedKeys, beaconKeys, complete: true, cell: { self.cells[$0] }, ap: { self.aps[$0] }, beacon: { self.beacons[$0] })
     }
 
-    /// The known radios of the `wanted` cells and of the APs `sortedKeys` (in the answer's order),
-    /// found by `cell` and `ap` (an AP known to be absent: `.some(nil)`), with their ECEF positions
-    /// and MAC values. A radio neither look-up has (nil) makes the answer nil when `complete`, else
-    /// is left out. The first cell's lists are shared, not copied (a request names one cell as a
-    /// rule). The one assembly of `assembleCached` (a hit) and `assemble` (after a read).
+    /// The known radios of the `wanted` cells, of the APs `sortedKeys` and of the beacons
+    /// `beaconKeys` (in the answer's order), found by `cell`, `ap` and `beacon` (a transmitter
+    /// known to be absent: `.some(nil)`), with their ECEF positions and MAC values. A radio no
+    /// look-up has (nil) makes the answer nil when `complete`, else is left out. The first cell's
+    /// lists are shared, not copied (a request names one cell as a rule). The one assembly of a
+    /// hit (`assembleCached`) and of the answer after a read (`keep`); under the lock.
     @inline(__always)
-    private func gather(_ wanted: Set<CellID>, _ sortedKeys: [APKey], complete: Bool,
-                        cell: (CellID) -> CellEntry?, ap: (APKey) -> APEntry??) -> KnownRadios? {
+    private func gather(_ wanted: Set<CellID>, _ sortedKeys: [APKey], _ beaconKeys: [APKey], complete: Bool,
+                        cell: (CellID) -> CellEntry?, ap: (APKey) -> APEntry??, beacon: (APKey) -> APEntry??) -> KnownRadios? {
         var out = KnownRadios()
-        var towerECEF: [ECEF] = [], coverageECEF: [ECEF] = [], apECEF: [ECEF] = []
+        var towerECEF: [ECEF] = [], coverageECEF: [ECEF] = []
         for c in Self.order(wanted) {
             guard let e = cell(c) else { if complete { return nil }; continue }
             if out.towers.isEmpty { out.towers = e.towers; towerECEF = e.towerECEF } else { out.towers += e.towers; towerECEF += e.towerECEF }
@@ -152,19 +168,33 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
                 out.coverage += e.coverage; coverageECEF += e.coverageECEF
             }
         }
-        var apValues: [UInt64?] = []
-        out.aps.reserveCapacity(sortedKeys.count)
-        apECEF.reserveCapacity(sortedKeys.count)
-        apValues.reserveCapacity(sortedKeys.count)
-        for k in sortedKeys {
-            guard let a = ap(k) else { if complete { return nil }; continue }
+        guard Self.transmitters(sortedKeys, complete: complete, find: ap, into: &out.aps, ecef: &out.apECEF, values: &out.apValues) else { return nil }
+        if !beaconKeys.isEmpty {
+            guard Self.transmitters(beaconKeys, complete: complete, find: beacon, into: &out.beacons, ecef: &out.beaconECEF,
+                                    values: &out.beaconValues) else { return nil }
+        }
+        out.towerECEF = towerECEF; out.coverageECEF = coverageECEF
+        return out
+    }
+
+    /// `gather`'s part for one kind of transmitter: the known ones of `keys` found by `find`,
+    /// their ECEF positions and MAC values; false when one is missing and the answer must be `complete`.
+    @inline(__always)
+    private static func transmitters(_ keys: [APKey], complete: Bool, find: (APKey) -> APEntry??, into list: inout [LearnedAP],
+                                     ecef: inout [ECEF]?, values: inout [UInt64?]?) -> Bool {
+        var e: [ECEF] = [], v: [UInt64?] = []
+        list.reserveCapacity(keys.count)
+        e.reserveCapacity(keys.count)
+        v.reserveCapacity(keys.count)
+        for k in keys {
+            guard let a = find(k) else { if complete { return false }; continue }
             if let a {
-                out.aps.append(a.ap); apECEF.append(a.ecef)
-                if case .mac(let v) = k { apValues.append(v) } else { apValues.append(nil) }
+                list.append(a.ap); e.append(a.ecef)
+                if case .mac(let x) = k { v.append(x) } else { v.append(nil) }
             }
         }
-        out.towerECEF = towerECEF; out.coverageECEF = coverageECEF; out.apECEF = apECEF; out.apValues = apValues
-        return out
+        ecef = e; values = v
+        return true
     }
 
     /// The cells in the order of the answer (by description).
@@ -172,21 +202,19 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
         wanted.count < 2 ? Array(wanted) : wanted.sorted { $0.description < $1.description }
     }
 
-    /// The answer after a read: the fetched radios, else the snapshot's; radios neither has are
-    /// left out. Under the lock.
-    private func assemble(_ wanted: Set<CellID>, _ bssids: Set<String>, fetchedCells: [CellID: CellEntry],
-                          fetchedAPs: [APKey: APEntry?]) -> KnownRadios {
-        gather(wanted, APKey.sorted(Array(bssids)), complete: false,
-               cell: { fetchedCells[$0] ?? self.cells[$0] }, ap: { fetchedAPs[$0] ?? self.aps[$0] })!
-    }
-
-    /// Forgets `cells` and `bssids` (a submission this server committed).
-    func forget(cells c: [CellID], bssids b: [String]) {
+    /// Forgets the radios of `changed` (a submission this server committed).
+    func forget(_ changed: RadioChanges) {
         lock.withLock {
             generation &+= 1
-            for x in c { cells[x] = nil }
-            for x in b { aps[APKey(x)] = nil }
+            forgetLocked(changed)
         }
+    }
+
+    /// Forgets the cells, APs and beacons `c` names. Under the lock.
+    private func forgetLocked(_ c: RadioChanges) {
+        for x in c.cells { cells[x] = nil }
+        for x in c.bssids { aps[APKey(x)] = nil }
+        for x in c.beacons { beacons[APKey(x)] = nil }
     }
 
     /// Reads the change log when `refresh` seconds have passed since the last read (one
@@ -217,20 +245,21 @@ final class RadioSnapshot: RadioLookup, @unchecked Sendable {
                 // The first read (what was read before it may predate a change it does not list)
                 // or more changes than one read takes: start over.
                 generation &+= 1
-                cells = [:]; aps = [:]
-            } else if !changes.cells.isEmpty || !changes.bssids.isEmpty {
+                cells = [:]; aps = [:]; beacons = [:]
+            } else if !changes.isEmpty {
                 generation &+= 1
-                for x in changes.cells { cells[x] = nil }
-                for x in changes.bssids { aps[APKey(x)] = nil }
+                forgetLocked(changes)
             }
             position = changes.last
         }
     }
 
-    /// The lacf fallback (rare: no known cell or AP) reads the store.
+    /// The lacf fallback (rare: no known cell, AP or beacon) reads the store.
     func areaCoverage(of cells: Set<CellID>) async throws -> [CellCoverageRecord] {
         try await store.areaCoverage(of: cells)
     }
 
-    var count: Int { lock.withLock { cells.count + aps.count } }
+    /// Entries kept (under the lock).
+    private var stored: Int { cells.count + aps.count + beacons.count }
+    var count: Int { lock.withLock { stored } }
 }

@@ -7,7 +7,8 @@ import Replay
 /// for the writer), `synchronous = FULL` so that a committed submission survives a power cut,
 /// not only a killed process. The file holds the cell database (`celldb build`'s tables
 /// `cells`, `cell_coverage`) and the radio map (`radiomap build`'s `aps`, `meta`), so a file
-/// the CLI built is served as it is; `serve` adds `ap_samples` and `submissions`.
+/// the CLI built is served as it is; `serve` adds `ap_samples`, `ble_samples` and `submissions`.
+/// Bluetooth beacons live in the radio map's table `ble` (`radiomap build` writes it too).
 public final class SQLiteStore: LocationStore {
     let pool: DatabasePool
     public let path: String
@@ -26,11 +27,19 @@ public final class SQLiteStore: LocationStore {
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         pool = try DatabasePool(path: path, configuration: config)
         try pool.write { db in
+            // The samples and pending marks of each kind of transmitter (`TransmitterTables`; the
+            // maps `aps` and `ble` are the radio map's), one layout for both.
+            for kind in TransmitterTables.kinds {
+                let t = TransmitterTables.of(kind)
+                try db.execute(sql: """
+                    CREATE TABLE IF NOT EXISTS \(t.samples) (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, \(t.key) TEXT NOT NULL,
+                        lat REAL NOT NULL, lon REAL NOT NULL, rss REAL NOT NULL);
+                    CREATE INDEX IF NOT EXISTS \(t.samples)_\(t.key) ON \(t.samples)(\(t.key), seq);
+                    CREATE TABLE IF NOT EXISTS \(t.pending) (\(t.key) TEXT PRIMARY KEY) WITHOUT ROWID;
+                    """)
+            }
             try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS ap_samples (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, bssid TEXT NOT NULL,
-                    lat REAL NOT NULL, lon REAL NOT NULL, rss REAL NOT NULL);
-                CREATE INDEX IF NOT EXISTS ap_samples_bssid ON ap_samples(bssid, seq);
                 CREATE TABLE IF NOT EXISTS coverage_sums (
                     rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL, area INTEGER NOT NULL, cid INTEGER NOT NULL,
                     ta INTEGER NOT NULL, olat REAL NOT NULL, olon REAL NOT NULL, walks INTEGER NOT NULL, n INTEGER NOT NULL,
@@ -39,33 +48,44 @@ public final class SQLiteStore: LocationStore {
                 CREATE TABLE IF NOT EXISTS submissions (
                     id INTEGER PRIMARY KEY AUTOINCREMENT, received REAL NOT NULL, items INTEGER NOT NULL, digest TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS submissions_digest ON submissions(digest);
-                CREATE TABLE IF NOT EXISTS ap_pending (bssid TEXT PRIMARY KEY) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS coverage_points (
                     seq INTEGER PRIMARY KEY AUTOINCREMENT, rat TEXT NOT NULL, mcc INTEGER NOT NULL, mnc INTEGER NOT NULL,
                     area INTEGER NOT NULL, cid INTEGER NOT NULL, ta INTEGER NOT NULL, walk INTEGER NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL);
                 CREATE INDEX IF NOT EXISTS coverage_points_cell ON coverage_points(rat, mcc, mnc, area, cid, walk, seq);
                 CREATE TABLE IF NOT EXISTS radio_changes (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, cells TEXT NOT NULL, bssids TEXT NOT NULL, at REAL NOT NULL DEFAULT 0);
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, cells TEXT NOT NULL, bssids TEXT NOT NULL, at REAL NOT NULL DEFAULT 0,
+                    beacons TEXT NOT NULL DEFAULT '');
                 CREATE TABLE IF NOT EXISTS radio_changes_pruned (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL);
                 """)
             // A log written before rows had a time: its rows count as old (pruned first).
-            if try !Row.fetchAll(db, sql: "PRAGMA table_info(radio_changes)").contains(where: { ($0["name"] as String?) == "at" }) {
-                try db.execute(sql: "ALTER TABLE radio_changes ADD COLUMN at REAL NOT NULL DEFAULT 0")
-            }
+            try Self.addColumn(db, table: "radio_changes", column: "at", "REAL NOT NULL DEFAULT 0")
+            // A log written before beacons were learned: its rows name none.
+            try Self.addColumn(db, table: "radio_changes", column: "beacons", "TEXT NOT NULL DEFAULT ''")
         }
     }
 
-    public func lookup(cells: Set<CellID>, bssids: Set<String>) async throws -> KnownRadios {
-        // APs with samples not yet in their estimate are re-fitted first (rare: the refit
-        // service drains them within a fraction of a second), then read again, so an answer
-        // never uses a stale AP. The common case is one read transaction, as before.
-        let first = try await read(cells: cells, bssids: bssids)
-        if first.pending.isEmpty { return first.known }
-        try await pool.write { db in try Self.refit(db, bssids: first.pending.sorted()) }
-        return try await read(cells: cells, bssids: bssids).known
+    /// Adds `column` to `table` when an older schema lacks it (SQLite has no `ADD COLUMN IF NOT EXISTS`).
+    static func addColumn(_ db: Database, table: String, column: String, _ definition: String) throws {
+        if try !Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").contains(where: { ($0["name"] as String?) == column }) {
+            try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(column) \(definition)")
+        }
     }
 
-    private func read(cells: Set<CellID>, bssids: Set<String>) async throws -> (known: KnownRadios, pending: [String]) {
+    public func lookup(cells: Set<CellID>, bssids: Set<String>, beacons: Set<String>) async throws -> KnownRadios {
+        // APs (beacons) with samples not yet in their estimate are re-fitted first (rare: the
+        // refit service drains them within a fraction of a second), then read again, so an
+        // answer never uses a stale AP. The common case is one read transaction, as before.
+        let first = try await read(cells: cells, bssids: bssids, beacons: beacons)
+        if first.pending.isEmpty && first.pendingBeacons.isEmpty { return first.known }
+        try await pool.write { db in
+            try Self.refit(db, names: first.pending.sorted(), kind: .wifi)
+            try Self.refit(db, names: first.pendingBeacons.sorted(), kind: .ble)
+        }
+        return try await read(cells: cells, bssids: bssids, beacons: beacons).known
+    }
+
+    private func read(cells: Set<CellID>, bssids: Set<String>, beacons: Set<String>) async throws
+        -> (known: KnownRadios, pending: [String], pendingBeacons: [String]) {
         try await pool.read { db in
             var out = KnownRadios()
             let cellKey = "rat = ? AND mcc = ? AND mnc = ? AND area = ? AND cid = ?"
@@ -76,36 +96,46 @@ public final class SQLiteStore: LocationStore {
                 out.towers += try Row.fetchAll(ts, arguments: args).compactMap(CellDatabase.tower)
                 out.coverage += try Row.fetchAll(cs, arguments: args).compactMap(CellDatabase.coverageRecord)
             }
-            // The APs and their pending marks: two statements for the whole request (one per
-            // AP each was 2 × 8 statements of the 18 a typical request made: 0.5 M instructions).
-            let names = bssids.sorted()
-            var found: [String: LearnedAP] = [:], marked = Set<String>()
-            var from = 0
-            while from < names.count {
-                let part = names[from..<min(from + Self.maxBatch, names.count)]
-                from += part.count
-                // The list is padded to a power of two with repeats of its last name (a repeat in
-                // `IN` changes nothing), so a handful of cached statements serve every request.
-                var arity = 1
-                while arity < part.count { arity *= 2 }
-                var list = Array(part)
-                list += repeatElement(part.last!, count: arity - part.count)
-                let marks = repeatElement("?", count: arity).joined(separator: ",")
-                let args = StatementArguments(list)
-                let aps = try db.cachedStatement(sql: "SELECT bssid, lat, lon, floor, p0, n_exp, samples, model_fitted FROM aps WHERE bssid IN (\(marks))")
-                let rows = try Row.fetchCursor(aps, arguments: args)
-                while let r = try rows.next() { let a = Self.ap(r); found[a.bssid] = a }
-                let ps = try db.cachedStatement(sql: "SELECT bssid FROM ap_pending WHERE bssid IN (\(marks))")
-                marked.formUnion(try String.fetchAll(ps, arguments: args))
-            }
-            // In name order, as the per-AP statements gave them.
-            var pending: [String] = []
-            for b in names {
-                if let a = found[b] { out.aps.append(a) }
-                if marked.contains(b) { pending.append(b) }
-            }
-            return (out, pending)
+            let (aps, pending) = try Self.transmitters(db, bssids, kind: .wifi)
+            out.aps = aps
+            let (found, pendingBeacons) = beacons.isEmpty ? ([], []) : try Self.transmitters(db, beacons, kind: .ble)
+            out.beacons = found
+            return (out, pending, pendingBeacons)
         }
+    }
+
+    /// The learned transmitters of `kind` among `wanted` and which of them are pending, both in
+    /// name order: two statements per batch of names for the whole request (one per AP each was
+    /// 2 × 8 statements of the 18 a typical request made: 0.5 M instructions).
+    private static func transmitters(_ db: Database, _ wanted: Set<String>, kind: Transmitters) throws -> (found: [LearnedAP], pending: [String]) {
+        let t = TransmitterTables.of(kind)
+        let names = wanted.sorted()
+        var found: [String: LearnedAP] = [:], marked = Set<String>()
+        var from = 0
+        while from < names.count {
+            let part = names[from..<min(from + Self.maxBatch, names.count)]
+            from += part.count
+            // The list is padded to a power of two with repeats of its last name (a repeat in
+            // `IN` changes nothing), so a handful of cached statements serve every request.
+            var arity = 1
+            while arity < part.count { arity *= 2 }
+            var list = Array(part)
+            list += repeatElement(part.last!, count: arity - part.count)
+            let marks = repeatElement("?", count: arity).joined(separator: ",")
+            let args = StatementArguments(list)
+            let sel = try db.cachedStatement(sql: "SELECT \(t.key), lat, lon, floor, p0, n_exp, samples, model_fitted FROM \(t.map) WHERE \(t.key) IN (\(marks))")
+            let rows = try Row.fetchCursor(sel, arguments: args)
+            while let r = try rows.next() { let a = Self.ap(r); found[a.bssid] = a }
+            let ps = try db.cachedStatement(sql: "SELECT \(t.key) FROM \(t.pending) WHERE \(t.key) IN (\(marks))")
+            marked.formUnion(try String.fetchAll(ps, arguments: args))
+        }
+        // In name order, as the per-AP statements gave them.
+        var list: [LearnedAP] = [], pending: [String] = []
+        for b in names {
+            if let a = found[b] { list.append(a) }
+            if marked.contains(b) { pending.append(b) }
+        }
+        return (list, pending)
     }
 
     /// Most names bound in one `IN (…)` list (SQLite allows 32,766 parameters).
@@ -130,7 +160,7 @@ public final class SQLiteStore: LocationStore {
     }
 
     public func submit(_ items: [Submission], digest: String) async throws {
-        let samples = Learner.samples(items)
+        let samples = Learner.samples(items, of: .wifi), beaconSamples = Learner.samples(items, of: .ble)
         let cells = RadioChanges.servingCells(items)
         try await pool.write { db in
             var seed: [CellCoverageRecord] = [], state: [Learner.CoverageState] = [], points: [Learner.CoveragePoint] = []
@@ -179,20 +209,24 @@ public final class SQLiteStore: LocationStore {
                                            w.sumOuter.en, w.sumOuter.nn, w.scatter.ee, w.scatter.en, w.scatter.nn])
             }
 
-            // The samples and the names of the APs they change are durable with the submission;
-            // the APs' estimates are re-fitted outside it (`refitPending`; reads re-fit first).
-            let ins = try db.cachedStatement(sql: "INSERT INTO ap_samples (bssid, lat, lon, rss) VALUES (?, ?, ?, ?)")
-            for s in samples { try ins.execute(arguments: [s.bssid, s.position.latitude, s.position.longitude, s.rss]) }
-            _ = try Self.mapOrigin(db, default: samples.first?.position)
-            let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO ap_pending (bssid) VALUES (?)")
-            for b in Set(samples.map(\.bssid)).sorted() { try mark.execute(arguments: [b]) }
+            // The samples and the names of the APs (beacons) they change are durable with the
+            // submission; the estimates are re-fitted outside it (`refitPending`; reads re-fit first).
+            for (kind, list) in [(Transmitters.wifi, samples), (.ble, beaconSamples)] where !list.isEmpty {
+                let t = TransmitterTables.of(kind)
+                let ins = try db.cachedStatement(sql: "INSERT INTO \(t.samples) (\(t.key), lat, lon, rss) VALUES (?, ?, ?, ?)")
+                for s in list { try ins.execute(arguments: [s.bssid, s.position.latitude, s.position.longitude, s.rss]) }
+                let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(t.pending) (\(t.key)) VALUES (?)")
+                for b in Set(list.map(\.bssid)).sorted() { try mark.execute(arguments: [b]) }
+            }
+            _ = try Self.mapOrigin(db, default: (samples.first ?? beaconSamples.first)?.position)
             let now = Date().timeIntervalSince1970
             try db.execute(sql: "INSERT INTO submissions (received, items, digest) VALUES (?, ?, ?)",
                            arguments: [now, items.count, digest])
-            let changed = RadioChanges.of(cells: cells, samples: samples)
-            if !changed.cells.isEmpty || !changed.bssids.isEmpty {
-                let row = RadioChanges.rowText(cells: changed.cells, bssids: changed.bssids)
-                try db.execute(sql: "INSERT INTO radio_changes (cells, bssids, at) VALUES (?, ?, ?)", arguments: [row.cells, row.bssids, now])
+            let changed = RadioChanges.of(cells: cells, samples: samples, beaconSamples: beaconSamples)
+            if !changed.isEmpty {
+                let row = RadioChanges.rowText(changed)
+                try db.execute(sql: "INSERT INTO radio_changes (cells, bssids, beacons, at) VALUES (?, ?, ?, ?)",
+                               arguments: [row.cells, row.bssids, row.beacons, now])
             }
         }
     }
@@ -207,13 +241,13 @@ public final class SQLiteStore: LocationStore {
                 max(try Int64.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(seq), 0) FROM radio_changes")) ?? 0, through)
             }
             guard let after else { return RadioChanges(last: try end()) }
-            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, cells, bssids FROM radio_changes WHERE seq > ? ORDER BY seq LIMIT ?"),
+            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, cells, bssids, beacons FROM radio_changes WHERE seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [after, RadioChanges.limit + 1])
             var out = RadioChanges(last: after)
             if rows.count > RadioChanges.limit || after < through {
                 return RadioChanges(last: try end(), overflow: true)
             }
-            for r in rows { out.add(seq: r[0], cells: r[1], bssids: r[2]) }
+            for r in rows { out.add(seq: r[0], cells: r[1], bssids: r[2], beacons: r[3]) }
             return out
         }
     }
@@ -232,29 +266,35 @@ public final class SQLiteStore: LocationStore {
     }
 
     public func refitPending(limit: Int) async throws -> Int {
-        try await pool.write { db in
-            let names = try String.fetchAll(db, sql: "SELECT bssid FROM ap_pending ORDER BY bssid LIMIT ?", arguments: [limit])
-            try Self.refit(db, bssids: names)
-            return names.count
+        var done = 0
+        for kind in TransmitterTables.kinds where done < limit {
+            let t = TransmitterTables.of(kind)
+            done += try await pool.write { [done] db in
+                let names = try String.fetchAll(db, sql: "SELECT \(t.key) FROM \(t.pending) ORDER BY \(t.key) LIMIT ?", arguments: [limit - done])
+                try Self.refit(db, names: names, kind: kind)
+                return names.count
+            }
         }
+        return done
     }
 
-    /// Re-fits the APs `bssids` from their newest samples (`Learner.estimate`, `radiomap
+    /// Re-fits the APs (beacons) `names` from their newest samples (`Learner.estimate`, `radiomap
     /// build`'s estimator) and clears their pending marks, in the caller's transaction.
-    static func refit(_ db: Database, bssids: [String]) throws {
-        guard !bssids.isEmpty else { return }
+    static func refit(_ db: Database, names: [String], kind: Transmitters) throws {
+        guard !names.isEmpty else { return }
+        let t = TransmitterTables.of(kind)
         let origin = try mapOrigin(db, default: nil)
-        let sel = try db.cachedStatement(sql: "SELECT bssid, lat, lon, rss FROM ap_samples WHERE bssid = ? ORDER BY seq DESC LIMIT ?")
+        let sel = try db.cachedStatement(sql: "SELECT lat, lon, rss FROM \(t.samples) WHERE \(t.key) = ? ORDER BY seq DESC LIMIT ?")
         let upAP = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO aps (bssid, e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
+            INSERT OR REPLACE INTO \(t.map) (\(t.key), e, n, u, lat, lon, floor, p0, n_exp, radio, samples, model_fitted)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
             """)
-        let done = try db.cachedStatement(sql: "DELETE FROM ap_pending WHERE bssid = ?")
-        for b in bssids {
+        let done = try db.cachedStatement(sql: "DELETE FROM \(t.pending) WHERE \(t.key) = ?")
+        for b in names {
             try done.execute(arguments: [b])
             let rows = try Row.fetchAll(sel, arguments: [b, Learner.maxSamplesPerAP]).reversed()
-            let all = rows.map { APSample(bssid: $0["bssid"], position: Geodetic(latitude: $0["lat"], longitude: $0["lon"]), rss: $0["rss"]) }
-            guard let ap = Learner.estimate(bssid: b, samples: all), let origin else { continue }
+            let all = rows.map { APSample(bssid: b, position: Geodetic(latitude: $0["lat"], longitude: $0["lon"]), rss: $0["rss"]) }
+            guard let ap = Learner.estimate(bssid: b, samples: all, kind: kind), let origin else { continue }
             let v = LocalFrame(origin: origin).enu(ap.position)
             try upAP.execute(arguments: [ap.bssid, v.x, v.y, v.z, ap.position.latitude, ap.position.longitude, ap.floor, ap.p0,
                                        ap.pathLossExponent, ap.samples, ap.modelFitted])
@@ -273,12 +313,13 @@ public final class SQLiteStore: LocationStore {
     }
 
     public func statistics() async throws -> StoreStatistics {
-        while try await refitPending(limit: 256) > 0 {}          // the counts include every acknowledged AP
+        while try await refitPending(limit: 256) > 0 {}          // the counts include every acknowledged AP and beacon
         return try await pool.read { db in
             StoreStatistics(cells: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM cell_coverage WHERE ta = -1") ?? 0,
                             coverageAreas: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM cell_coverage") ?? 0,
                             aps: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM aps") ?? 0,
-                            submissions: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM submissions") ?? 0)
+                            submissions: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM submissions") ?? 0,
+                            beacons: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ble") ?? 0)
         }
     }
 

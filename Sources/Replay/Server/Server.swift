@@ -89,7 +89,7 @@ public final class ServerMetrics: Sendable {
     let requests: [String: [Int: Counter]]
     let latency: [String: DurationHistogram]
     let located: Counter, notLocated: Counter, submitted: Counter
-    let cells: Gauge, coverageAreas: Gauge, aps: Gauge, share: Gauge
+    let cells: Gauge, coverageAreas: Gauge, aps: Gauge, beacons: Gauge, share: Gauge
     static let endpoints = ["geolocate", "geosubmit", "refine", "health", "metrics", "empty", "other"]
     static let statuses = [200, 400, 403, 404, 408, 413, 500, 503]
 
@@ -119,6 +119,7 @@ public final class ServerMetrics: Sendable {
         cells = registry.makeGauge(descriptor: Self.d("learned_cells", "", "Cells with a learned coverage area in the store."))
         coverageAreas = registry.makeGauge(descriptor: Self.d("learned_coverage_areas", "", "Coverage areas (cell and cell+TA) in the store."))
         aps = registry.makeGauge(descriptor: Self.d("learned_aps", "", "Access points in the store's radio map."))
+        beacons = registry.makeGauge(descriptor: Self.d("learned_beacons", "", "Bluetooth beacons in the store's radio map."))
     }
 
     private let counts = Counts()
@@ -264,8 +265,7 @@ public final class LocationServer: Sendable {
         let (items, received) = try GeoAPI.submission(bytes)
         do {
             try await store.submit(items, digest: Learner.digest(bytes))
-            let changed = RadioChanges.of(items)
-            snapshot.forget(cells: changed.cells, bssids: changed.bssids)
+            snapshot.forget(RadioChanges.of(items))
         } catch {
             logger.error("geosubmit: not committed: \(error)")
             throw GeoAPI.APIError.unavailable("The submission was not stored; send it again.")
@@ -323,7 +323,7 @@ public final class LocationServer: Sendable {
     func health() async throws -> Response {
         do {
             let s = try await store.statistics()
-            return Self.json(["status": "ok", "cells": s.cells, "coverage_areas": s.coverageAreas, "aps": s.aps,
+            return Self.json(["status": "ok", "cells": s.cells, "coverage_areas": s.coverageAreas, "aps": s.aps, "beacons": s.beacons,
                               "submissions": s.submissions] as [String: Any], status: .ok)
         } catch {
             return Self.json(["status": "unavailable", "error": "the store does not answer"] as [String: Any], status: .serviceUnavailable)
@@ -333,6 +333,7 @@ public final class LocationServer: Sendable {
     func metricsText() async throws -> Response {
         if let s = try? await store.statistics() {
             metrics.cells.set(Double(s.cells)); metrics.coverageAreas.set(Double(s.coverageAreas)); metrics.aps.set(Double(s.aps))
+            metrics.beacons.set(Double(s.beacons))
         }
         var h = HTTPFields()
         h[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
@@ -353,7 +354,7 @@ public final class LocationServer: Sendable {
     }
 }
 
-/// Re-fits the APs that geosubmit marked pending (`LocationStore.refitPending`), a batch at a
+/// Re-fits the APs and beacons that geosubmit marked pending (`LocationStore.refitPending`), a batch at a
 /// time, outside the submissions' transactions: a submission is acknowledged once its samples
 /// and pending marks are committed, and the AP estimate (the `radiomap build` estimator over up
 /// to 500 samples, tens of ms) no longer sits in its critical path. The marks are durable, so a

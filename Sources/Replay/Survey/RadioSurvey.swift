@@ -244,9 +244,16 @@ public struct RadioMapBuilder: Sendable {
     /// in a Bluetooth address (random addresses are marked by the address type, which Android's
     /// scan record does not carry), so a beacon is kept whatever its first octet.
     public func build(_ walks: [RecordedWalk], frame: LocalFrame, of kind: TransmitterKind = .wifi) -> [APMapEstimator.Estimate] {
+        let est = mapEstimator(of: kind)
+        return samples(walks, frame: frame, of: kind).sorted { $0.key < $1.key }.compactMap { est.estimate(bssid: $0.key, samples: $0.value) }
+    }
+
+    /// The estimator of `kind`'s transmitters: `estimator`, without the locally-administered rule
+    /// for beacons (see `build`). The one place of that rule (`posfuse serve` learns with it too).
+    public func mapEstimator(of kind: TransmitterKind) -> APMapEstimator {
         var est = estimator
         if kind == .ble { est.excludeLocallyAdministered = false }
-        return samples(walks, frame: frame, of: kind).sorted { $0.key < $1.key }.compactMap { est.estimate(bssid: $0.key, samples: $0.value) }
+        return est
     }
 
     /// The kinds of transmitter a radio map locates.
