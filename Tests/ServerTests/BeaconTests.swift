@@ -110,6 +110,30 @@ import Testing
         }
     }
 
+    /// `/v1/refine` looks up the beacons a report's `ble` evidence names, as it does its APs
+    /// (session 25): a report 40 m east of the square's centre with one scan of the four
+    /// beacons at one level is refined with `ble` toward the centre (the fix at the centre and
+    /// the report's own 30 m position fused: between the two, nearer the fix); before the store
+    /// knows the beacons the same record is only reported, its position unchanged.
+    @Test func refineUsesLearnedBeacons() async throws {
+        let f = LocalFrame(origin: Fixture.center)
+        let at = f.groundGeodetic(east: 40, north: 0)
+        let record = jsonBytes(["id": "b1", "lat": at.latitude, "lon": at.longitude, "accuracy_m": 30.0, "t": 10,
+                                "evidence": [["t": 9.5, "type": "ble", "beacons": Self.beacons.map { ["id": $0, "rss": -65] }]]])
+        try await Stores.each { store, kind in
+            let t = try TestServer(store: store)
+            let r = try await t.run([(.post, "/v1/refine", record), (.post, "/v2/geosubmit", Self.submission()), (.post, "/v1/refine", record)])
+            #expect(r[0].status == 200 && r[2].status == 200, "\(kind): \(r[0].body) \(r[2].body)")
+            let before = try #require(r[0].json["properties"] as? [String: Any])
+            #expect(before["status"] as? String == "reported" && before["shift_m"] as? Double == 0, "\(kind): \(r[0].body)")
+            let p = try #require(r[2].json["properties"] as? [String: Any])
+            #expect(p["status"] as? String == "refined" && (p["sources_used"] as? [String])?.contains("ble") == true, "\(kind): \(r[2].body)")
+            let c = try #require((r[2].json["geometry"] as? [String: Any])?["coordinates"] as? [Double])
+            let en = f.en(latitude: c[1], longitude: c[0])
+            #expect(en.x > 0 && en.x < 20 && abs(en.y) < 1e-3, "\(kind): \(en)")
+        }
+    }
+
     /// Unknown beacons get WiFi's "not found"; so does a single known beacon (the privacy rule
     /// of WiFi: at least two known), with unknown ones beside it; two known ones are located.
     /// A `bluetoothBeacons` member that is not an array of objects is a parseError.

@@ -183,25 +183,34 @@ public final class ReportRefiner {
         return bytes.withUnsafeBufferPointer { refine(UnsafeBufferPointer(rebasing: $0[0..<n]), file: file, line: line, into: &out) }
     }
 
-    /// The position, cells and (normalised) BSSIDs of a record held in memory — what a caller
-    /// with its own reference store looks up before `refine(json:…adding:)`; nil when the
+    /// The radios a record's evidence names: what a caller with its own reference store looks up
+    /// before `refine(json:…adding:)`.
+    public struct RadioIdentifiers: Sendable {
+        public var latitude: Double, longitude: Double
+        public var cells: Set<CellID> = []
+        /// WiFi BSSIDs and Bluetooth beacon ids, normalised (`MACAddress.normalize`: the map keys).
+        public var bssids: Set<String> = [], beacons: Set<String> = []
+    }
+
+    /// The position, cells, BSSIDs and beacon ids of a record held in memory; nil when the
     /// record does not parse (its `refine` then says why).
-    public func radioIdentifiers(json: [UInt8]) -> (latitude: Double, longitude: Double, cells: Set<CellID>, bssids: Set<String>)? {
+    public func radioIdentifiers(json: [UInt8]) -> RadioIdentifiers? {
         var bytes = json
         let n = bytes.count
         bytes.append(0)
         return try? bytes.withUnsafeBufferPointer { b in
             try parser.parse(b.baseAddress!, count: n) { r, s in
-                var cells = Set<CellID>(), bssids = Set<String>()
+                var ids = RadioIdentifiers(latitude: r.latitude, longitude: r.longitude)
                 for i in r.evidence.indices {
                     guard case .event(let x) = try? r.event(i, decoder: &decoder, scanner: s) else { continue }
                     switch x.payload {
-                    case .cell(let o): cells.insert(o.cell)
-                    case .wifi(let w): for a in w.accessPoints { bssids.insert(MACAddress.normalize(a.bssid)) }
+                    case .cell(let o): ids.cells.insert(o.cell)
+                    case .wifi(let w): for a in w.accessPoints { ids.bssids.insert(MACAddress.normalize(a.bssid)) }
+                    case .ble(let b): for a in b.beacons { ids.beacons.insert(MACAddress.normalize(a.id)) }
                     default: break
                     }
                 }
-                return (r.latitude, r.longitude, cells, bssids)
+                return ids
             }
         }
     }
@@ -248,6 +257,7 @@ public final class ReportRefiner {
         var context = tile.context
         context.reference.accessPoints.merge(extra.accessPoints) { own, _ in own }
         context.reference.cells.merge(extra.cells) { own, _ in own }
+        context.reference.bleBeacons.merge(extra.bleBeacons) { own, _ in own }
         if let c = extra.cellCoverage, !c.isEmpty {
             context.reference.cellCoverage = CellCoverageMap(areas: (context.reference.cellCoverage?.areas ?? [:]).merging(c.areas) { own, _ in own })
         }

@@ -304,7 +304,7 @@ public final class LocationServer: Sendable {
         var extra: ReferenceData?
         if let ids = refiner.identifiers(json) {
             do {
-                let known = try await snapshot.lookup(cells: ids.cells, bssids: ids.bssids)
+                let known = try await snapshot.lookup(cells: ids.cells, bssids: ids.bssids, beacons: ids.beacons)
                 extra = known.reference(in: ReportRefiner.frame(latitude: ids.latitude, longitude: ids.longitude))
             } catch {
                 logger.error("refine: store failure: \(error)")
@@ -403,7 +403,7 @@ final class LockedRefiner: @unchecked Sendable {
     private let lock = NSLock()
     private let refiner: ReportRefiner
     init(_ r: ReportRefiner) { refiner = r }
-    func identifiers(_ json: [UInt8]) -> (latitude: Double, longitude: Double, cells: Set<CellID>, bssids: Set<String>)? {
+    func identifiers(_ json: [UInt8]) -> ReportRefiner.RadioIdentifiers? {
         lock.lock(); defer { lock.unlock() }
         return refiner.radioIdentifiers(json: json)
     }
