@@ -92,8 +92,11 @@ public final class GNSSStage: PipelineStage {
     public let velocityLatency: Double?
     /// Report each fix's region widened by the ekf's online consistency (see the type's doc).
     public let widensFromFilter: Bool
-    /// The pipeline's ekf (`link`), when `widensFromFilter`.
-    private weak var filter: FusionStage?
+    /// The pipeline's ekf (`link`), when `widensFromFilter`. A strong reference: the ekf holds
+    /// nothing of this stage, so there is no cycle. (A weak one gave the ekf a side table, and
+    /// every retain and release of it, one of each per `Pipeline.process` call, then took the
+    /// runtime's slow path: ≈ 4 % of a replay's time under perf, docs/refine.md, session 25.)
+    private var filter: FusionStage?
     /// Whether a fix is followed by its `PositionMeasurement` (`PositionMeasurementEmission`).
     private var emission = PositionMeasurementEmission(.gnss)
     public var emitsPositionMeasurement: Bool { emission.isOn }
