@@ -465,13 +465,13 @@ public final class ReportRefiner {
         out.append(literal: ",\"semi_major_m\":")
         let from = out.count
         out.append(number: major)
+        let to = out.count
         out.append(literal: ",\"semi_minor_m\":")
         if minor.bitPattern == major.bitPattern {
             // A circular region (every report whose only evidence is its own position): the same
             // double, so the same text; copied instead of formatted again (≈ 600 instructions).
             // (Byte by byte: appending `out[from..<to]` would copy the whole buffer, the slice
             // holding a second reference to it.)
-            let to = out.count - 16          // the bytes of `major` end before the 16-byte key
             for i in from..<to { out.append(out[i]) }
         } else {
             out.append(number: minor)
